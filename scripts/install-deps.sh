@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# install-deps.sh - install what building and testing edgesync needs on
+# Debian 12 (bookworm). Run as root. Idempotent: a rerun on a ready machine
+# only checks and returns.
+#
+# It also adds a deb-src entry for Debian 13 (trixie): the build fetches the
+# mbedTLS 3.6 and libwebsockets 4.3 sources from there with
+# `apt-get source --download-only NAME/trixie` (see cmake/EsThirdParty.cmake).
+set -euo pipefail
+
+if [[ ${EUID} -ne 0 ]]; then
+    echo "install-deps.sh: run as root" >&2
+    exit 1
+fi
+
+PACKAGES=(
+    build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev
+    zlib1g-dev libcjson-dev libsqlite3-dev sqlite3 libcmocka-dev libyaml-dev
+    python3 python3-jsonschema python3-yaml bzip2 ca-certificates curl procps
+    iproute2 dpkg-dev
+)
+
+SRC_FILE=/etc/apt/sources.list.d/trixie-src.sources
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+wrote_sources=0
+
+if [[ ! -f ${SRC_FILE} ]]; then
+    cat >"${SRC_FILE}" <<SOURCES
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie trixie-updates
+Components: main
+Signed-By: ${KEYRING}
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: trixie-security
+Components: main
+Signed-By: ${KEYRING}
+SOURCES
+    echo "install-deps.sh: wrote ${SRC_FILE}"
+    wrote_sources=1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    if [[ $(dpkg-query -W -f='${Status}' "${p}" 2>/dev/null || true) != "install ok installed" ]]; then
+        missing+=("${p}")
+    fi
+done
+
+# True when apt has the package lists this script relies on: bookworm
+# binaries, and trixie sources for the third-party tarballs.
+have_debian_lists() {
+    compgen -G '/var/lib/apt/lists/*_dists_bookworm_*Packages*' >/dev/null &&
+        compgen -G '/var/lib/apt/lists/*_dists_trixie_*Sources*' >/dev/null
+}
+
+if [[ ${#missing[@]} -eq 0 && ${wrote_sources} -eq 0 ]] && have_debian_lists; then
+    echo "install-deps.sh: all ${#PACKAGES[@]} packages already installed"
+    exit 0
+fi
+
+# A failing third-party source (a vendor repository that is down or has a
+# stale key) must not stop us; the Debian lists are what matter.
+if ! apt-get update; then
+    if have_debian_lists; then
+        echo "install-deps.sh: apt-get update reported errors; Debian lists are present, continuing" >&2
+    else
+        echo "install-deps.sh: apt-get update failed and the Debian package lists are missing" >&2
+        exit 1
+    fi
+fi
+
+if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "install-deps.sh: installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps.sh: done"
