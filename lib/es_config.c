@@ -1,0 +1,413 @@
+/*
+ * es_config.c - table-driven settings: defaults, config file, EDGESYNC_*
+ * environment, command-line flags (es_config.h has the file format).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "es_config.h"
+
+static const es_setting *by_key(const es_setting *t, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t[i].key != NULL && strcmp(t[i].key, key) == 0)
+			return &t[i];
+	return NULL;
+}
+
+static const es_setting *by_flag(const es_setting *t, size_t n,
+				 const char *flag, size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t[i].flag != NULL && strlen(t[i].flag) == len &&
+		    strncmp(t[i].flag, flag, len) == 0)
+			return &t[i];
+	return NULL;
+}
+
+/* An ES_SET_INT with min == max == 0 has no bounds beyond int64_t. */
+static void int_bounds(const es_setting *s, int64_t *min, int64_t *max)
+{
+	*min = s->min;
+	*max = s->max;
+	if (s->min == 0 && s->max == 0) {
+		*min = INT64_MIN;
+		*max = INT64_MAX;
+	}
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	static const char *const yes[] = {"true", "yes", "1", "on"};
+	static const char *const no[] = {"false", "no", "0", "off"};
+
+	for (size_t i = 0; i < 4; i++) {
+		if (strcasecmp(v, yes[i]) == 0) {
+			*out = 1;
+			return 0;
+		}
+		if (strcasecmp(v, no[i]) == 0) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Stores value into cfg. On a bad value writes "<problem>" (without the
+ * setting's name, which the caller prefixes) into err. */
+static es_err set_value(const es_setting *s, void *cfg, const char *value,
+			char *err, size_t errsz)
+{
+	char *field = (char *)cfg + s->offset;
+
+	switch (s->type) {
+	case ES_SET_STRING: {
+		char *dup = strdup(value);
+		char **dst = (char **)(void *)field;
+
+		if (dup == NULL)
+			return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+		free(*dst);
+		*dst = dup;
+		return ES_OK;
+	}
+	case ES_SET_INT: {
+		int64_t min, max;
+		long long v;
+		char *end = NULL;
+
+		int_bounds(s, &min, &max);
+		errno = 0;
+		v = strtoll(value, &end, 10);
+		if (*value == '\0' || *end != '\0' || errno != 0 ||
+		    (*value != '-' && (*value < '0' || *value > '9')) ||
+		    v < min || v > max)
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "expected an integer in %lld..%lld, got \"%.40s\"",
+				       (long long)min, (long long)max, value);
+		*(int64_t *)(void *)field = (int64_t)v;
+		return ES_OK;
+	}
+	case ES_SET_BOOL: {
+		int b;
+
+		if (parse_bool(value, &b) < 0)
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "expected true/false, yes/no, on/off or 1/0, got \"%.40s\"",
+				       value);
+		*(int *)(void *)field = b;
+		return ES_OK;
+	}
+	}
+	return es_errf(ES_ERR_INVAL, err, errsz, "setting has an unknown type");
+}
+
+/* Rewrites err as "<prefix>: <err>". */
+static es_err prefix_err(es_err rc, char *err, size_t errsz, const char *pre)
+{
+	char inner[256];
+
+	if (err == NULL || errsz == 0)
+		return rc;
+	snprintf(inner, sizeof(inner), "%s", err);
+	return es_errf(rc, err, errsz, "%s: %s", pre, inner);
+}
+
+es_err es_config_defaults(const es_setting *table, size_t n, void *cfg,
+			  char *err, size_t errsz)
+{
+	for (size_t i = 0; i < n; i++) {
+		es_err rc;
+
+		if (table[i].def == NULL)
+			continue;
+		rc = set_value(&table[i], cfg, table[i].def, err, errsz);
+		if (rc != ES_OK)
+			return prefix_err(rc, err, errsz, table[i].key);
+	}
+	return ES_OK;
+}
+
+es_err es_config_set(const es_setting *table, size_t n, void *cfg,
+		     const char *key, const char *value, char *err, size_t errsz)
+{
+	const es_setting *s;
+	es_err rc;
+
+	if (key == NULL || value == NULL)
+		return es_errf(ES_ERR_INVAL, err, errsz, "es_config_set: key or value is NULL");
+	s = by_key(table, n, key);
+	if (s == NULL)
+		return es_errf(ES_ERR_NOTFOUND, err, errsz, "unknown key \"%.80s\"", key);
+	rc = set_value(s, cfg, value, err, errsz);
+	if (rc != ES_OK)
+		return prefix_err(rc, err, errsz, key);
+	return ES_OK;
+}
+
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (is_space(*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && is_space(e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/* Removes surrounding double quotes in place, resolving \" and \\ inside.
+ * Returns 0, or -1 when the quotes are unbalanced. */
+static int unquote(char *v)
+{
+	size_t len = strlen(v);
+	char *r, *w;
+
+	if (len == 0 || v[0] != '"')
+		return 0;
+	r = v + 1;
+	w = v;
+	while (*r != '\0' && *r != '"') {
+		if (*r == '\\' && (r[1] == '"' || r[1] == '\\'))
+			r++;
+		*w++ = *r++;
+	}
+	if (*r != '"' || r[1] != '\0')
+		return -1;
+	*w = '\0';
+	return 0;
+}
+
+es_err es_config_load_file(const es_setting *table, size_t n, void *cfg,
+			   const char *path, char *err, size_t errsz)
+{
+	FILE *f = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned long lineno = 0;
+	ssize_t len;
+	es_err rc = ES_OK;
+
+	if (path == NULL)
+		return es_errf(ES_ERR_INVAL, err, errsz, "config file path is NULL");
+	f = fopen(path, "re");
+	if (f == NULL)
+		return es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(errno));
+	errno = 0;
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		char *p, *eq, *key, *value;
+		const es_setting *s;
+
+		lineno++;
+		if ((size_t)len != strlen(line)) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "%s:%lu: NUL byte in line", path, lineno);
+			goto cleanup;
+		}
+		p = trim(line);
+		if (*p == '\0' || *p == '#')
+			continue;
+		eq = strchr(p, '=');
+		if (eq == NULL) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "%s:%lu: expected \"key = value\"", path, lineno);
+			goto cleanup;
+		}
+		*eq = '\0';
+		key = trim(p);
+		value = trim(eq + 1);
+		if (*key == '\0') {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "%s:%lu: missing key before '='", path, lineno);
+			goto cleanup;
+		}
+		s = by_key(table, n, key);
+		if (s == NULL) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "%s:%lu: unknown key \"%.80s\"", path, lineno, key);
+			goto cleanup;
+		}
+		if (unquote(value) < 0) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "%s:%lu: %s: unbalanced double quotes", path,
+				     lineno, key);
+			goto cleanup;
+		}
+		rc = set_value(s, cfg, value, err, errsz);
+		if (rc != ES_OK) {
+			char where[512];
+
+			snprintf(where, sizeof(where), "%s:%lu: %s", path, lineno, key);
+			rc = prefix_err(rc, err, errsz, where);
+			goto cleanup;
+		}
+		errno = 0;
+	}
+	if (ferror(f)) {
+		rc = es_errf(ES_ERR_IO, err, errsz, "%s: %s", path,
+			     strerror(errno ? errno : EIO));
+		goto cleanup;
+	}
+	if (errno == ENOMEM) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
+		goto cleanup;
+	}
+cleanup:
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+es_err es_config_load_env(const es_setting *table, size_t n, void *cfg,
+			  char *err, size_t errsz)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *v;
+		es_err rc;
+
+		if (table[i].env == NULL || (v = getenv(table[i].env)) == NULL)
+			continue;
+		rc = set_value(&table[i], cfg, v, err, errsz);
+		if (rc != ES_OK)
+			return prefix_err(rc, err, errsz, table[i].env);
+	}
+	return ES_OK;
+}
+
+es_err es_config_load_args(const es_setting *table, size_t n, void *cfg,
+			   int argc, char **argv, int first,
+			   const char **positional, int *npositional,
+			   char *err, size_t errsz)
+{
+	int npos = 0, only_pos = 0;
+
+	if (npositional != NULL)
+		*npositional = 0;
+	for (int i = first < 0 ? 0 : first; i < argc; i++) {
+		const char *a = argv[i], *name, *eq, *value;
+		const es_setting *s;
+		size_t nlen;
+		es_err rc;
+
+		if (a == NULL)
+			continue;
+		if (!only_pos && strcmp(a, "--") == 0) {
+			only_pos = 1;
+			continue;
+		}
+		if (only_pos || a[0] != '-' || a[1] == '\0') {
+			if (positional == NULL)
+				return es_errf(ES_ERR_INVAL, err, errsz,
+					       "unexpected argument \"%.80s\"", a);
+			positional[npos++] = a;
+			if (npositional != NULL)
+				*npositional = npos;
+			continue;
+		}
+		if (a[1] != '-')
+			return es_errf(ES_ERR_INVAL, err, errsz, "unknown flag %.80s", a);
+		name = a + 2;
+		eq = strchr(name, '=');
+		nlen = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		if (nlen == 6 && strncmp(name, "config", 6) == 0) {
+			if (eq == NULL && ++i >= argc)
+				return es_errf(ES_ERR_INVAL, err, errsz,
+					       "--config: missing value");
+			continue;
+		}
+		s = by_flag(table, n, name, nlen);
+		if (s == NULL)
+			return es_errf(ES_ERR_INVAL, err, errsz, "unknown flag --%.*s",
+				       (int)(nlen > 80 ? 80 : nlen), name);
+		if (eq != NULL) {
+			value = eq + 1;
+		} else if (s->type == ES_SET_BOOL) {
+			value = "true";
+		} else {
+			if (i + 1 >= argc || argv[i + 1] == NULL)
+				return es_errf(ES_ERR_INVAL, err, errsz,
+					       "--%s: missing value", s->flag);
+			value = argv[++i];
+		}
+		rc = set_value(s, cfg, value, err, errsz);
+		if (rc != ES_OK) {
+			char pre[128];
+
+			snprintf(pre, sizeof(pre), "--%s", s->flag);
+			return prefix_err(rc, err, errsz, pre);
+		}
+	}
+	return ES_OK;
+}
+
+const char *es_config_find_file(int argc, char **argv, int first,
+				const char *env_var)
+{
+	const char *v;
+
+	for (int i = first < 0 ? 0 : first; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a == NULL)
+			continue;
+		if (strcmp(a, "--") == 0)
+			break;
+		if (strcmp(a, "--config") == 0)
+			return i + 1 < argc ? argv[i + 1] : NULL;
+		if (strncmp(a, "--config=", 9) == 0)
+			return a + 9;
+	}
+	if (env_var != NULL && (v = getenv(env_var)) != NULL && *v != '\0')
+		return v;
+	return NULL;
+}
+
+void es_config_free(const es_setting *table, size_t n, void *cfg)
+{
+	if (table == NULL || cfg == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char **dst;
+
+		if (table[i].type != ES_SET_STRING)
+			continue;
+		dst = (char **)(void *)((char *)cfg + table[i].offset);
+		free(*dst);
+		*dst = NULL;
+	}
+}
+
+void es_config_print_help(const es_setting *table, size_t n, void *file)
+{
+	FILE *f = file != NULL ? file : stdout;
+
+	for (size_t i = 0; i < n; i++) {
+		const es_setting *s = &table[i];
+		char left[128];
+
+		if (s->flag != NULL)
+			snprintf(left, sizeof(left), "--%s%s", s->flag,
+				 s->type == ES_SET_INT ? " N" :
+				 s->type == ES_SET_STRING ? " VALUE" : "");
+		else
+			snprintf(left, sizeof(left), "(file: %s)", s->key);
+		fprintf(f, "  %-28s %s", left, s->help != NULL ? s->help : "");
+		if (s->type == ES_SET_INT && !(s->min == 0 && s->max == 0))
+			fprintf(f, " (%lld..%lld)", (long long)s->min, (long long)s->max);
+		if (s->def != NULL)
+			fprintf(f, " [default: %s]", s->def);
+		if (s->env != NULL)
+			fprintf(f, " [env: %s]", s->env);
+		fputc('\n', f);
+	}
+}

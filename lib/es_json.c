@@ -1,0 +1,561 @@
+/*
+ * es_json.c - strict JSON parsing (RFC 8259 with edgesync's limits from
+ * PROTOCOL.md, "Limits") and typed member access.
+ *
+ * A pre-scan refuses what cJSON would accept or mishandle (raw NUL, \u0000,
+ * invalid UTF-8, deep nesting, numbers outside RFC 8259's grammar) before
+ * cJSON sees the text, so cJSON never recurses deeper than max_depth + 1.
+ *
+ * es_json_print has its own writer: cJSON 1.7.15 prints a double with 15
+ * significant digits whenever that reads back within a relative epsilon, so
+ * integers above about 10^15 (sequence numbers, resource versions) would
+ * lose their last digits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "es_json.h"
+
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629 section 4: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_seq_len(const unsigned char *p, size_t avail)
+{
+	unsigned char c = p[0];
+	size_t n;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (avail < n)
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+static int is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Length of the RFC 8259 section 6 number at s (s[0] is '-' or a digit), or
+ * 0 when the run of number characters there is not one (cJSON would accept
+ * "01", "1." and "-.5"). */
+static size_t number_len(const unsigned char *s, size_t avail)
+{
+	size_t i = 0, run = 0;
+
+	while (run < avail && (is_digit(s[run]) || s[run] == '-' || s[run] == '+' ||
+			       s[run] == '.' || s[run] == 'e' || s[run] == 'E'))
+		run++;
+	if (s[i] == '-')
+		i++;
+	if (i < run && s[i] == '0') {
+		i++;
+	} else if (i < run && is_digit(s[i])) {
+		while (i < run && is_digit(s[i]))
+			i++;
+	} else {
+		return 0;
+	}
+	if (i < run && s[i] == '.') {
+		if (++i >= run || !is_digit(s[i]))
+			return 0;
+		while (i < run && is_digit(s[i]))
+			i++;
+	}
+	if (i < run && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < run && (s[i] == '+' || s[i] == '-'))
+			i++;
+		if (i >= run || !is_digit(s[i]))
+			return 0;
+		while (i < run && is_digit(s[i]))
+			i++;
+	}
+	return i == run ? run : 0;
+}
+
+static es_err prescan(const char *text, size_t len, int max_depth, char *err,
+		      size_t errsz)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	int depth = 0, in_str = 0;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = s[i];
+		size_t n;
+
+		if (c == 0)
+			return es_errf(ES_ERR_PARSE, err, errsz,
+				       "NUL byte at offset %zu", i);
+		if (c >= 0x80) {
+			n = utf8_seq_len(s + i, len - i);
+			if (n == 0)
+				return es_errf(ES_ERR_PARSE, err, errsz,
+					       "invalid UTF-8 at offset %zu", i);
+			i += n;
+			continue;
+		}
+		if (in_str) {
+			if (c == '"') {
+				in_str = 0;
+			} else if (c == '\\' && i + 1 < len) {
+				if (s[i + 1] == 'u' && i + 6 <= len &&
+				    memcmp(s + i + 2, "0000", 4) == 0)
+					return es_errf(ES_ERR_PARSE, err, errsz,
+						       "escaped NUL (\\u0000) at offset %zu", i);
+				/* Skip the escaped character (never a NUL or
+				 * non-ASCII byte in valid JSON; the checks above
+				 * still see it if it is). */
+				if (s[i + 1] != 0 && s[i + 1] < 0x80)
+					i++;
+			}
+		} else if (c == '"') {
+			in_str = 1;
+		} else if (c == '-' || is_digit(c)) {
+			n = number_len(s + i, len - i);
+			if (n == 0)
+				return es_errf(ES_ERR_PARSE, err, errsz,
+					       "invalid number at offset %zu", i);
+			i += n;
+			continue;
+		} else if (c == '[' || c == '{') {
+			if (++depth > max_depth)
+				return es_errf(ES_ERR_PARSE, err, errsz,
+					       "nesting deeper than %d at offset %zu",
+					       max_depth, i);
+		} else if (c == ']' || c == '}') {
+			if (depth > 0)
+				depth--;
+		}
+		i++;
+	}
+	return ES_OK;
+}
+
+es_err es_json_parse(const char *text, size_t len, int max_depth, cJSON **out,
+		     char *err, size_t errsz)
+{
+	char *copy = NULL;
+	const char *end = NULL;
+	cJSON *root = NULL;
+	es_err rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (out == NULL || (text == NULL && len > 0))
+		return es_errf(ES_ERR_INVAL, err, errsz, "es_json_parse: bad arguments");
+	if (max_depth < 0)
+		max_depth = 0;
+	if (len == 0)
+		return es_errf(ES_ERR_PARSE, err, errsz, "empty input");
+	rc = prescan(text, len, max_depth, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	/* cJSON gets a NUL-terminated copy and the length including that NUL,
+	 * so it never reads past the buffer and refuses trailing bytes. */
+	copy = malloc(len + 1);
+	if (copy == NULL) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+		goto cleanup;
+	}
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	root = cJSON_ParseWithLengthOpts(copy, len + 1, &end, 1);
+	if (root == NULL) {
+		size_t off = end != NULL && end >= copy && end <= copy + len ?
+			     (size_t)(end - copy) : 0;
+
+		if (off >= len)
+			rc = es_errf(ES_ERR_PARSE, err, errsz,
+				     "truncated JSON: input ends at offset %zu", len);
+		else
+			rc = es_errf(ES_ERR_PARSE, err, errsz,
+				     "invalid JSON at offset %zu", off);
+		goto cleanup;
+	}
+	*out = root;
+	rc = ES_OK;
+cleanup:
+	free(copy);
+	return rc;
+}
+
+/* Writes "what.key: <problem>" (or "key: <problem>" without what). */
+static es_err member_err(const char *what, const char *key, char *err,
+			 size_t errsz, const char *problem)
+{
+	if (what != NULL && *what != '\0')
+		return es_errf(ES_ERR_INVAL, err, errsz, "%s.%s: %s", what, key,
+			       problem);
+	return es_errf(ES_ERR_INVAL, err, errsz, "%s: %s", key, problem);
+}
+
+/* Finds the member; returns ES_OK with *item, ES_ERR_NOTFOUND (optional and
+ * absent) or ES_ERR_INVAL (required and absent, or obj not an object). */
+static es_err find_member(const cJSON *obj, const char *what, const char *key,
+			  int required, const cJSON **item, char *err,
+			  size_t errsz)
+{
+	if (key == NULL)
+		return es_errf(ES_ERR_INVAL, err, errsz, "member name missing");
+	if (!cJSON_IsObject(obj))
+		return member_err(what, key, err, errsz,
+				  "cannot read a member of a non-object");
+	*item = cJSON_GetObjectItemCaseSensitive(obj, key);
+	if (*item != NULL)
+		return ES_OK;
+	if (required)
+		return member_err(what, key, err, errsz, "required member missing");
+	return ES_ERR_NOTFOUND;
+}
+
+es_err es_json_get_str(const cJSON *obj, const char *what, const char *key,
+		       int required, const char **out, char *err, size_t errsz)
+{
+	const cJSON *it = NULL;
+	es_err rc = find_member(obj, what, key, required, &it, err, errsz);
+
+	if (rc != ES_OK)
+		return rc;
+	if (!cJSON_IsString(it) || it->valuestring == NULL)
+		return member_err(what, key, err, errsz, "expected a string");
+	*out = it->valuestring;
+	return ES_OK;
+}
+
+static void fmt_bound(char *buf, size_t sz, int64_t v)
+{
+	if (v == ES_JSON_MAX_INT)
+		snprintf(buf, sz, "2^53-1");
+	else if (v == -ES_JSON_MAX_INT)
+		snprintf(buf, sz, "-(2^53-1)");
+	else
+		snprintf(buf, sz, "%lld", (long long)v);
+}
+
+es_err es_json_get_int(const cJSON *obj, const char *what, const char *key,
+		       int required, int64_t min, int64_t max, int64_t *out,
+		       char *err, size_t errsz)
+{
+	const cJSON *it = NULL;
+	es_err rc = find_member(obj, what, key, required, &it, err, errsz);
+	char lo[32], hi[32], problem[96];
+	double d;
+
+	if (rc != ES_OK)
+		return rc;
+	if (min < -ES_JSON_MAX_INT)
+		min = -ES_JSON_MAX_INT;
+	if (max > ES_JSON_MAX_INT)
+		max = ES_JSON_MAX_INT;
+	d = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+	if (isfinite(d) && d == floor(d) && d >= (double)min && d <= (double)max) {
+		*out = (int64_t)d;
+		return ES_OK;
+	}
+	fmt_bound(lo, sizeof(lo), min);
+	fmt_bound(hi, sizeof(hi), max);
+	snprintf(problem, sizeof(problem), "expected an integer in %s..%s", lo, hi);
+	return member_err(what, key, err, errsz, problem);
+}
+
+es_err es_json_get_bool(const cJSON *obj, const char *what, const char *key,
+			int required, int *out, char *err, size_t errsz)
+{
+	const cJSON *it = NULL;
+	es_err rc = find_member(obj, what, key, required, &it, err, errsz);
+
+	if (rc != ES_OK)
+		return rc;
+	if (!cJSON_IsBool(it))
+		return member_err(what, key, err, errsz, "expected a boolean");
+	*out = cJSON_IsTrue(it) ? 1 : 0;
+	return ES_OK;
+}
+
+es_err es_json_get_obj(const cJSON *obj, const char *what, const char *key,
+		       int required, const cJSON **out, char *err, size_t errsz)
+{
+	const cJSON *it = NULL;
+	es_err rc = find_member(obj, what, key, required, &it, err, errsz);
+
+	if (rc != ES_OK)
+		return rc;
+	if (!cJSON_IsObject(it))
+		return member_err(what, key, err, errsz, "expected an object");
+	*out = it;
+	return ES_OK;
+}
+
+es_err es_json_get_arr(const cJSON *obj, const char *what, const char *key,
+		       int required, const cJSON **out, char *err, size_t errsz)
+{
+	const cJSON *it = NULL;
+	es_err rc = find_member(obj, what, key, required, &it, err, errsz);
+
+	if (rc != ES_OK)
+		return rc;
+	if (!cJSON_IsArray(it))
+		return member_err(what, key, err, errsz, "expected an array");
+	*out = it;
+	return ES_OK;
+}
+
+typedef struct out_buf {
+	char *p;
+	size_t len, cap;
+	int failed;
+} out_buf;
+
+static void out_mem(out_buf *o, const char *s, size_t n)
+{
+	if (o->failed)
+		return;
+	if (o->len + n + 1 > o->cap) {
+		size_t ncap = o->cap ? o->cap : 256;
+		char *np;
+
+		while (o->len + n + 1 > ncap) {
+			if (ncap > SIZE_MAX / 2) {
+				o->failed = 1;
+				return;
+			}
+			ncap *= 2;
+		}
+		np = realloc(o->p, ncap);
+		if (np == NULL) {
+			o->failed = 1;
+			return;
+		}
+		o->p = np;
+		o->cap = ncap;
+	}
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+	o->p[o->len] = '\0';
+}
+
+static void out_str(out_buf *o, const char *s)
+{
+	out_mem(o, s, strlen(s));
+}
+
+/* Integers up to 2^53 in magnitude print as integers; other finite numbers
+ * with the shortest of 15 or 17 significant digits that reads back exactly;
+ * NaN and infinities (not JSON) as null, as cJSON does. */
+static void out_number(out_buf *o, double d)
+{
+	char b[64];
+
+	if (!isfinite(d)) {
+		out_str(o, "null");
+		return;
+	}
+	if (d == floor(d) && fabs(d) <= 9007199254740992.0) {
+		snprintf(b, sizeof(b), "%lld", (long long)d);
+	} else {
+		snprintf(b, sizeof(b), "%.15g", d);
+		if (strtod(b, NULL) != d)
+			snprintf(b, sizeof(b), "%.17g", d);
+	}
+	out_str(o, b);
+}
+
+/* RFC 8259 section 7: quote, backslash and control characters escaped,
+ * everything else (UTF-8) as is. */
+static void out_quoted(out_buf *o, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *run = s;
+
+	out_mem(o, "\"", 1);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[7] = "\\u00";
+		const char *e = NULL;
+
+		switch (c) {
+		case '"': e = "\\\""; break;
+		case '\\': e = "\\\\"; break;
+		case '\b': e = "\\b"; break;
+		case '\f': e = "\\f"; break;
+		case '\n': e = "\\n"; break;
+		case '\r': e = "\\r"; break;
+		case '\t': e = "\\t"; break;
+		default:
+			if (c < 0x20) {
+				esc[4] = hex[c >> 4];
+				esc[5] = hex[c & 0xf];
+				esc[6] = '\0';
+				e = esc;
+			}
+		}
+		if (e == NULL)
+			continue;
+		out_mem(o, run, (size_t)(s - run));
+		out_str(o, e);
+		run = s + 1;
+	}
+	out_mem(o, run, (size_t)(s - run));
+	out_mem(o, "\"", 1);
+}
+
+static void out_value(out_buf *o, const cJSON *v)
+{
+	const cJSON *c;
+	int first = 1;
+
+	if (cJSON_IsNull(v)) {
+		out_str(o, "null");
+	} else if (cJSON_IsFalse(v)) {
+		out_str(o, "false");
+	} else if (cJSON_IsTrue(v)) {
+		out_str(o, "true");
+	} else if (cJSON_IsNumber(v)) {
+		out_number(o, v->valuedouble);
+	} else if (cJSON_IsString(v)) {
+		out_quoted(o, v->valuestring != NULL ? v->valuestring : "");
+	} else if (cJSON_IsRaw(v)) {
+		out_str(o, v->valuestring != NULL ? v->valuestring : "null");
+	} else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+		int obj = cJSON_IsObject(v);
+
+		out_mem(o, obj ? "{" : "[", 1);
+		cJSON_ArrayForEach(c, v) {
+			if (!first)
+				out_mem(o, ",", 1);
+			first = 0;
+			if (obj) {
+				out_quoted(o, c->string != NULL ? c->string : "");
+				out_mem(o, ":", 1);
+			}
+			out_value(o, c);
+		}
+		out_mem(o, obj ? "}" : "]", 1);
+	} else {
+		out_str(o, "null");
+	}
+}
+
+char *es_json_print(const cJSON *v)
+{
+	out_buf o = {0};
+
+	if (v == NULL)
+		return NULL;
+	out_value(&o, v);
+	if (o.failed) {
+		free(o.p);
+		return NULL;
+	}
+	return o.p;
+}
+
+cJSON *es_json_add_int(cJSON *obj, const char *key, int64_t v)
+{
+	return cJSON_AddNumberToObject(obj, key, (double)v);
+}
+
+es_err es_json_load_file(const char *path, size_t max_bytes, cJSON **out,
+			 char *err, size_t errsz)
+{
+	int fd = -1;
+	char *buf = NULL;
+	size_t len = 0, cap;
+	es_err rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (path == NULL || out == NULL)
+		return es_errf(ES_ERR_INVAL, err, errsz, "es_json_load_file: bad arguments");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(errno));
+		goto cleanup;
+	}
+	if (max_bytes > SIZE_MAX / 4)
+		max_bytes = SIZE_MAX / 4;
+	cap = max_bytes < 65536 ? max_bytes + 1 : 65536;
+	buf = malloc(cap);
+	if (buf == NULL) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
+		goto cleanup;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			size_t ncap = cap * 2 > max_bytes + 1 ? max_bytes + 1 : cap * 2;
+			char *nb;
+
+			if (ncap <= cap) {
+				rc = es_errf(ES_ERR_TOOBIG, err, errsz,
+					     "%s: larger than %zu bytes", path, max_bytes);
+				goto cleanup;
+			}
+			nb = realloc(buf, ncap);
+			if (nb == NULL) {
+				rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
+				goto cleanup;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(errno));
+			goto cleanup;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max_bytes) {
+		rc = es_errf(ES_ERR_TOOBIG, err, errsz, "%s: larger than %zu bytes",
+			     path, max_bytes);
+		goto cleanup;
+	}
+	rc = es_json_parse(buf, len, ES_JSON_MAX_DEPTH, out, err, errsz);
+	if (rc != ES_OK && err != NULL && errsz > 0) {
+		char inner[256];
+
+		snprintf(inner, sizeof(inner), "%s", err);
+		es_errf(rc, err, errsz, "%s: %s", path, inner);
+	}
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}

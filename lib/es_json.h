@@ -1,0 +1,73 @@
+/*
+ * es_json.h - strict JSON parsing and typed member access on top of cJSON.
+ *
+ * cJSON accepts input edgesync must refuse (a raw NUL ends the text early,
+ * "\u0000" silently truncates a string, nesting is bounded only at 1000), so
+ * every JSON that crosses a trust boundary goes through es_json_parse.
+ */
+#ifndef ES_JSON_H
+#define ES_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "es_err.h"
+
+/* Deepest nesting es_json_parse accepts (PROTOCOL.md, "Limits"). */
+#define ES_JSON_MAX_DEPTH 64
+
+/* Largest integer a JSON number may carry exactly (2^53 - 1). */
+#define ES_JSON_MAX_INT 9007199254740991LL
+
+/*
+ * Parses exactly len bytes of text (need not be NUL-terminated) as one JSON
+ * value. Refuses: a raw 0 byte, the escape \u0000, invalid UTF-8, nesting
+ * deeper than max_depth (use ES_JSON_MAX_DEPTH), trailing non-space bytes.
+ * On success *out owns a new cJSON tree (free with cJSON_Delete).
+ * Errors: ES_ERR_PARSE (err names the problem and the byte offset),
+ * ES_ERR_NOMEM. *out is NULL on error.
+ */
+es_err es_json_parse(const char *text, size_t len, int max_depth, cJSON **out,
+		     char *err, size_t errsz);
+
+/*
+ * Typed member getters. obj must be a JSON object. `what` names the object
+ * in messages ("hello", "metadata"). Each returns ES_OK and sets *out; or
+ * ES_ERR_NOTFOUND when the member is absent (and required==0: *out is left
+ * unchanged, no message); or ES_ERR_INVAL when the member is absent and
+ * required, or has the wrong type or range, with err set to e.g.
+ * "hello.nextSeq: expected an integer in 0..2^53-1".
+ * Strings are borrowed from obj (valid while obj lives).
+ */
+es_err es_json_get_str(const cJSON *obj, const char *what, const char *key,
+		       int required, const char **out, char *err, size_t errsz);
+/* Integer: a number with no fraction in [min, max]. */
+es_err es_json_get_int(const cJSON *obj, const char *what, const char *key,
+		       int required, int64_t min, int64_t max, int64_t *out,
+		       char *err, size_t errsz);
+es_err es_json_get_bool(const cJSON *obj, const char *what, const char *key,
+			int required, int *out, char *err, size_t errsz);
+/* Object or array member: *out borrowed. */
+es_err es_json_get_obj(const cJSON *obj, const char *what, const char *key,
+		       int required, const cJSON **out, char *err, size_t errsz);
+es_err es_json_get_arr(const cJSON *obj, const char *what, const char *key,
+		       int required, const cJSON **out, char *err, size_t errsz);
+
+/*
+ * Serialises v compactly (no spaces). Returns a malloc'd NUL-terminated
+ * string the caller frees with free(), or NULL on allocation failure.
+ */
+char *es_json_print(const cJSON *v);
+
+/* Adds an integer member exactly (as a double, which is exact up to 2^53).
+ * Returns the new item or NULL on allocation failure. */
+cJSON *es_json_add_int(cJSON *obj, const char *key, int64_t v);
+
+/* Reads a whole file (at most max_bytes) and parses it with es_json_parse.
+ * Errors: ES_ERR_IO (err names the path and errno text), ES_ERR_TOOBIG,
+ * ES_ERR_PARSE, ES_ERR_NOMEM. */
+es_err es_json_load_file(const char *path, size_t max_bytes, cJSON **out,
+			 char *err, size_t errsz);
+
+#endif

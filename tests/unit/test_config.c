@@ -1,0 +1,254 @@
+/* Unit tests of lib/es_config.c: defaults, file, environment, flags. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "es_config.h"
+
+typedef struct test_cfg {
+	char *controller_url;
+	char *node_name;
+	char *label_text;
+	int64_t interval;
+	int verbose;
+} test_cfg;
+
+static const es_setting table[] = {
+	{"controller-url", "EDGESYNC_CONTROLLER_URL", "controller-url", ES_SET_STRING,
+	 "wss://127.0.0.1:7443", 0, 0, offsetof(test_cfg, controller_url), "controller URL"},
+	{"node-name", "EDGESYNC_NODE_NAME", "node-name", ES_SET_STRING, NULL, 0, 0,
+	 offsetof(test_cfg, node_name), "node name"},
+	{"label-text", NULL, NULL, ES_SET_STRING, NULL, 0, 0,
+	 offsetof(test_cfg, label_text), "file only"},
+	{"interval", "EDGESYNC_INTERVAL", "interval", ES_SET_INT, "10", 1, 3600,
+	 offsetof(test_cfg, interval), "seconds between rounds"},
+	{"verbose", "EDGESYNC_VERBOSE", "verbose", ES_SET_BOOL, "false", 0, 0,
+	 offsetof(test_cfg, verbose), "more output"},
+};
+#define N (sizeof(table) / sizeof(table[0]))
+
+static void clear_env(void)
+{
+	unsetenv("EDGESYNC_CONTROLLER_URL");
+	unsetenv("EDGESYNC_NODE_NAME");
+	unsetenv("EDGESYNC_INTERVAL");
+	unsetenv("EDGESYNC_VERBOSE");
+	unsetenv("EDGESYNC_CONFIG");
+}
+
+static int setup(void **state)
+{
+	test_cfg *c = calloc(1, sizeof(*c));
+	char err[256];
+
+	clear_env();
+	if (c == NULL || es_config_defaults(table, N, c, err, sizeof(err)) != ES_OK)
+		return -1;
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	es_config_free(table, N, *state);
+	free(*state);
+	clear_env();
+	return 0;
+}
+
+static void test_defaults(void **state)
+{
+	test_cfg *c = *state;
+
+	assert_string_equal(c->controller_url, "wss://127.0.0.1:7443");
+	assert_null(c->node_name);
+	assert_int_equal(c->interval, 10);
+	assert_int_equal(c->verbose, 0);
+}
+
+static void test_file(void **state)
+{
+	test_cfg *c = *state;
+	char err[256] = "";
+
+	assert_int_equal(es_config_load_file(table, N, c, ES_FIXTURES "/config/good.conf",
+					     err, sizeof(err)), ES_OK);
+	assert_string_equal(c->controller_url, "wss://ctl.example:7443");
+	assert_string_equal(c->node_name, "edge-1");
+	assert_string_equal(c->label_text, "  spaced value with # hash  ");
+	assert_int_equal(c->interval, 30);
+	assert_int_equal(c->verbose, 1);
+}
+
+static void test_file_errors(void **state)
+{
+	test_cfg *c = *state;
+	char err[256] = "";
+
+	assert_int_equal(es_config_load_file(table, N, c,
+					     ES_FIXTURES "/config/unknown-key.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "unknown-key.conf:4:"));
+	assert_non_null(strstr(err, "\"colour\""));
+
+	assert_int_equal(es_config_load_file(table, N, c, ES_FIXTURES "/config/bad-int.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "bad-int.conf:1: interval: expected an integer in 1..3600"));
+	assert_int_equal(c->interval, 10);
+
+	assert_int_equal(es_config_load_file(table, N, c, ES_FIXTURES "/config/no-equals.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "no-equals.conf:2:"));
+
+	assert_int_equal(es_config_load_file(table, N, c, ES_FIXTURES "/config/bad-quote.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "bad-quote.conf:1: node-name"));
+
+	assert_int_equal(es_config_load_file(table, N, c, ES_FIXTURES "/config/missing.conf",
+					     err, sizeof(err)), ES_ERR_IO);
+	assert_non_null(strstr(err, "missing.conf"));
+}
+
+static void test_env_and_flags(void **state)
+{
+	test_cfg *c = *state;
+	char err[256] = "";
+	char *argv[] = {"prog", "run", "--interval", "60", "--node-name=from-flag",
+			"--verbose", "extra", NULL};
+	const char *pos[8];
+	int npos = -1;
+
+	assert_int_equal(es_config_load_file(table, N, c, ES_FIXTURES "/config/good.conf",
+					     err, sizeof(err)), ES_OK);
+	setenv("EDGESYNC_INTERVAL", "45", 1);
+	setenv("EDGESYNC_NODE_NAME", "from-env", 1);
+	setenv("EDGESYNC_VERBOSE", "off", 1);
+	assert_int_equal(es_config_load_env(table, N, c, err, sizeof(err)), ES_OK);
+	assert_int_equal(c->interval, 45);
+	assert_string_equal(c->node_name, "from-env");
+	assert_int_equal(c->verbose, 0);
+	assert_string_equal(c->controller_url, "wss://ctl.example:7443");
+
+	assert_int_equal(es_config_load_args(table, N, c, 7, argv, 2, pos, &npos, err,
+					     sizeof(err)), ES_OK);
+	assert_int_equal(c->interval, 60);
+	assert_string_equal(c->node_name, "from-flag");
+	assert_int_equal(c->verbose, 1);
+	assert_int_equal(npos, 1);
+	assert_string_equal(pos[0], "extra");
+
+	/* Without a positional array, a stray argument is an error. */
+	assert_int_equal(es_config_load_args(table, N, c, 7, argv, 2, NULL, NULL, err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "extra"));
+
+	setenv("EDGESYNC_INTERVAL", "soon", 1);
+	assert_int_equal(es_config_load_env(table, N, c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "EDGESYNC_INTERVAL: expected an integer in 1..3600"));
+}
+
+static void test_flag_errors(void **state)
+{
+	test_cfg *c = *state;
+	char err[256] = "";
+	char *big[] = {"prog", "--interval=0"};
+	char *big2[] = {"prog", "--interval", "3601"};
+	char *unknown[] = {"prog", "--colour", "blue"};
+	char *missing[] = {"prog", "--node-name"};
+	char *single[] = {"prog", "-x"};
+	char *badbool[] = {"prog", "--verbose=maybe"};
+
+	assert_int_equal(es_config_load_args(table, N, c, 2, big, 1, NULL, NULL, err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "--interval: expected an integer in 1..3600, got \"0\"");
+	assert_int_equal(es_config_load_args(table, N, c, 3, big2, 1, NULL, NULL, err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "--interval: expected an integer in 1..3600"));
+	assert_int_equal(c->interval, 10);
+	assert_int_equal(es_config_load_args(table, N, c, 3, unknown, 1, NULL, NULL, err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "unknown flag --colour");
+	assert_int_equal(es_config_load_args(table, N, c, 2, missing, 1, NULL, NULL, err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "--node-name: missing value");
+	assert_int_equal(es_config_load_args(table, N, c, 2, single, 1, NULL, NULL, err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "-x"));
+	assert_int_equal(es_config_load_args(table, N, c, 2, badbool, 1, NULL, NULL, err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "--verbose:"));
+}
+
+static void test_bool_forms(void **state)
+{
+	test_cfg *c = *state;
+	char err[256] = "";
+	static const char *const yes[] = {"true", "yes", "1", "on", "TRUE", "Yes"};
+	static const char *const no[] = {"false", "no", "0", "off", "OFF"};
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		c->verbose = 0;
+		assert_int_equal(es_config_set(table, N, c, "verbose", yes[i], err,
+					       sizeof(err)), ES_OK);
+		assert_int_equal(c->verbose, 1);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		c->verbose = 1;
+		assert_int_equal(es_config_set(table, N, c, "verbose", no[i], err,
+					       sizeof(err)), ES_OK);
+		assert_int_equal(c->verbose, 0);
+	}
+	assert_int_equal(es_config_set(table, N, c, "verbose", "2", err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "verbose:"));
+	assert_int_equal(es_config_set(table, N, c, "nope", "1", err, sizeof(err)),
+			 ES_ERR_NOTFOUND);
+	assert_int_equal(es_config_set(table, N, c, "interval", " 5", err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_int_equal(es_config_set(table, N, c, "interval", "5x", err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_int_equal(es_config_set(table, N, c, "interval", "", err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_int_equal(es_config_set(table, N, c, "interval", "3600", err, sizeof(err)),
+			 ES_OK);
+	assert_int_equal(c->interval, 3600);
+}
+
+static void test_find_file(void **state)
+{
+	char *a1[] = {"prog", "run", "--config", "/etc/a.conf"};
+	char *a2[] = {"prog", "run", "--config=/etc/b.conf", "--interval", "5"};
+	char *a3[] = {"prog", "run"};
+	char *a4[] = {"prog", "--config", "/x.conf", "--interval", "5"};
+	test_cfg *c = *state;
+	char err[256] = "";
+
+	assert_string_equal(es_config_find_file(4, a1, 2, "EDGESYNC_CONFIG"), "/etc/a.conf");
+	assert_string_equal(es_config_find_file(5, a2, 2, "EDGESYNC_CONFIG"), "/etc/b.conf");
+	assert_null(es_config_find_file(2, a3, 2, "EDGESYNC_CONFIG"));
+	setenv("EDGESYNC_CONFIG", "/env.conf", 1);
+	assert_string_equal(es_config_find_file(2, a3, 2, "EDGESYNC_CONFIG"), "/env.conf");
+	/* --config and its value are skipped by load_args. */
+	assert_int_equal(es_config_load_args(table, N, c, 5, a4, 1, NULL, NULL, err,
+					     sizeof(err)), ES_OK);
+	assert_int_equal(c->interval, 5);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_and_flags, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flag_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bool_forms, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_find_file, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,344 @@
+/* Unit tests of lib/es_json.c: strict parsing and typed getters. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "es_json.h"
+
+static es_err parse_str(const char *s, cJSON **out, char *err, size_t errsz)
+{
+	return es_json_parse(s, strlen(s), ES_JSON_MAX_DEPTH, out, err, errsz);
+}
+
+/* n nested arrays: "[[[...]]]". */
+static char *nested(size_t n)
+{
+	char *s = malloc(2 * n + 1);
+
+	assert_non_null(s);
+	memset(s, '[', n);
+	memset(s + n, ']', n);
+	s[2 * n] = '\0';
+	return s;
+}
+
+static void test_depth_64_ok(void **state)
+{
+	char err[256] = "";
+	cJSON *v = NULL;
+	char *s = nested(64);
+
+	(void)state;
+	assert_int_equal(parse_str(s, &v, err, sizeof(err)), ES_OK);
+	assert_non_null(v);
+	cJSON_Delete(v);
+	free(s);
+}
+
+static void test_depth_65_refused(void **state)
+{
+	char err[256] = "";
+	cJSON *v = (cJSON *)&err;
+	char *s = nested(65);
+
+	(void)state;
+	assert_int_equal(parse_str(s, &v, err, sizeof(err)), ES_ERR_PARSE);
+	assert_null(v);
+	assert_non_null(strstr(err, "nesting deeper than 64"));
+	free(s);
+}
+
+static void test_depth_objects(void **state)
+{
+	char err[256] = "";
+	char buf[1024] = "";
+	cJSON *v = NULL;
+	size_t n = 0;
+
+	(void)state;
+	for (int i = 0; i < 64; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "{\"a\":");
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "1");
+	for (int i = 0; i < 64; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "}");
+	assert_int_equal(parse_str(buf, &v, err, sizeof(err)), ES_OK);
+	cJSON_Delete(v);
+	/* Brackets inside strings do not count. */
+	assert_int_equal(parse_str("[\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]",
+				   &v, err, sizeof(err)), ES_OK);
+	cJSON_Delete(v);
+}
+
+static void test_depth_10000_refused(void **state)
+{
+	char err[256] = "";
+	cJSON *v = NULL;
+	char *s = nested(10000);
+
+	(void)state;
+	assert_int_equal(parse_str(s, &v, err, sizeof(err)), ES_ERR_PARSE);
+	assert_null(v);
+	/* Unclosed: only the openers. */
+	s[10000] = '\0';
+	assert_int_equal(parse_str(s, &v, err, sizeof(err)), ES_ERR_PARSE);
+	free(s);
+}
+
+static void test_nul_escape_refused(void **state)
+{
+	char err[256] = "";
+	cJSON *v = NULL;
+
+	(void)state;
+	assert_int_equal(parse_str("{\"a\":\"x\\u0000y\"}", &v, err, sizeof(err)),
+			 ES_ERR_PARSE);
+	assert_null(v);
+	assert_non_null(strstr(err, "\\u0000"));
+	assert_int_equal(parse_str("{\"a\\u0000\":1}", &v, err, sizeof(err)),
+			 ES_ERR_PARSE);
+	/* An escaped backslash followed by the text u0000 is fine. */
+	assert_int_equal(parse_str("[\"\\\\u0000\"]", &v, err, sizeof(err)), ES_OK);
+	assert_string_equal(cJSON_GetArrayItem(v, 0)->valuestring, "\\u0000");
+	cJSON_Delete(v);
+	assert_int_equal(parse_str("[\"\\u0041\"]", &v, err, sizeof(err)), ES_OK);
+	assert_string_equal(cJSON_GetArrayItem(v, 0)->valuestring, "A");
+	cJSON_Delete(v);
+}
+
+static void test_raw_nul_refused(void **state)
+{
+	static const char in_string[] = "{\"a\":\"x\0y\"}";
+	static const char after[] = "{}\0";
+	char err[256] = "";
+	cJSON *v = NULL;
+
+	(void)state;
+	assert_int_equal(es_json_parse(in_string, sizeof(in_string) - 1, 64, &v,
+				       err, sizeof(err)), ES_ERR_PARSE);
+	assert_null(v);
+	assert_non_null(strstr(err, "NUL byte at offset 7"));
+	assert_int_equal(es_json_parse(after, sizeof(after) - 1, 64, &v, err,
+				       sizeof(err)), ES_ERR_PARSE);
+	assert_null(v);
+}
+
+static void test_truncated_and_trailing(void **state)
+{
+	static const char *const bad[] = {
+		"{\"a\":1", "[1,2", "\"abc", "{\"a\":", "tru", "{} x", "[1]]",
+		"", " ", "{\"a\":1,}", "[01]", "[1.]", "[-.5]", "[00]", "[-]",
+		"[1e]", "[1.5e+]", "[+1]", "[.5]",
+	};
+	char err[256];
+	cJSON *v = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(parse_str(bad[i], &v, err, sizeof(err)), ES_ERR_PARSE);
+		assert_null(v);
+		assert_true(err[0] != '\0');
+	}
+	/* Whitespace after the value is allowed. */
+	assert_int_equal(parse_str(" {\"a\":1} \n\t", &v, err, sizeof(err)), ES_OK);
+	cJSON_Delete(v);
+	/* len bounds the text: bytes after it are never read. */
+	assert_int_equal(es_json_parse("{}garbage", 2, 64, &v, err, sizeof(err)), ES_OK);
+	cJSON_Delete(v);
+	assert_int_equal(es_json_parse("{\"a\":1}", 5, 64, &v, err, sizeof(err)),
+			 ES_ERR_PARSE);
+}
+
+static void test_invalid_utf8_refused(void **state)
+{
+	static const char *const bad[] = {
+		"[\"\xff\"]",             /* never valid */
+		"[\"\xc0\xaf\"]",         /* overlong '/' */
+		"[\"\xe0\x80\xaf\"]",     /* overlong, 3 bytes */
+		"[\"\xed\xa0\x80\"]",     /* UTF-16 surrogate */
+		"[\"\xf4\x90\x80\x80\"]", /* above U+10FFFF */
+		"[\"\xe2\x82\"]",         /* truncated sequence */
+		"[\"\x80\"]",             /* lone continuation byte */
+	};
+	char err[256];
+	cJSON *v = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(parse_str(bad[i], &v, err, sizeof(err)), ES_ERR_PARSE);
+		assert_null(v);
+		assert_non_null(strstr(err, "invalid UTF-8 at offset 2"));
+	}
+	assert_int_equal(parse_str("[\"\xe2\x82\xac \xf0\x9f\x98\x80 \xc3\xa9\"]", &v,
+				   err, sizeof(err)), ES_OK);
+	cJSON_Delete(v);
+}
+
+static void test_getters(void **state)
+{
+	char err[256];
+	cJSON *v = NULL;
+	const char *s = "unchanged";
+	int64_t n = 42;
+	int b = 7;
+	const cJSON *o = NULL;
+
+	(void)state;
+	assert_int_equal(parse_str("{\"node\":\"n1\",\"nextSeq\":\"3\",\"seq\":5,"
+				   "\"full\":true,\"labels\":{},\"objects\":[],"
+				   "\"frac\":1.5,\"neg\":-1}",
+				   &v, err, sizeof(err)), ES_OK);
+
+	assert_int_equal(es_json_get_str(v, "hello", "node", 1, &s, err, sizeof(err)), ES_OK);
+	assert_string_equal(s, "n1");
+	assert_int_equal(es_json_get_str(v, "hello", "seq", 1, &s, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_string_equal(err, "hello.seq: expected a string");
+
+	assert_int_equal(es_json_get_int(v, "hello", "nextSeq", 1, 0, ES_JSON_MAX_INT,
+					 &n, err, sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "hello.nextSeq: expected an integer in 0..2^53-1");
+	assert_int_equal(n, 42);
+	assert_int_equal(es_json_get_int(v, "hello", "seq", 1, 0, ES_JSON_MAX_INT,
+					 &n, err, sizeof(err)), ES_OK);
+	assert_int_equal(n, 5);
+	assert_int_equal(es_json_get_int(v, "hello", "seq", 1, 6, 10, &n, err,
+					 sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "hello.seq: expected an integer in 6..10");
+	assert_int_equal(es_json_get_int(v, "x", "frac", 1, 0, 10, &n, err,
+					 sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "x.frac: expected an integer in 0..10");
+	assert_int_equal(es_json_get_int(v, "x", "neg", 1, 0, 10, &n, err,
+					 sizeof(err)), ES_ERR_INVAL);
+
+	/* Missing: required names the member; optional is silent. */
+	err[0] = '\0';
+	assert_int_equal(es_json_get_str(v, "hello", "bootId", 0, &s, err, sizeof(err)),
+			 ES_ERR_NOTFOUND);
+	assert_string_equal(err, "");
+	assert_string_equal(s, "n1");
+	assert_int_equal(es_json_get_str(v, "hello", "bootId", 1, &s, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "hello.bootId"));
+
+	assert_int_equal(es_json_get_bool(v, "desired", "full", 1, &b, err, sizeof(err)), ES_OK);
+	assert_int_equal(b, 1);
+	assert_int_equal(es_json_get_bool(v, "desired", "seq", 1, &b, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_string_equal(err, "desired.seq: expected a boolean");
+
+	assert_int_equal(es_json_get_obj(v, "hello", "labels", 1, &o, err, sizeof(err)), ES_OK);
+	assert_true(cJSON_IsObject(o));
+	assert_int_equal(es_json_get_obj(v, "hello", "objects", 1, &o, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_string_equal(err, "hello.objects: expected an object");
+	assert_int_equal(es_json_get_arr(v, "desired", "objects", 1, &o, err, sizeof(err)), ES_OK);
+	assert_true(cJSON_IsArray(o));
+	assert_int_equal(es_json_get_arr(v, "desired", "labels", 1, &o, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_string_equal(err, "desired.labels: expected an array");
+	cJSON_Delete(v);
+}
+
+static void test_int_limits(void **state)
+{
+	char err[256];
+	cJSON *v = NULL, *o;
+	char *txt;
+	int64_t n = 0;
+
+	(void)state;
+	assert_int_equal(parse_str("{\"max\":9007199254740991,\"over\":9007199254740992,"
+				   "\"big\":9007199254740993,\"huge\":1e400,"
+				   "\"exp\":1e3}", &v, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_json_get_int(v, "m", "max", 1, 0, INT64_MAX, &n, err,
+					 sizeof(err)), ES_OK);
+	assert_true(n == ES_JSON_MAX_INT);
+	assert_int_equal(es_json_get_int(v, "m", "over", 1, 0, INT64_MAX, &n, err,
+					 sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "m.over: expected an integer in 0..2^53-1");
+	assert_int_equal(es_json_get_int(v, "m", "big", 1, 0, INT64_MAX, &n, err,
+					 sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_json_get_int(v, "m", "huge", 1, INT64_MIN, INT64_MAX, &n,
+					 err, sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_json_get_int(v, "m", "exp", 1, 0, 5000, &n, err,
+					 sizeof(err)), ES_OK);
+	assert_int_equal(n, 1000);
+	cJSON_Delete(v);
+
+	/* add_int and print keep 2^53-1 exact. */
+	o = cJSON_CreateObject();
+	assert_non_null(es_json_add_int(o, "v", ES_JSON_MAX_INT));
+	txt = es_json_print(o);
+	assert_non_null(txt);
+	assert_string_equal(txt, "{\"v\":9007199254740991}");
+	cJSON_Delete(o);
+	assert_int_equal(parse_str(txt, &v, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_json_get_int(v, "m", "v", 1, 0, ES_JSON_MAX_INT, &n, err,
+					 sizeof(err)), ES_OK);
+	assert_true(n == ES_JSON_MAX_INT);
+	cJSON_Delete(v);
+	free(txt);
+
+	/* Large integers, fractions and escapes survive a print/parse round. */
+	assert_int_equal(parse_str("{\"a\":[1234567890123456,-9007199254740991,0.1,"
+				   "2.5e-7,1e300],\"s\":\"q\\\"b\\\\n\\n\\u0001\xc3\xa9\"}",
+				   &v, err, sizeof(err)), ES_OK);
+	txt = es_json_print(v);
+	assert_non_null(txt);
+	assert_string_equal(txt, "{\"a\":[1234567890123456,-9007199254740991,0.1,"
+			    "2.5e-07,1e+300],\"s\":\"q\\\"b\\\\n\\n\\u0001\xc3\xa9\"}");
+	assert_int_equal(parse_str(txt, &o, err, sizeof(err)), ES_OK);
+	assert_true(cJSON_Compare(v, o, 1));
+	cJSON_Delete(o);
+	cJSON_Delete(v);
+	free(txt);
+}
+
+static void test_load_file(void **state)
+{
+	char path[] = "/tmp/es_test_json_XXXXXX";
+	char err[256];
+	cJSON *v = NULL;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "{\"a\": [1, 2]}\n", 14), 14);
+	close(fd);
+	assert_int_equal(es_json_load_file(path, 1024, &v, err, sizeof(err)), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(v, "a")), 2);
+	cJSON_Delete(v);
+	assert_int_equal(es_json_load_file(path, 13, &v, err, sizeof(err)), ES_ERR_TOOBIG);
+	assert_null(v);
+	assert_non_null(strstr(err, path));
+	unlink(path);
+	assert_int_equal(es_json_load_file(path, 1024, &v, err, sizeof(err)), ES_ERR_IO);
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "No such file"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_depth_64_ok),
+		cmocka_unit_test(test_depth_65_refused),
+		cmocka_unit_test(test_depth_objects),
+		cmocka_unit_test(test_depth_10000_refused),
+		cmocka_unit_test(test_nul_escape_refused),
+		cmocka_unit_test(test_raw_nul_refused),
+		cmocka_unit_test(test_truncated_and_trailing),
+		cmocka_unit_test(test_invalid_utf8_refused),
+		cmocka_unit_test(test_getters),
+		cmocka_unit_test(test_int_limits),
+		cmocka_unit_test(test_load_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

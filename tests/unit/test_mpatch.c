@@ -1,0 +1,188 @@
+/* Unit tests of lib/es_mpatch.c: RFC 7386 apply and diff. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "es_json.h"
+#include "es_mpatch.h"
+
+static cJSON *J(const char *s)
+{
+	char err[256] = "";
+	cJSON *v = NULL;
+
+	if (es_json_parse(s, strlen(s), ES_JSON_MAX_DEPTH, &v, err, sizeof(err)) != ES_OK)
+		fail_msg("fixture does not parse: %s: %s", s, err);
+	return v;
+}
+
+static void assert_json_equal(const cJSON *got, const char *want_text)
+{
+	cJSON *want = J(want_text);
+	char *g = es_json_print(got);
+
+	if (!cJSON_Compare(got, want, 1))
+		fail_msg("got %s, want %s", g ? g : "(null)", want_text);
+	free(g);
+	cJSON_Delete(want);
+}
+
+/* RFC 7386 Appendix A: original, patch, result. */
+static const char *const rfc_examples[][3] = {
+	{"{\"a\":\"b\"}", "{\"a\":\"c\"}", "{\"a\":\"c\"}"},
+	{"{\"a\":\"b\"}", "{\"b\":\"c\"}", "{\"a\":\"b\",\"b\":\"c\"}"},
+	{"{\"a\":\"b\"}", "{\"a\":null}", "{}"},
+	{"{\"a\":\"b\",\"b\":\"c\"}", "{\"a\":null}", "{\"b\":\"c\"}"},
+	{"{\"a\":[\"b\"]}", "{\"a\":\"c\"}", "{\"a\":\"c\"}"},
+	{"{\"a\":\"c\"}", "{\"a\":[\"b\"]}", "{\"a\":[\"b\"]}"},
+	{"{\"a\":{\"b\":\"c\"}}", "{\"a\":{\"b\":\"d\",\"c\":null}}", "{\"a\":{\"b\":\"d\"}}"},
+	{"{\"a\":[{\"b\":\"c\"}]}", "{\"a\":[1]}", "{\"a\":[1]}"},
+	{"[\"a\",\"b\"]", "[\"c\",\"d\"]", "[\"c\",\"d\"]"},
+	{"{\"a\":\"b\"}", "[\"c\"]", "[\"c\"]"},
+	{"{\"a\":\"foo\"}", "null", "null"},
+	{"{\"a\":\"foo\"}", "\"bar\"", "\"bar\""},
+	{"{\"e\":null}", "{\"a\":1}", "{\"e\":null,\"a\":1}"},
+	{"[1,2]", "{\"a\":\"b\",\"c\":null}", "{\"a\":\"b\"}"},
+	{"{}", "{\"a\":{\"bb\":{\"ccc\":null}}}", "{\"a\":{\"bb\":{}}}"},
+};
+
+static void test_rfc7386_appendix_a(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rfc_examples) / sizeof(rfc_examples[0]); i++) {
+		cJSON *target = J(rfc_examples[i][0]);
+		cJSON *patch = J(rfc_examples[i][1]);
+		char *before = es_json_print(patch);
+		char *after;
+
+		assert_int_equal(es_mpatch_apply(&target, patch), ES_OK);
+		assert_json_equal(target, rfc_examples[i][2]);
+		/* The patch is not modified. */
+		after = es_json_print(patch);
+		assert_string_equal(before, after);
+		free(before);
+		free(after);
+		cJSON_Delete(target);
+		cJSON_Delete(patch);
+	}
+}
+
+static void test_apply_absent_target(void **state)
+{
+	cJSON *target = NULL;
+	cJSON *patch = J("{\"a\":{\"b\":1,\"c\":null}}");
+
+	(void)state;
+	assert_int_equal(es_mpatch_apply(&target, patch), ES_OK);
+	assert_json_equal(target, "{\"a\":{\"b\":1}}");
+	cJSON_Delete(target);
+	cJSON_Delete(patch);
+}
+
+/* from, to pairs for diff round trips. */
+static const char *const pairs[][2] = {
+	{"{\"a\":1,\"b\":{\"c\":2,\"d\":[1,2]}}", "{\"a\":1,\"b\":{\"c\":3,\"d\":[1,2]}}"},
+	{"{\"a\":1,\"b\":{\"c\":2}}", "{\"b\":{\"e\":{\"f\":true}}}"},
+	{"{\"status\":{\"usage\":{\"cpu\":{\"user\":1.5,\"idle\":9},\"load\":{\"load1\":0.1}},"
+	 "\"filesystems\":[{\"device\":\"/dev/sda1\",\"availBytes\":10}]}}",
+	 "{\"status\":{\"usage\":{\"cpu\":{\"user\":2.5,\"idle\":9},\"load\":{\"load1\":0.1}},"
+	 "\"filesystems\":[{\"device\":\"/dev/sda1\",\"availBytes\":9}],\"new\":\"x\"}}"},
+	{"{\"a\":{\"b\":{\"c\":{\"d\":1}}}}", "{\"a\":{\"b\":{\"c\":{}}}}"},
+	{"{\"a\":\"x\"}", "{\"a\":{\"b\":\"y\"}}"},
+	{"{\"a\":{\"b\":\"y\"}}", "{\"a\":\"x\"}"},
+	{"{\"a\":[1,{\"b\":2}]}", "{\"a\":[1,{\"b\":3}]}"},
+	{"{}", "{\"a\":1,\"b\":[],\"c\":{}}"},
+	{"{\"a\":1,\"b\":[],\"c\":{}}", "{}"},
+	{"[1,2]", "{\"a\":1}"},
+	{"{\"a\":1}", "[1,2]"},
+	{"\"s\"", "\"t\""},
+	{"3", "3"},
+};
+
+static void test_diff_round_trips(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		cJSON *from = J(pairs[i][0]);
+		cJSON *to = J(pairs[i][1]);
+		cJSON *patch = NULL;
+		char *from_text = es_json_print(from);
+		char *to_text = es_json_print(to);
+		char *check;
+
+		assert_int_equal(es_mpatch_diff(from, to, &patch), ES_OK);
+		assert_non_null(patch);
+		/* diff leaves both inputs alone */
+		check = es_json_print(from);
+		assert_string_equal(check, from_text);
+		free(check);
+		check = es_json_print(to);
+		assert_string_equal(check, to_text);
+		free(check);
+
+		assert_int_equal(es_mpatch_apply(&from, patch), ES_OK);
+		if (!cJSON_Compare(from, to, 1)) {
+			char *p = es_json_print(patch), *r = es_json_print(from);
+
+			fail_msg("pair %zu: patch %s gave %s, want %s", i, p, r, to_text);
+		}
+		cJSON_Delete(from);
+		cJSON_Delete(to);
+		cJSON_Delete(patch);
+		free(from_text);
+		free(to_text);
+	}
+}
+
+static void test_diff_minimal(void **state)
+{
+	cJSON *from = J("{\"a\":1,\"b\":{\"c\":2,\"d\":3},\"e\":[1],\"gone\":true}");
+	cJSON *to = J("{\"a\":1,\"b\":{\"c\":2,\"d\":4},\"e\":[1,2],\"new\":null}");
+	cJSON *patch = NULL;
+
+	(void)state;
+	assert_int_equal(es_mpatch_diff(from, to, &patch), ES_OK);
+	/* Equal members omitted, nested objects diffed, arrays whole, removed
+	 * members null, null members of `to` dropped. */
+	assert_json_equal(patch, "{\"b\":{\"d\":4},\"e\":[1,2],\"gone\":null}");
+	cJSON_Delete(from);
+	cJSON_Delete(to);
+	cJSON_Delete(patch);
+}
+
+static void test_diff_unchanged_is_empty(void **state)
+{
+	static const char *const docs[] = {
+		"{}", "{\"a\":1}",
+		"{\"metadata\":{\"name\":\"n1\",\"labels\":{\"site\":\"lab\"}},"
+		"\"status\":{\"conditions\":[{\"type\":\"Ready\"}],\"x\":{\"y\":{\"z\":[]}}}}",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		cJSON *a = J(docs[i]), *b = J(docs[i]), *patch = NULL;
+
+		assert_int_equal(es_mpatch_diff(a, b, &patch), ES_OK);
+		assert_true(cJSON_IsObject(patch));
+		assert_null(patch->child);
+		cJSON_Delete(a);
+		cJSON_Delete(b);
+		cJSON_Delete(patch);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rfc7386_appendix_a),
+		cmocka_unit_test(test_apply_absent_target),
+		cmocka_unit_test(test_diff_round_trips),
+		cmocka_unit_test(test_diff_minimal),
+		cmocka_unit_test(test_diff_unchanged_is_empty),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
