@@ -1,0 +1,98 @@
+/*
+ * es_pki.h - X.509 identities for edgesync with mbedTLS 3.6: SPIFFE IDs
+ * (https://github.com/spiffe/spiffe/blob/main/standards/SPIFFE-ID.md and
+ * X509-SVID.md), certificate issuing for development mode and tests, and the
+ * controller's check of a peer certificate.
+ *
+ * Keys are ECDSA P-256; certificates are X.509 v3, PEM-encoded.
+ */
+#ifndef ES_PKI_H
+#define ES_PKI_H
+
+#include <stddef.h>
+#include <time.h>
+#include "es_err.h"
+
+#define ES_PKI_DEFAULT_TRUST_DOMAIN "edgesync.local"
+
+typedef enum es_identity_kind {
+	ES_ID_NODE = 1,   /* spiffe://<td>/node/<name> */
+	ES_ID_ADMIN = 2,  /* spiffe://<td>/admin/<name> */
+} es_identity_kind;
+
+/*
+ * Parses a SPIFFE ID "spiffe://<trust-domain>/<node|admin>/<name>". The
+ * trust domain must equal trust_domain (lower-case); name must be an RFC 1123
+ * DNS subdomain. On success sets *kind and copies name into name_out
+ * (name_sz >= 254). Errors: ES_ERR_AUTH with err saying which part is wrong.
+ */
+es_err es_pki_spiffe_parse(const char *uri, const char *trust_domain,
+			   es_identity_kind *kind, char *name_out, size_t name_sz,
+			   char *err, size_t errsz);
+
+/*
+ * Checks a peer's leaf certificate (DER, der_len bytes) that the TLS layer
+ * has already verified against the CA: it must not be a CA (basic
+ * constraints), must carry exactly one URI subjectAltName, and that URI
+ * must be a SPIFFE ID of trust_domain whose kind is `want`. On success copies
+ * the name into name_out (name_sz >= 254). Errors: ES_ERR_PARSE (not a
+ * certificate), ES_ERR_AUTH (err says which rule failed), ES_ERR_NOMEM.
+ * Rule source: SPIFFE X509-SVID sections 2 and 4.
+ */
+es_err es_pki_check_peer(const unsigned char *der, size_t der_len,
+			 const char *trust_domain, es_identity_kind want,
+			 char *name_out, size_t name_sz, char *err, size_t errsz);
+
+/* What to put in an issued certificate. Unused pointers may be NULL. */
+typedef struct es_pki_req {
+	const char *common_name;      /* subject CN, required */
+	const char *uri_san;          /* one URI SAN, e.g. a SPIFFE ID */
+	const char *const *dns_sans;  /* NULL-terminated list of DNS names */
+	const char *const *ip_sans;   /* NULL-terminated list of IPv4/IPv6 literals */
+	time_t not_before;            /* 0: now - 5 minutes */
+	time_t not_after;             /* 0: not_before + 365 days */
+	int is_ca;                    /* 1: a CA (keyCertSign, cRLSign) */
+	int server_auth;              /* 1: extendedKeyUsage serverAuth */
+	int client_auth;              /* 1: extendedKeyUsage clientAuth */
+} es_pki_req;
+
+/*
+ * Makes a new P-256 key and a certificate for req, signed by the CA given as
+ * PEM strings (ca_cert_pem/ca_key_pem), or self-signed when both are NULL.
+ * On success *cert_pem and *key_pem are malloc'd NUL-terminated PEM strings
+ * the caller frees. Errors: ES_ERR_INVAL (bad req: err names the field),
+ * ES_ERR_PARSE (CA PEM unreadable), ES_ERR_TLS (mbedTLS failed, err carries
+ * its message), ES_ERR_NOMEM.
+ */
+es_err es_pki_issue(const es_pki_req *req, const char *ca_cert_pem,
+		    const char *ca_key_pem, char **cert_pem, char **key_pem,
+		    char *err, size_t errsz);
+
+/*
+ * Writes data to path so that a crash leaves either the old file or the new
+ * one: a temporary file in the same directory, fsync, rename, fsync of the
+ * directory. mode is the file's permission bits (0600 for keys).
+ * Errors: ES_ERR_IO with err naming the path and errno text.
+ */
+es_err es_pki_write_file_atomic(const char *path, const char *data, size_t len,
+				unsigned mode, char *err, size_t errsz);
+
+/*
+ * Development mode: makes, under dir (created 0700 if missing), a throwaway
+ * CA and certificates unless they already exist (existing files are reused,
+ * so restarts keep identities):
+ *   dir/ca.crt, dir/ca.key
+ *   dir/controller.crt/.key  DNS SANs "localhost" and each of extra_dns,
+ *                            IP SANs 127.0.0.1 and ::1; serverAuth
+ *   dir/admin.crt/.key       URI SAN spiffe://<td>/admin/admin; clientAuth
+ *   dir/nodes/<name>.crt/.key for each name in nodes (NULL-terminated):
+ *                            URI SAN spiffe://<td>/node/<name>; clientAuth
+ * Keys are written 0600. Errors: as es_pki_issue and
+ * es_pki_write_file_atomic; ES_ERR_INVAL for a node name that is not an
+ * RFC 1123 subdomain.
+ */
+es_err es_pki_dev_init(const char *dir, const char *trust_domain,
+		       const char *const *nodes, const char *const *extra_dns,
+		       char *err, size_t errsz);
+
+#endif

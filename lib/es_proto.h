@@ -1,0 +1,107 @@
+/*
+ * es_proto.h - protocol v1 message codec (proto/PROTOCOL.md is the contract).
+ *
+ * Decoding validates the envelope and every listed member of the message's
+ * type and returns the parsed tree; it never trusts the peer. Encoding
+ * builds messages as cJSON trees.
+ */
+#ifndef ES_PROTO_H
+#define ES_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "es_err.h"
+
+#define ES_PROTO_SUBPROTOCOL "edgesync.v1"
+#define ES_PROTO_PATH "/v1/sync"
+#define ES_PROTO_VERSION 1
+#define ES_PROTO_MAX_MESSAGE (1024 * 1024)
+#define ES_PROTO_HEARTBEAT_S 20
+#define ES_PROTO_AGENT_DEAD_S 45
+#define ES_PROTO_CONTROLLER_DEAD_S 60
+#define ES_PROTO_MAX_EVENTS 1000
+#define ES_PROTO_MAX_OBJECTS_PER_MSG 1000
+
+typedef enum es_msg_type {
+	ES_MSG_UNKNOWN = 0,
+	ES_MSG_HELLO,
+	ES_MSG_WELCOME,
+	ES_MSG_DESIRED,
+	ES_MSG_DESIRED_ACK,
+	ES_MSG_REPORT,
+	ES_MSG_ACK,
+	ES_MSG_RESYNC,
+	ES_MSG_PING,
+	ES_MSG_PONG,
+	ES_MSG_ERROR,
+} es_msg_type;
+
+/* Protocol error codes and their WebSocket close codes (PROTOCOL.md,
+ * "Errors"). */
+typedef enum es_proto_code {
+	ES_PC_MALFORMED = 0,      /* "MalformedMessage", 1007 */
+	ES_PC_INVALID,            /* "InvalidMessage", 1008 */
+	ES_PC_UNKNOWN_TYPE,       /* "UnknownMessageType", 4002 */
+	ES_PC_TOO_BIG,            /* "MessageTooBig", 1009 */
+	ES_PC_PROTOCOL,           /* "ProtocolViolation", 1002 */
+	ES_PC_VERSION,            /* "UnsupportedVersion", 4001 */
+	ES_PC_IDENTITY,           /* "IdentityMismatch", 1008 */
+	ES_PC_INTERNAL,           /* "Internal", 1011 */
+} es_proto_code;
+
+const char *es_proto_code_name(es_proto_code c);
+int es_proto_close_code(es_proto_code c);
+/* Name → code; returns -1 when unknown. */
+int es_proto_code_parse(const char *name);
+
+/* "hello", "welcome", ...; NULL for ES_MSG_UNKNOWN. */
+const char *es_proto_type_name(es_msg_type t);
+
+/*
+ * Decodes one complete message of len bytes. On success: *type is set and
+ * *msg owns the validated tree (cJSON_Delete it). On failure *msg is NULL,
+ * *code is the protocol error code to send, and err says what was wrong,
+ * naming the member ("report.seq: expected an integer in 1..2^53-1").
+ * Checks: len <= ES_PROTO_MAX_MESSAGE (ES_PC_TOO_BIG), es_json_parse with
+ * ES_JSON_MAX_DEPTH (ES_PC_MALFORMED), an object with a string `type`
+ * (ES_PC_INVALID), a known type (ES_PC_UNKNOWN_TYPE), each member of that
+ * type present with its type and range (ES_PC_INVALID; for hello also node
+ * name syntax), hello.protocolVersion == 1 (ES_PC_VERSION).
+ * Returns ES_OK, ES_ERR_PROTO (peer's fault, *code set), ES_ERR_NOMEM.
+ */
+es_err es_proto_decode(const char *buf, size_t len, es_msg_type *type,
+		       cJSON **msg, es_proto_code *code, char *err, size_t errsz);
+
+/*
+ * Encoders: each returns a new cJSON object (caller owns) or NULL on
+ * allocation failure. String arguments are copied. Array/object arguments
+ * named `take_*` are moved into the message (the caller must not free them,
+ * even on failure: they are freed then).
+ */
+cJSON *es_proto_hello(const char *node, const char *agent_version,
+		      const char *boot_id, cJSON *take_labels,
+		      int64_t resource_version, int64_t next_seq);
+cJSON *es_proto_welcome(const char *node, const char *controller_version,
+			int64_t acked_seq);
+cJSON *es_proto_desired(int full, int64_t resource_version,
+			cJSON *take_objects, cJSON *take_deleted, int more);
+cJSON *es_proto_desired_ack(int64_t resource_version);
+/* report_type: "snapshot", "patch" or "event"; base_seq used for "patch". */
+cJSON *es_proto_report(int64_t seq, const char *time, const char *report_type,
+		       int64_t base_seq, cJSON *take_body);
+cJSON *es_proto_ack(int64_t seq);
+cJSON *es_proto_resync(void);
+cJSON *es_proto_ping(const char *time);
+cJSON *es_proto_pong(const char *time);
+cJSON *es_proto_error(es_proto_code code, const char *message);
+
+/* A desired.deleted entry {kind, name, uid}. */
+cJSON *es_proto_deleted_ref(const char *kind, const char *name, const char *uid);
+
+/* An Event body (PROTOCOL.md, "Event body"). */
+cJSON *es_proto_event(const char *type, const char *reason, const char *message,
+		      const char *kind, const char *name, const char *uid,
+		      const char *time);
+
+#endif
