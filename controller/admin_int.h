@@ -1,0 +1,24 @@
+/*
+ * admin_int.h - what admin.c shares with admin_describe.c. Private to the
+ * admin module.
+ */
+#ifndef ES_CTRL_ADMIN_INT_H
+#define ES_CTRL_ADMIN_INT_H
+
+#include <cjson/cJSON.h>
+#include "db.h"
+
+/*
+ * Builds the describe view of a node (admin.h, nodes/NAME/describe): node is
+ * the Node as es_db_node_get returns it (borrowed), desired every live
+ * desired object (es_db_object_list with ES_KIND_UNKNOWN; borrowed).
+ * *out (caller owns):
+ *   {node, objects: [{kind, name, uid, deleted, desired: {generation, spec}
+ *   | null, reported: {generation?, observedGeneration, conditions} | null,
+ *   inSync, differences: [string]}], conditions, sync}
+ * Errors: ES_ERR_NOMEM.
+ */
+es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,
+			       cJSON **out);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * db.h - the controller's SQLite store: desired objects with generation and
+ * resourceVersion, deletion records (tombstones) for resumable sync, nodes
+ * with their reported state, and a per-node report cursor that drops
+ * duplicates (ARCHITECTURE.md "Storage"; proto/PROTOCOL.md).
+ *
+ * WAL mode, busy timeout 5 s, synchronous=FULL, schema versioned with
+ * PRAGMA user_version and forward migrations; every write is one
+ * BEGIN IMMEDIATE transaction committed before the function returns (so
+ * before any acknowledgement). Used only from the event-loop thread.
+ *
+ * resourceVersion is one controller-wide counter, increased by every object
+ * write and deletion; generation increases only when an object's spec
+ * changes (Kubernetes API conventions, "Metadata").
+ */
+#ifndef ES_CTRL_DB_H
+#define ES_CTRL_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <cjson/cJSON.h>
+#include "es_err.h"
+#include "es_obj.h"
+
+typedef struct es_db es_db;
+
+#define ES_DB_SCHEMA_VERSION 1
+/* Reports kept per node (older ones are pruned; the cursor is kept). */
+#define ES_DB_REPORTS_KEPT 10000
+
+/* Opens or creates the database at path; refuses a newer schema
+ * (ES_ERR_UNSUPPORTED) or a file that is not a database (ES_ERR_DB), both
+ * without touching it. err names the path. */
+es_err es_db_open(const char *path, es_db **out, char *err, size_t errsz);
+void es_db_close(es_db *db); /* NULL-safe */
+
+/*
+ * Creates or replaces a desired object (already validated with
+ * es_obj_validate_desired; copied). On create: uid (UUID v4),
+ * creationTimestamp, generation 1. On replace: uid and creationTimestamp
+ * kept; generation + 1 only when spec differs; labels may change. A replace
+ * that changes nothing writes nothing (*changed = 0, same resourceVersion).
+ * Any other write takes the next resourceVersion. *stored (may be NULL)
+ * receives the stored object (caller owns); *previous (may be NULL) the
+ * object before the write or NULL when created. *created / *changed may be
+ * NULL. Errors: ES_ERR_DB, ES_ERR_NOMEM.
+ */
+es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
+			cJSON **previous, int *created, int *changed);
+
+/* One object by kind and name (caller owns *out). ES_ERR_NOTFOUND. */
+es_err es_db_object_get(es_db *db, es_kind kind, const char *name, cJSON **out);
+
+/* All live objects of kind (ES_KIND_UNKNOWN: every desired kind), ordered by
+ * kind then name, as a new array. */
+es_err es_db_object_list(es_db *db, es_kind kind, cJSON **out);
+
+/* Deletes an object, leaving a tombstone {kind,name,uid,resourceVersion}
+ * under the next resourceVersion. *deleted (may be NULL) gets the object as
+ * it was. ES_ERR_NOTFOUND when absent. */
+es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
+			   cJSON **deleted);
+
+/* Current resourceVersion (0 on an empty store) and the compaction point:
+ * the newest resourceVersion whose tombstones were discarded (0: none). */
+es_err es_db_rv(es_db *db, int64_t *current, int64_t *compacted);
+
+/*
+ * Changes after resourceVersion since: *objects gets every live object with
+ * resourceVersion > since, *tombstones every tombstone with
+ * resourceVersion > since ({kind,name,uid,resourceVersion}). Both new arrays
+ * the caller owns. The caller must check since >= compacted first.
+ */
+es_err es_db_changes_since(es_db *db, int64_t since, cJSON **objects,
+			   cJSON **tombstones);
+
+/* Discards tombstones with resourceVersion <= upto and moves the compaction
+ * point there. */
+es_err es_db_compact(es_db *db, int64_t upto);
+
+/*
+ * Records a node's hello: creates the node row if new, stores labels,
+ * agentVersion, bootId, marks it connected at now. *acked_seq gets the
+ * highest report seq stored for the node (0: none); *labels_changed is 1
+ * when the labels differ from the ones stored at the previous hello (or the
+ * node is new).
+ */
+es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
+			const char *agent_version, const char *boot_id,
+			time_t now, int64_t *acked_seq, int *labels_changed);
+
+/* Marks the node disconnected (connected=0) and records lastSeen. */
+es_err es_db_node_disconnected(es_db *db, const char *node, time_t now);
+/* Records the node's desiredAck resourceVersion and lastSeen. */
+es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t now);
+
+/*
+ * Stores one report (PROTOCOL.md "report"; msg is the decoded message) in
+ * one transaction. A seq <= the node's cursor is a duplicate: nothing is
+ * stored and *duplicate = 1. Otherwise the report row is kept, the cursor
+ * moves to seq, and: a snapshot replaces the node's state; a patch whose
+ * baseSeq equals the state's seq is applied with RFC 7386 (else
+ * *need_resync = 1 and the state is left alone); an event is kept.
+ * Errors: ES_ERR_NOTFOUND (no such node), ES_ERR_DB, ES_ERR_NOMEM.
+ */
+es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
+			  time_t now, int *duplicate, int *need_resync);
+
+/*
+ * A node as the admin API shows it: a Node object (metadata.name, labels,
+ * the reported status as last applied) plus `status.sync`: connected,
+ * lastSeen, ackedSeq, stateSeq, desiredResourceVersion, agentVersion,
+ * bootId. ES_ERR_NOTFOUND.
+ */
+es_err es_db_node_get(es_db *db, const char *node, cJSON **out);
+/* All nodes as es_db_node_get shows them, ordered by name. */
+es_err es_db_node_list(es_db *db, cJSON **out);
+
+/* The node's stored reports, newest last, at most limit:
+ * [{seq, reportType, time, receivedTime, baseSeq?, event?}]. */
+es_err es_db_reports_list(es_db *db, const char *node, int limit, cJSON **out);
+
+#endif
