@@ -1,0 +1,594 @@
+/*
+ * ctl.c - edgesyncctl subcommands (see ctl.h).
+ */
+#define _GNU_SOURCE /* asprintf */
+#include "ctl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "describe.h"
+#include "es_config.h"
+#include "es_json.h"
+#include "es_obj.h"
+#include "es_version.h"
+#include "http.h"
+#include "print.h"
+#include "yaml.h"
+
+#define API_PREFIX "/apis/edgesync.io/v1alpha1/"
+
+typedef struct ctl_cfg {
+	char *server;
+	char *cert;
+	char *key;
+	char *ca;
+} ctl_cfg;
+
+static const es_setting settings[] = {
+	{ "server", "EDGESYNC_SERVER", "server", ES_SET_STRING, ES_CTL_DEFAULT_SERVER, 0, 0,
+	  offsetof(ctl_cfg, server), "admin API URL (https://host:port)" },
+	{ "cert", "EDGESYNC_CERT", "cert", ES_SET_STRING, NULL, 0, 0,
+	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)" },
+	{ "key", "EDGESYNC_KEY", "key", ES_SET_STRING, NULL, 0, 0,
+	  offsetof(ctl_cfg, key), "private key file of --cert (PEM)" },
+	{ "ca", "EDGESYNC_CA", "ca", ES_SET_STRING, NULL, 0, 0,
+	  offsetof(ctl_cfg, ca), "CA file the controller's certificate chains to (PEM)" },
+};
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+typedef struct ctl {
+	ctl_cfg cfg;
+	const char *file;    /* -f */
+	es_print_fmt fmt;    /* -o */
+	const char **pos;    /* positional arguments, borrowed from argv */
+	int npos;
+} ctl;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: edgesyncctl [flags] COMMAND [args]\n\n"
+		"Commands:\n"
+		"  apply -f FILE             create or update the objects in FILE (YAML or JSON; - for stdin)\n"
+		"  get nodes|node NAME       list nodes or show one\n"
+		"  get KIND [NAME]           list objects of KIND (collectorconfigs, healthrules,\n"
+		"                            egresspolicies; short names cc, hr, ep, no) or show one\n"
+		"  describe node NAME        a node's state, conditions and objects, desired beside reported\n"
+		"  delete KIND NAME          delete an object (also: delete -f FILE)\n"
+		"  version                   print the client version\n\n"
+		"Flags:\n"
+		"  -f, --filename FILE       manifest for apply/delete\n"
+		"  -o, --output FORMAT       json, yaml or wide (get)\n"
+		"  --config FILE             config file (env EDGESYNCCTL_CONFIG; default\n"
+		"                            ~/.config/edgesync/edgesyncctl.conf when it exists)\n"
+		"  -h, --help                this help\n"
+		"  --version                 print the client version\n\n"
+		"Settings (config key, environment variable, flag):\n");
+	es_config_print_help(settings, NSETTINGS, f);
+	fprintf(f, "\nExit status: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
+}
+
+/* Takes value of a short/long flag: "-f X", "-fX", "-f=X", "--filename=X". */
+static int flag_value(int argc, char **argv, int *i, const char *s, const char *l,
+		      const char **val)
+{
+	const char *a = argv[*i];
+	size_t sl = strlen(s), ll = strlen(l);
+
+	if (strcmp(a, s) == 0 || strcmp(a, l) == 0) {
+		*val = *i + 1 < argc ? argv[++*i] : NULL;
+		return 1;
+	}
+	if (strncmp(a, l, ll) == 0 && a[ll] == '=') {
+		*val = a + ll + 1;
+		return 1;
+	}
+	if (strncmp(a, s, sl) == 0 && a[sl]) {
+		*val = a + sl + (a[sl] == '=');
+		return 1;
+	}
+	return 0;
+}
+
+static int is_table_flag(const char *a)
+{
+	size_t i;
+
+	if (strncmp(a, "--", 2) != 0)
+		return 0;
+	if (strcmp(a + 2, "config") == 0)
+		return 1;
+	for (i = 0; i < NSETTINGS; i++)
+		if (strcmp(a + 2, settings[i].flag) == 0)
+			return 1;
+	return 0;
+}
+
+static int load_settings(ctl *c, int argc, char **argv, char **rest, int nrest)
+{
+	char err[512] = "", home_conf[4096];
+	const char *conf = es_config_find_file(argc, argv, 1, "EDGESYNCCTL_CONFIG");
+	const char *home = getenv("HOME");
+
+	if (es_config_defaults(settings, NSETTINGS, &c->cfg, err, sizeof(err)) != ES_OK)
+		goto fail;
+	if (!conf && home && *home) {
+		snprintf(home_conf, sizeof(home_conf), "%s/.config/edgesync/edgesyncctl.conf", home);
+		if (access(home_conf, F_OK) == 0)
+			conf = home_conf;
+	}
+	if (conf && es_config_load_file(settings, NSETTINGS, &c->cfg, conf, err, sizeof(err)) != ES_OK)
+		goto fail;
+	if (es_config_load_env(settings, NSETTINGS, &c->cfg, err, sizeof(err)) != ES_OK)
+		goto fail;
+	if (es_config_load_args(settings, NSETTINGS, &c->cfg, nrest, rest, 0, c->pos,
+				&c->npos, err, sizeof(err)) != ES_OK)
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "error: %s\n", err);
+	return -1;
+}
+
+/* Status message of an error response (a Kubernetes Status), or the body. */
+static void server_error(const char *what, const es_http_resp *r)
+{
+	cJSON *st = NULL;
+	const char *msg = NULL, *reason = NULL;
+
+	if (r->body_len && es_json_parse(r->body, r->body_len, ES_JSON_MAX_DEPTH, &st, NULL, 0) == ES_OK) {
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(st, "message");
+		const cJSON *rs = cJSON_GetObjectItemCaseSensitive(st, "reason");
+		msg = cJSON_IsString(m) ? m->valuestring : NULL;
+		reason = cJSON_IsString(rs) ? rs->valuestring : NULL;
+	}
+	fprintf(stderr, "error: %s: Error from server (%s): %.*s\n", what,
+		reason ? reason : "HTTP", msg ? (int)strlen(msg) : (int)(r->body_len > 400 ? 400 : r->body_len),
+		msg ? msg : (r->body ? r->body : ""));
+	if (!msg)
+		fprintf(stderr, "       (HTTP status %d)\n", r->status);
+	cJSON_Delete(st);
+}
+
+/* One request; path is appended to the server URL. -1 on a transport error
+ * (printed), else 0 with *r filled. */
+static int call(ctl *c, const char *method, const char *path, const char *body,
+		es_http_resp *r)
+{
+	es_http_tls tls = { c->cfg.ca, c->cfg.cert, c->cfg.key };
+	char err[768] = "", *url = NULL;
+	size_t sl = strlen(c->cfg.server);
+	es_err rc;
+
+	while (sl && c->cfg.server[sl - 1] == '/')
+		sl--;
+	if (asprintf(&url, "%.*s%s", (int)sl, c->cfg.server, path) < 0) {
+		fprintf(stderr, "error: out of memory\n");
+		return -1;
+	}
+	rc = es_http_request(&tls, method, url, body, body ? strlen(body) : 0, r, err, sizeof(err));
+	free(url);
+	if (rc != ES_OK) {
+		fprintf(stderr, "error: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_json_body(const es_http_resp *r, cJSON **out)
+{
+	char err[256];
+
+	if (es_json_parse(r->body, r->body_len, ES_JSON_MAX_DEPTH, out, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, "error: the server's response is not JSON: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void lower_kind(es_kind k, char *buf, size_t bufsz)
+{
+	size_t i;
+
+	snprintf(buf, bufsz, "%s", es_obj_kind_name(k));
+	for (i = 0; buf[i]; i++)
+		buf[i] = (char)tolower((unsigned char)buf[i]);
+}
+
+/* Reads FILE or stdin ("-") into a malloc'd buffer, at most ES_YAML_MAX_INPUT. */
+static char *read_input(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = ES_YAML_MAX_INPUT + 1, n;
+
+	if (!f) {
+		fprintf(stderr, "error: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		fprintf(stderr, "error: out of memory\n");
+		goto cleanup;
+	}
+	n = fread(buf, 1, cap, f);
+	if (ferror(f) || n == cap) {
+		fprintf(stderr, "error: %s: %s\n", path,
+			n == cap ? "larger than 8 MiB" : strerror(errno));
+		free(buf);
+		buf = NULL;
+		goto cleanup;
+	}
+	*len = n;
+cleanup:
+	if (f != stdin)
+		fclose(f);
+	return buf;
+}
+
+static cJSON *load_manifest(const char *path)
+{
+	char err[512], *text;
+	size_t len = 0;
+	cJSON *objs = NULL;
+
+	text = read_input(path, &len);
+	if (!text)
+		return NULL;
+	if (es_yaml_load(text, len, strcmp(path, "-") ? path : "stdin", &objs, err, sizeof(err)) != ES_OK)
+		fprintf(stderr, "error: %s\n", err);
+	free(text);
+	if (objs && cJSON_GetArraySize(objs) == 0) {
+		fprintf(stderr, "error: no objects passed (%s has none)\n", path);
+		cJSON_Delete(objs);
+		objs = NULL;
+	}
+	return objs;
+}
+
+/* Resolves an object of a manifest to kind, its lower-case name and path. */
+static int object_path(const cJSON *o, int idx, char *path, size_t pathsz, char *id, size_t idsz)
+{
+	const char *ks = es_obj_kind_str(o), *name = es_obj_name(o);
+	es_kind k = ks ? es_obj_kind_parse(ks) : ES_KIND_UNKNOWN;
+	char lk[64];
+
+	if (k == ES_KIND_UNKNOWN || k == ES_KIND_NODE || !ks || strcmp(ks, es_obj_kind_name(k))) {
+		fprintf(stderr, "error: object %d: kind %s%s%s is not a desired kind "
+			"(CollectorConfig, HealthRule, EgressPolicy)\n", idx + 1,
+			ks ? "\"" : "", ks ? ks : "missing", ks ? "\"" : "");
+		return -1;
+	}
+	if (!name || !es_obj_name_valid(name)) {
+		fprintf(stderr, "error: object %d (%s): metadata.name %s\n", idx + 1, ks,
+			name ? "is not an RFC 1123 DNS subdomain" : "is missing");
+		return -1;
+	}
+	lower_kind(k, lk, sizeof(lk));
+	snprintf(id, idsz, "%s/%s", lk, name);
+	snprintf(path, pathsz, API_PREFIX "%s/%s", es_obj_kind_plural(k), name);
+	return 0;
+}
+
+static int64_t rv_of(const es_http_resp *r)
+{
+	cJSON *o = NULL;
+	int64_t rv = -1;
+
+	if (es_json_parse(r->body, r->body_len, ES_JSON_MAX_DEPTH, &o, NULL, 0) == ES_OK)
+		rv = es_obj_resource_version(o);
+	cJSON_Delete(o);
+	return rv;
+}
+
+static int cmd_apply(ctl *c)
+{
+	cJSON *objs, *o;
+	int idx = 0, failed = 0;
+
+	if (!c->file) {
+		fprintf(stderr, "error: apply needs -f FILE (- for stdin)\n");
+		return ES_CTL_EXIT_USAGE;
+	}
+	objs = load_manifest(c->file);
+	if (!objs)
+		return ES_CTL_EXIT_RUNTIME;
+	cJSON_ArrayForEach(o, objs) {
+		char path[512], id[400], *body = NULL;
+		es_http_resp r = { 0 };
+		int64_t before = -1;
+		int existed = 0;
+
+		if (object_path(o, idx++, path, sizeof(path), id, sizeof(id)) != 0) {
+			failed = 1;
+			continue;
+		}
+		if (call(c, "GET", path, NULL, &r) != 0) {
+			failed = 1;
+			continue;
+		}
+		if (r.status == 200) {
+			existed = 1;
+			before = rv_of(&r);
+		}
+		es_http_resp_free(&r);
+		body = es_json_print(o);
+		if (!body) {
+			fprintf(stderr, "error: out of memory\n");
+			failed = 1;
+			break;
+		}
+		if (call(c, "PUT", path, body, &r) != 0) {
+			free(body);
+			failed = 1;
+			continue;
+		}
+		free(body);
+		if (r.status == 200 || r.status == 201) {
+			const char *what = r.status == 201 || !existed ? "created"
+					   : rv_of(&r) == before && before >= 0 ? "unchanged"
+					   : "configured";
+			printf("%s %s\n", id, what);
+		} else {
+			server_error(id, &r);
+			failed = 1;
+		}
+		es_http_resp_free(&r);
+	}
+	cJSON_Delete(objs);
+	return failed ? ES_CTL_EXIT_RUNTIME : ES_CTL_EXIT_OK;
+}
+
+static int resolve_kind(const char *s, es_kind *k)
+{
+	*k = es_obj_kind_parse(s);
+	if (*k == ES_KIND_UNKNOWN) {
+		fprintf(stderr, "error: unknown kind \"%s\" (nodes, collectorconfigs, healthrules, "
+			"egresspolicies)\n", s);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_name(const char *name)
+{
+	if (!es_obj_name_valid(name)) {
+		fprintf(stderr, "error: \"%s\" is not a valid name (RFC 1123 DNS subdomain)\n", name);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_get(ctl *c)
+{
+	char path[512], err[256] = "";
+	const char *name = c->npos > 2 ? c->pos[2] : NULL;
+	es_http_resp r = { 0 };
+	cJSON *v = NULL;
+	es_kind k;
+	int rc = ES_CTL_EXIT_RUNTIME;
+
+	if (c->npos < 2 || c->npos > 3) {
+		fprintf(stderr, "error: usage: get KIND [NAME] [-o json|yaml|wide]\n");
+		return ES_CTL_EXIT_USAGE;
+	}
+	if (resolve_kind(c->pos[1], &k) != 0 || (name && check_name(name) != 0))
+		return ES_CTL_EXIT_USAGE;
+	snprintf(path, sizeof(path), API_PREFIX "%s%s%s", es_obj_kind_plural(k), name ? "/" : "",
+		 name ? name : "");
+	if (call(c, "GET", path, NULL, &r) != 0)
+		return ES_CTL_EXIT_RUNTIME;
+	if (r.status != 200) {
+		server_error(name ? name : c->pos[1], &r);
+		goto cleanup;
+	}
+	if (parse_json_body(&r, &v) != 0)
+		goto cleanup;
+	if (c->fmt == ES_PRINT_JSON || c->fmt == ES_PRINT_YAML) {
+		if (es_print_value(stdout, v, c->fmt, err, sizeof(err)) != ES_OK) {
+			fprintf(stderr, "error: %s\n", err);
+			goto cleanup;
+		}
+	} else if ((k == ES_KIND_NODE ? es_print_nodes(stdout, v, c->fmt == ES_PRINT_WIDE, time(NULL))
+				      : es_print_objects(stdout, v, c->fmt == ES_PRINT_WIDE,
+							 time(NULL))) != ES_OK) {
+		fprintf(stderr, "error: out of memory\n");
+		goto cleanup;
+	}
+	rc = ES_CTL_EXIT_OK;
+cleanup:
+	cJSON_Delete(v);
+	es_http_resp_free(&r);
+	return rc;
+}
+
+static int cmd_describe(ctl *c)
+{
+	char path[512], derr[512] = "";
+	es_http_resp r = { 0 }, d = { 0 };
+	cJSON *node = NULL, *desc = NULL;
+	es_kind k;
+	int rc = ES_CTL_EXIT_RUNTIME;
+
+	if (c->npos != 3) {
+		fprintf(stderr, "error: usage: describe node NAME\n");
+		return ES_CTL_EXIT_USAGE;
+	}
+	if (resolve_kind(c->pos[1], &k) != 0 || check_name(c->pos[2]) != 0)
+		return ES_CTL_EXIT_USAGE;
+	if (k != ES_KIND_NODE) {
+		fprintf(stderr, "error: describe supports nodes only (use get %s %s -o yaml)\n",
+			c->pos[1], c->pos[2]);
+		return ES_CTL_EXIT_USAGE;
+	}
+	snprintf(path, sizeof(path), API_PREFIX "nodes/%s", c->pos[2]);
+	if (call(c, "GET", path, NULL, &r) != 0)
+		return ES_CTL_EXIT_RUNTIME;
+	if (r.status != 200) {
+		server_error(c->pos[2], &r);
+		goto cleanup;
+	}
+	if (parse_json_body(&r, &node) != 0)
+		goto cleanup;
+	snprintf(path, sizeof(path), API_PREFIX "nodes/%s/describe", c->pos[2]);
+	if (call(c, "GET", path, NULL, &d) != 0) {
+		snprintf(derr, sizeof(derr), "request failed");
+	} else if (d.status != 200) {
+		snprintf(derr, sizeof(derr), "HTTP status %d", d.status);
+	} else if (es_json_parse(d.body, d.body_len, ES_JSON_MAX_DEPTH, &desc, derr,
+				 sizeof(derr)) != ES_OK) {
+		desc = NULL;
+	}
+	if (es_describe_node(stdout, node, desc, desc ? NULL : derr, time(NULL)) != ES_OK) {
+		fprintf(stderr, "error: out of memory\n");
+		goto cleanup;
+	}
+	rc = ES_CTL_EXIT_OK;
+cleanup:
+	cJSON_Delete(node);
+	cJSON_Delete(desc);
+	es_http_resp_free(&r);
+	es_http_resp_free(&d);
+	return rc;
+}
+
+static int delete_one(ctl *c, const char *path, const char *id)
+{
+	es_http_resp r = { 0 };
+	int rc = ES_CTL_EXIT_RUNTIME;
+
+	if (call(c, "DELETE", path, NULL, &r) != 0)
+		return rc;
+	if (r.status >= 200 && r.status < 300) {
+		printf("%s deleted\n", id);
+		rc = ES_CTL_EXIT_OK;
+	} else {
+		server_error(id, &r);
+	}
+	es_http_resp_free(&r);
+	return rc;
+}
+
+static int cmd_delete(ctl *c)
+{
+	char path[512], id[400], lk[64];
+	es_kind k;
+
+	if (c->file) {
+		cJSON *objs, *o;
+		int idx = 0, failed = 0;
+		if (c->npos != 1) {
+			fprintf(stderr, "error: usage: delete -f FILE, or delete KIND NAME\n");
+			return ES_CTL_EXIT_USAGE;
+		}
+		objs = load_manifest(c->file);
+		if (!objs)
+			return ES_CTL_EXIT_RUNTIME;
+		cJSON_ArrayForEach(o, objs) {
+			if (object_path(o, idx++, path, sizeof(path), id, sizeof(id)) != 0 ||
+			    delete_one(c, path, id) != ES_CTL_EXIT_OK)
+				failed = 1;
+		}
+		cJSON_Delete(objs);
+		return failed ? ES_CTL_EXIT_RUNTIME : ES_CTL_EXIT_OK;
+	}
+	if (c->npos != 3) {
+		fprintf(stderr, "error: usage: delete KIND NAME, or delete -f FILE\n");
+		return ES_CTL_EXIT_USAGE;
+	}
+	if (resolve_kind(c->pos[1], &k) != 0 || check_name(c->pos[2]) != 0)
+		return ES_CTL_EXIT_USAGE;
+	lower_kind(k, lk, sizeof(lk));
+	snprintf(id, sizeof(id), "%s/%s", lk, c->pos[2]);
+	snprintf(path, sizeof(path), API_PREFIX "%s/%s", es_obj_kind_plural(k), c->pos[2]);
+	return delete_one(c, path, id);
+}
+
+int es_ctl_main(int argc, char **argv)
+{
+	ctl c;
+	char **rest = NULL;
+	int nrest = 0, i, rc = ES_CTL_EXIT_USAGE, help = 0, version = 0;
+	const char *out = NULL, *cmd;
+
+	memset(&c, 0, sizeof(c));
+	rest = calloc((size_t)argc + 1, sizeof(*rest));
+	c.pos = calloc((size_t)argc + 1, sizeof(*c.pos));
+	if (!rest || !c.pos) {
+		fprintf(stderr, "error: out of memory\n");
+		rc = ES_CTL_EXIT_RUNTIME;
+		goto cleanup;
+	}
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = NULL;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			help = 1;
+		} else if (strcmp(a, "--version") == 0) {
+			version = 1;
+		} else if (flag_value(argc, argv, &i, "-f", "--filename", &val)) {
+			if (!val) {
+				fprintf(stderr, "error: -f needs a file name\n");
+				goto cleanup;
+			}
+			c.file = val;
+		} else if (flag_value(argc, argv, &i, "-o", "--output", &val)) {
+			out = val ? val : "";
+			if (es_print_fmt_parse(out, &c.fmt) != 0) {
+				fprintf(stderr, "error: -o: unknown output format \"%s\" (json, yaml, wide)\n",
+					out);
+				goto cleanup;
+			}
+		} else if (is_table_flag(a)) {
+			rest[nrest++] = argv[i];
+			if (i + 1 < argc)
+				rest[nrest++] = argv[++i];
+		} else {
+			rest[nrest++] = argv[i];
+		}
+	}
+	if (help) {
+		usage(stdout);
+		rc = ES_CTL_EXIT_OK;
+		goto cleanup;
+	}
+	if (version) {
+		printf("edgesyncctl %s\n", ES_VERSION);
+		rc = ES_CTL_EXIT_OK;
+		goto cleanup;
+	}
+	if (load_settings(&c, argc, argv, rest, nrest) != 0)
+		goto cleanup;
+	if (c.npos == 0) {
+		usage(stderr);
+		goto cleanup;
+	}
+	cmd = c.pos[0];
+	if (strcmp(cmd, "version") == 0) {
+		printf("edgesyncctl %s\n", ES_VERSION);
+		rc = ES_CTL_EXIT_OK;
+	} else if (strcmp(cmd, "apply") == 0) {
+		rc = c.npos == 1 ? cmd_apply(&c) : ES_CTL_EXIT_USAGE;
+		if (c.npos != 1)
+			fprintf(stderr, "error: apply takes no arguments besides -f FILE\n");
+	} else if (strcmp(cmd, "get") == 0) {
+		rc = cmd_get(&c);
+	} else if (strcmp(cmd, "describe") == 0) {
+		rc = cmd_describe(&c);
+	} else if (strcmp(cmd, "delete") == 0) {
+		rc = cmd_delete(&c);
+	} else {
+		fprintf(stderr, "error: unknown command \"%s\" (apply, get, describe, delete, version; "
+			"see --help)\n", cmd);
+	}
+cleanup:
+	es_config_free(settings, NSETTINGS, &c.cfg);
+	free(rest);
+	free((void *)c.pos);
+	return rc;
+}
