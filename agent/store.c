@@ -1,0 +1,597 @@
+/*
+ * store.c - the agent's SQLite database (store.h): opening, migrations,
+ * transactions, cursors, desired objects and their status. The outbox is in
+ * store_outbox.c.
+ *
+ * Invariants kept here:
+ * - meta holds the integer cursors "desired_rv", "next_seq" and
+ *   "reports_dropped".
+ * - status(kind, name) references desired(kind, name) ON DELETE CASCADE, so
+ *   a status row never outlives its object; desired rows are therefore
+ *   updated in place (upsert), never replaced.
+ * - The database's application_id marks it as an edgesync agent store.
+ */
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+
+#include "es_json.h"
+#include "es_log.h"
+#include "es_obj.h"
+#include "store_int.h"
+
+#define ST_APP_ID 0x45534147 /* "ESAG" */
+#define ST_BUSY_MS 5000
+
+/* migrations[v] brings user_version v to v + 1. */
+static const char *const st_migrations[ES_STORE_SCHEMA_VERSION] = {
+	"CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value);"
+	"CREATE TABLE desired(kind TEXT NOT NULL, name TEXT NOT NULL, uid TEXT,"
+	" generation INTEGER NOT NULL DEFAULT 0,"
+	" resource_version INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL,"
+	" PRIMARY KEY(kind, name));"
+	"CREATE TABLE status(kind TEXT NOT NULL, name TEXT NOT NULL,"
+	" body TEXT NOT NULL, PRIMARY KEY(kind, name),"
+	" FOREIGN KEY(kind, name) REFERENCES desired(kind, name)"
+	" ON DELETE CASCADE);"
+	"CREATE TABLE outbox(seq INTEGER PRIMARY KEY, is_state INTEGER NOT NULL,"
+	" doc TEXT NOT NULL, wire TEXT, created INTEGER NOT NULL);"
+	"CREATE INDEX outbox_by_type ON outbox(is_state, seq);"
+	"CREATE TABLE base(id INTEGER PRIMARY KEY CHECK (id = 1),"
+	" seq INTEGER NOT NULL, doc TEXT NOT NULL);",
+};
+
+es_err store__fail(es_store *st, const char *op)
+{
+	int code = sqlite3_errcode(st->db);
+
+	es_log_error("store", "database operation failed", "path", st->path,
+		     "op", op, "error", sqlite3_errmsg(st->db), NULL);
+	return code == SQLITE_NOMEM ? ES_ERR_NOMEM : ES_ERR_DB;
+}
+
+es_err store__exec(es_store *st, const char *sql)
+{
+	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return store__fail(st, sql);
+	return ES_OK;
+}
+
+es_err store__prep(es_store *st, const char *sql, sqlite3_stmt **out)
+{
+	*out = NULL;
+	if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK)
+		return store__fail(st, sql);
+	return ES_OK;
+}
+
+es_err store__done(es_store *st, sqlite3_stmt *s, const char *op)
+{
+	if (sqlite3_step(s) != SQLITE_DONE)
+		return store__fail(st, op);
+	return ES_OK;
+}
+
+es_err store__begin(es_store *st)
+{
+	return store__exec(st, "BEGIN IMMEDIATE");
+}
+
+es_err store__end(es_store *st, es_err rc)
+{
+	if (rc == ES_OK) {
+		rc = store__exec(st, "COMMIT");
+		if (rc == ES_OK)
+			return ES_OK;
+	}
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+es_err store__parse(es_store *st, const unsigned char *text, int len,
+		       const char *what, cJSON **out)
+{
+	char msg[160];
+	es_err rc;
+
+	*out = NULL;
+	if (!text)
+		return ES_ERR_DB;
+	rc = es_json_parse((const char *)text, (size_t)len, ES_JSON_MAX_DEPTH,
+			   out, msg, sizeof(msg));
+	if (rc == ES_ERR_NOMEM)
+		return rc;
+	if (rc != ES_OK) {
+		es_log_error("store", "stored document is corrupt", "path",
+			     st->path, "what", what, "error", msg, NULL);
+		return ES_ERR_DB;
+	}
+	return ES_OK;
+}
+
+/* Runs static SQL during open; errors name the path. */
+static es_err st_exec_path(es_store *st, const char *sql, char *err,
+			   size_t errsz)
+{
+	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return es_errf(ES_ERR_DB, err, errsz, "%s: %s", st->path,
+			       sqlite3_errmsg(st->db));
+	return ES_OK;
+}
+
+/* Reads one integer from static SQL; errors name the path (for open). */
+static es_err st_query_int(es_store *st, const char *sql, int64_t *out,
+			    char *err, size_t errsz)
+{
+	sqlite3_stmt *s = NULL;
+	es_err rc = ES_OK;
+	int r = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+
+	if (r == SQLITE_OK) {
+		r = sqlite3_step(s);
+		if (r == SQLITE_ROW) {
+			*out = sqlite3_column_int64(s, 0);
+			r = SQLITE_OK;
+		}
+	}
+	if (r == SQLITE_OK)
+		goto cleanup;
+	r = sqlite3_errcode(st->db);
+	if (r == SQLITE_NOTADB)
+		rc = es_errf(ES_ERR_DB, err, errsz,
+			     "%s: file is not a database", st->path);
+	else if (r == SQLITE_NOMEM)
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory",
+			     st->path);
+	else
+		rc = es_errf(ES_ERR_DB, err, errsz, "%s: %s", st->path,
+			     sqlite3_errmsg(st->db));
+cleanup:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static es_err st_migrate(es_store *st, char *err, size_t errsz)
+{
+	char sql[64];
+	int64_t uv = 0;
+	es_err rc = store__begin(st);
+
+	if (rc != ES_OK)
+		return es_errf(rc, err, errsz, "%s: cannot lock for migration: %s",
+			       st->path, sqlite3_errmsg(st->db));
+	rc = st_query_int(st, "PRAGMA user_version", &uv, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	if (uv > ES_STORE_SCHEMA_VERSION || uv < 0) {
+		rc = es_errf(ES_ERR_UNSUPPORTED, err, errsz,
+			     "%s: schema version %lld is newer than this build's %d",
+			     st->path, (long long)uv, ES_STORE_SCHEMA_VERSION);
+		goto cleanup;
+	}
+	for (; uv < ES_STORE_SCHEMA_VERSION && rc == ES_OK; uv++)
+		rc = st_exec_path(st, st_migrations[uv], err, errsz);
+	/* PRAGMA takes no bound parameters; both values are constants. */
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; PRAGMA application_id = %d",
+		 ES_STORE_SCHEMA_VERSION, ST_APP_ID);
+	if (rc == ES_OK)
+		rc = st_exec_path(st, sql, err, errsz);
+cleanup:
+	return store__end(st, rc);
+}
+
+es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)
+{
+	es_store *st = NULL;
+	sqlite3_stmt *s = NULL;
+	int64_t uv = 0, app = 0, tables = 0;
+	const char *mode;
+	es_err rc = ES_OK;
+	int r;
+
+	if (!out || !path || !*path)
+		return es_errf(ES_ERR_INVAL, err, errsz, "store: no database path");
+	*out = NULL;
+	st = calloc(1, sizeof(*st));
+	if (!st || !(st->path = strdup(path))) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
+		goto cleanup;
+	}
+	r = sqlite3_open_v2(path, &st->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (r != SQLITE_OK) {
+		rc = es_errf(st->db ? ES_ERR_DB : ES_ERR_NOMEM, err, errsz,
+			     "%s: cannot open database: %s", path,
+			     st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		goto cleanup;
+	}
+	sqlite3_extended_result_codes(st->db, 1);
+	sqlite3_busy_timeout(st->db, ST_BUSY_MS);
+	/* Read-only checks first: nothing is written to a refused file. */
+	rc = st_query_int(st, "PRAGMA user_version", &uv, err, errsz);
+	if (rc == ES_OK)
+		rc = st_query_int(st, "PRAGMA application_id", &app, err, errsz);
+	if (rc == ES_OK)
+		rc = st_query_int(st, "SELECT count(*) FROM sqlite_master", &tables,
+				  err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	if (uv > ES_STORE_SCHEMA_VERSION || uv < 0) {
+		rc = es_errf(ES_ERR_UNSUPPORTED, err, errsz,
+			     "%s: schema version %lld is newer than this build's %d",
+			     path, (long long)uv, ES_STORE_SCHEMA_VERSION);
+		goto cleanup;
+	}
+	if (app != ST_APP_ID && (app != 0 || uv != 0 || tables != 0)) {
+		rc = es_errf(ES_ERR_UNSUPPORTED, err, errsz,
+			     "%s: not an edgesync agent database (application_id %lld,"
+			     " %lld tables)", path, (long long)app, (long long)tables);
+		goto cleanup;
+	}
+	if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_step(s) != SQLITE_ROW) {
+		rc = es_errf(ES_ERR_DB, err, errsz, "%s: cannot set WAL mode: %s",
+			     path, sqlite3_errmsg(st->db));
+		goto cleanup;
+	}
+	mode = (const char *)sqlite3_column_text(s, 0);
+	if (!mode || strcmp(mode, "wal") != 0) {
+		rc = es_errf(ES_ERR_DB, err, errsz,
+			     "%s: cannot set WAL mode (journal mode is %s)", path,
+			     mode ? mode : "unknown");
+		goto cleanup;
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	rc = st_exec_path(st, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
+			  err, errsz);
+	if (rc == ES_OK && uv < ES_STORE_SCHEMA_VERSION)
+		rc = st_migrate(st, err, errsz);
+	if (rc == ES_OK)
+		rc = st_exec_path(st, "CREATE TEMP TABLE full_seen(kind TEXT NOT NULL,"
+				  " name TEXT NOT NULL, PRIMARY KEY(kind, name))",
+				  err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	*out = st;
+	st = NULL;
+cleanup:
+	sqlite3_finalize(s);
+	es_store_close(st);
+	return rc;
+}
+
+void es_store_close(es_store *st)
+{
+	if (!st)
+		return;
+	if (st->db && sqlite3_close(st->db) != SQLITE_OK)
+		es_log_error("store", "close failed", "path", st->path, "error",
+			     sqlite3_errmsg(st->db), NULL);
+	free(st->path);
+	free(st);
+}
+
+es_err store__meta_get(es_store *st, const char *key, int64_t def, int64_t *out)
+{
+	sqlite3_stmt *s = NULL;
+	es_err rc;
+	int r;
+
+	*out = def;
+	rc = store__prep(st, "SELECT value FROM meta WHERE key = ?1", &s);
+	if (rc != ES_OK)
+		goto cleanup;
+	if (sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC) != SQLITE_OK) {
+		rc = store__fail(st, "meta get bind");
+		goto cleanup;
+	}
+	r = sqlite3_step(s);
+	if (r == SQLITE_ROW) {
+		if (sqlite3_column_type(s, 0) != SQLITE_INTEGER) {
+			es_log_error("store", "meta value is not an integer",
+				     "path", st->path, "key", key, NULL);
+			rc = ES_ERR_DB;
+			goto cleanup;
+		}
+		*out = sqlite3_column_int64(s, 0);
+	} else if (r != SQLITE_DONE) {
+		rc = store__fail(st, "meta get");
+	}
+cleanup:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+es_err store__meta_set(es_store *st, const char *key, int64_t v)
+{
+	sqlite3_stmt *s = NULL;
+	es_err rc = store__prep(st, "INSERT INTO meta(key, value) VALUES(?1, ?2)"
+			    " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+			    &s);
+
+	if (rc != ES_OK)
+		goto cleanup;
+	if (sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_int64(s, 2, v) != SQLITE_OK) {
+		rc = store__fail(st, "meta set bind");
+		goto cleanup;
+	}
+	rc = store__done(st, s, "meta set");
+cleanup:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+es_err es_store_get_int(es_store *st, const char *key, int64_t def, int64_t *out)
+{
+	if (!st || !key || !out)
+		return ES_ERR_INVAL;
+	return store__meta_get(st, key, def, out);
+}
+
+es_err es_store_set_int(es_store *st, const char *key, int64_t v)
+{
+	if (!st || !key)
+		return ES_ERR_INVAL;
+	if (store__begin(st) != ES_OK)
+		return ES_ERR_DB;
+	return store__end(st, store__meta_set(st, key, v));
+}
+
+/* Runs sql with ?1 = kind, ?2 = name and optionally ?3 = text3 (NULL binds
+ * SQL NULL when use3). */
+static es_err st_kn(es_store *st, const char *sql, const char *kind,
+		    const char *name, int use3, const char *text3)
+{
+	sqlite3_stmt *s = NULL;
+	es_err rc = store__prep(st, sql, &s);
+
+	if (rc != ES_OK)
+		goto cleanup;
+	if (sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    (use3 && sqlite3_bind_text(s, 3, text3, -1, SQLITE_STATIC) !=
+			     SQLITE_OK)) {
+		rc = store__fail(st, "bind");
+		goto cleanup;
+	}
+	rc = store__done(st, s, sql);
+cleanup:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static const char *str_member(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+static es_err desired_upsert(es_store *st, const cJSON *obj, int full)
+{
+	const char *kind = es_obj_kind_str(obj), *name = es_obj_name(obj);
+	const char *uid = es_obj_uid(obj);
+	sqlite3_stmt *s = NULL;
+	char *body = NULL;
+	es_err rc;
+
+	/* A new uid under the same name is a new object: its status goes. */
+	rc = st_kn(st, "DELETE FROM status WHERE kind = ?1 AND name = ?2 AND"
+		   " EXISTS (SELECT 1 FROM desired d WHERE d.kind = ?1 AND"
+		   " d.name = ?2 AND d.uid IS NOT ?3)", kind, name, 1, uid);
+	if (rc == ES_OK && full)
+		rc = st_kn(st, "INSERT OR IGNORE INTO temp.full_seen(kind, name)"
+			   " VALUES(?1, ?2)", kind, name, 0, NULL);
+	if (rc != ES_OK)
+		goto cleanup;
+	body = es_json_print(obj);
+	if (!body) {
+		rc = ES_ERR_NOMEM;
+		goto cleanup;
+	}
+	rc = store__prep(st, "INSERT INTO desired(kind, name, uid, generation,"
+		     " resource_version, body) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"
+		     " ON CONFLICT(kind, name) DO UPDATE SET uid = excluded.uid,"
+		     " generation = excluded.generation,"
+		     " resource_version = excluded.resource_version,"
+		     " body = excluded.body", &s);
+	if (rc != ES_OK)
+		goto cleanup;
+	if (sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 3, uid, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_int64(s, 4, es_obj_generation(obj)) != SQLITE_OK ||
+	    sqlite3_bind_int64(s, 5, es_obj_resource_version(obj)) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 6, body, -1, SQLITE_STATIC) != SQLITE_OK) {
+		rc = store__fail(st, "desired bind");
+		goto cleanup;
+	}
+	rc = store__done(st, s, "desired upsert");
+cleanup:
+	sqlite3_finalize(s);
+	free(body);
+	return rc;
+}
+
+/* Checks the members desired_commit relies on before touching the file. */
+static es_err desired_check(const cJSON *msg, const cJSON **objects,
+			    const cJSON **deleted, int64_t *rv)
+{
+	const cJSON *it;
+
+	*objects = cJSON_GetObjectItemCaseSensitive(msg, "objects");
+	*deleted = cJSON_GetObjectItemCaseSensitive(msg, "deleted");
+	if (!cJSON_IsObject(msg) ||
+	    es_json_get_int(msg, "desired", "resourceVersion", 1, 0,
+			    ES_JSON_MAX_INT, rv, NULL, 0) != ES_OK ||
+	    (*objects && !cJSON_IsArray(*objects)) ||
+	    (*deleted && !cJSON_IsArray(*deleted)))
+		return ES_ERR_INVAL;
+	cJSON_ArrayForEach(it, *objects)
+		if (!str_member(it, "kind") || !es_obj_name(it) ||
+		    !es_obj_name(it)[0])
+			return ES_ERR_INVAL;
+	cJSON_ArrayForEach(it, *deleted)
+		if (!str_member(it, "kind") || !str_member(it, "name"))
+			return ES_ERR_INVAL;
+	return ES_OK;
+}
+
+es_err es_store_desired_commit(es_store *st, const cJSON *msg)
+{
+	const cJSON *objects = NULL, *deleted = NULL, *it;
+	int full, more;
+	int64_t rv = 0;
+	es_err rc;
+
+	if (!st || desired_check(msg, &objects, &deleted, &rv) != ES_OK) {
+		es_log_warn("store", "desired message refused: no resourceVersion,"
+			    " or an entry without kind or name", "path",
+			    st ? st->path : "", NULL);
+		return ES_ERR_INVAL;
+	}
+	full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "full"));
+	more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "more"));
+	rc = store__begin(st);
+	if (rc != ES_OK)
+		return rc;
+	if (full && !st->full_pending)
+		rc = store__exec(st, "DELETE FROM temp.full_seen");
+	/* Deletions first: a tombstone and a recreated object of the same
+	 * name may travel in one message. A tombstone of another uid does not
+	 * remove the object now cached under that name. */
+	cJSON_ArrayForEach(it, deleted) {
+		if (rc != ES_OK)
+			break;
+		rc = st_kn(st, "DELETE FROM desired WHERE kind = ?1 AND name = ?2"
+			   " AND (?3 IS NULL OR uid IS NULL OR uid = ?3)",
+			   str_member(it, "kind"), str_member(it, "name"), 1,
+			   str_member(it, "uid"));
+	}
+	cJSON_ArrayForEach(it, objects) {
+		if (rc != ES_OK)
+			break;
+		rc = desired_upsert(st, it, full);
+	}
+	if (rc == ES_OK && full && !more) {
+		rc = store__exec(st, "DELETE FROM desired WHERE NOT EXISTS (SELECT 1"
+			     " FROM temp.full_seen f WHERE f.kind = desired.kind"
+			     " AND f.name = desired.name)");
+		if (rc == ES_OK)
+			rc = store__exec(st, "DELETE FROM temp.full_seen");
+	}
+	if (rc == ES_OK && !more)
+		rc = store__meta_set(st, "desired_rv", rv);
+	rc = store__end(st, rc);
+	if (rc == ES_OK)
+		st->full_pending = full && more;
+	return rc;
+}
+
+es_err es_store_desired_list(es_store *st, cJSON **out)
+{
+	sqlite3_stmt *s = NULL;
+	cJSON *arr = NULL, *obj = NULL;
+	es_err rc;
+	int r;
+
+	if (!st || !out)
+		return ES_ERR_INVAL;
+	*out = NULL;
+	rc = store__prep(st, "SELECT body FROM desired ORDER BY kind, name", &s);
+	if (rc != ES_OK)
+		goto cleanup;
+	arr = cJSON_CreateArray();
+	if (!arr) {
+		rc = ES_ERR_NOMEM;
+		goto cleanup;
+	}
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		rc = store__parse(st, sqlite3_column_text(s, 0),
+			      sqlite3_column_bytes(s, 0), "desired", &obj);
+		if (rc != ES_OK)
+			goto cleanup;
+		if (!cJSON_AddItemToArray(arr, obj)) {
+			cJSON_Delete(obj);
+			rc = ES_ERR_NOMEM;
+			goto cleanup;
+		}
+	}
+	if (r != SQLITE_DONE) {
+		rc = store__fail(st, "desired list");
+		goto cleanup;
+	}
+	*out = arr;
+	arr = NULL;
+cleanup:
+	sqlite3_finalize(s);
+	cJSON_Delete(arr);
+	return rc;
+}
+
+es_err es_store_status_get(es_store *st, const char *kind, const char *name,
+			   cJSON **out)
+{
+	sqlite3_stmt *s = NULL;
+	es_err rc;
+	int r;
+
+	if (!st || !kind || !name || !out)
+		return ES_ERR_INVAL;
+	*out = NULL;
+	rc = store__prep(st, "SELECT body FROM status WHERE kind = ?1 AND name = ?2", &s);
+	if (rc != ES_OK)
+		goto cleanup;
+	if (sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC) != SQLITE_OK) {
+		rc = store__fail(st, "status get bind");
+		goto cleanup;
+	}
+	r = sqlite3_step(s);
+	if (r == SQLITE_ROW)
+		rc = store__parse(st, sqlite3_column_text(s, 0),
+			      sqlite3_column_bytes(s, 0), "status", out);
+	else if (r == SQLITE_DONE)
+		rc = ES_ERR_NOTFOUND;
+	else
+		rc = store__fail(st, "status get");
+cleanup:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* A status whose object is not cached violates the foreign key:
+ * ES_ERR_NOTFOUND. */
+es_err es_store_status_put(es_store *st, const char *kind, const char *name,
+			   const cJSON *status)
+{
+	char *body = NULL;
+	es_err rc;
+
+	if (!st || !kind || !name || !status)
+		return ES_ERR_INVAL;
+	body = es_json_print(status);
+	if (!body)
+		return ES_ERR_NOMEM;
+	rc = store__begin(st);
+	if (rc != ES_OK)
+		goto cleanup;
+	rc = st_kn(st, "INSERT INTO status(kind, name, body) VALUES(?1, ?2, ?3)"
+		   " ON CONFLICT(kind, name) DO UPDATE SET body = excluded.body",
+		   kind, name, 1, body);
+	if (rc != ES_OK &&
+	    sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
+		rc = ES_ERR_NOTFOUND;
+	rc = store__end(st, rc);
+cleanup:
+	free(body);
+	return rc;
+}
+
