@@ -1,0 +1,88 @@
+/*
+ * config.h - edgesync-controller settings (ARCHITECTURE.md, "Interfaces
+ * users see"): one table, applied from defaults, the config file (--config
+ * or EDGESYNC_CONFIG), EDGESYNC_* environment variables and flags, later
+ * winning (lib/es_config.h).
+ */
+#ifndef ES_CTRL_CONFIG_H
+#define ES_CTRL_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "es_config.h"
+#include "es_err.h"
+
+#define ES_CCFG_CONFIG_ENV "EDGESYNC_CONFIG"
+
+typedef struct es_ccfg {
+	char *listen;        /* agents' listener "ip:port" */
+	char *admin_listen;  /* admin API listener "ip:port" */
+	char *state_dir;     /* holds the database and, with dev, dev/ */
+	char *db;            /* SQLite file; default <state-dir>/controller.db */
+	char *cert, *key;    /* the controller's certificate and key (PEM) */
+	char *client_ca;     /* CA that issues agents' certificates */
+	char *admin_ca;      /* CA that issues admin certificates; default client-ca */
+	char *trust_domain;  /* SPIFFE trust domain */
+	char *log_level;     /* error, warn, info, debug */
+	int dev;             /* development mode: throwaway CA in <state-dir>/dev */
+	char *dev_node;      /* comma-separated node names to issue in dev mode */
+} es_ccfg;
+
+/* The settings table (for help output and tests); *n gets its length. */
+const es_setting *es_ccfg_settings(size_t *n);
+
+/*
+ * Fills cfg (zeroed by the caller) from defaults, the config file named by
+ * "--config" in argv[first..) or $EDGESYNC_CONFIG, the environment and the
+ * flags in argv[first..). "--dev-node NAME" may be repeated: the values
+ * given as flags are joined with ',' and replace any file or environment
+ * value. Any non-flag argument is an error. Then fills the derived defaults
+ * and validates as es_ccfg_finish does. Free with es_ccfg_free, also after
+ * an error. Errors: ES_ERR_IO (config file unreadable, err names it),
+ * ES_ERR_INVAL (err names the key, variable or flag), ES_ERR_NOMEM.
+ */
+es_err es_ccfg_load(es_ccfg *cfg, int argc, char **argv, int first,
+		    char *err, size_t errsz);
+
+/*
+ * Fills derived defaults and checks the settings of `run`: db defaults to
+ * <state-dir>/controller.db; with dev, cert, key, client-ca default to
+ * <state-dir>/dev/{controller.crt,controller.key,ca.crt}; admin-ca defaults
+ * to client-ca. Refuses, naming the key: a bad listen or admin-listen
+ * (es_ccfg_hostport), both on the same address and port, an empty
+ * state-dir, a missing cert, key or client-ca without dev, an unknown
+ * log-level, a trust-domain that is not a lower-case DNS name, a dev-node
+ * entry that is not an RFC 1123 subdomain.
+ * Errors: ES_ERR_INVAL, ES_ERR_NOMEM.
+ */
+es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz);
+
+/* Frees the strings of cfg and zeroes it. NULL-safe. */
+void es_ccfg_free(es_ccfg *cfg);
+
+/*
+ * Parses a listen address "ip:port" or "[v6addr]:port" for the setting
+ * named key (used in messages). host gets the address without brackets
+ * (hostsz >= 2), *port 1..65535. Errors: ES_ERR_INVAL naming key.
+ */
+es_err es_ccfg_hostport(const char *key, const char *s, char *host,
+			size_t hostsz, int *port, char *err, size_t errsz);
+
+/*
+ * The node names development mode issues certificates for: hostname
+ * lower-cased when it is an RFC 1123 subdomain (may be NULL or invalid:
+ * then left out), followed by every dev-node entry, duplicates dropped.
+ * *out gets a NULL-terminated malloc'd array of malloc'd strings (free with
+ * es_ccfg_strv_free). Errors: ES_ERR_INVAL (a dev-node entry is not a valid
+ * name, or the list is empty), ES_ERR_NOMEM.
+ */
+es_err es_ccfg_dev_nodes(const es_ccfg *cfg, const char *hostname,
+			 char ***out, char *err, size_t errsz);
+
+/* Frees a NULL-terminated string array. NULL-safe. */
+void es_ccfg_strv_free(char **v);
+
+/* Prints the settings (flag, environment variable, default, help). */
+void es_ccfg_print_help(FILE *f);
+
+#endif

@@ -1,0 +1,286 @@
+/*
+ * main.c - edgesync-controller: the cluster-side sync endpoint and admin
+ * API (ARCHITECTURE.md, "Interfaces users see").
+ *
+ * Exit status: 0 after a clean stop (SIGINT, SIGTERM), 1 on a runtime
+ * failure, 2 on a usage or configuration error.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <mbedtls/x509_crt.h>
+
+#include "config.h"
+#include "db.h"
+#include "es_log.h"
+#include "es_pki.h"
+#include "es_version.h"
+#include "server.h"
+
+#define PROG "edgesync-controller"
+
+static es_server *g_server;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	es_server_stop(g_server);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " run [flags]\n"
+		"       " PROG " help | --help | --version\n"
+		"\n"
+		"Serves edgesync agents (WebSocket over mutual TLS, /v1/sync) and the\n"
+		"admin API (HTTPS with admin client certificates).\n"
+		"\n"
+		"Settings: config file (--config FILE or EDGESYNC_CONFIG; key = value\n"
+		"lines), then EDGESYNC_* environment variables, then flags; later wins.\n"
+		"  --config FILE                config file\n");
+	es_ccfg_print_help(f);
+	fprintf(f,
+		"\n"
+		"Development: " PROG " run --dev --state-dir DIR [--dev-node NAME]...\n"
+		"makes a throwaway CA and certificates in DIR/dev and writes\n"
+		"DIR/dev/edgesyncctl.conf and DIR/dev/agent-<node>.conf.\n"
+		"\n"
+		"Exit status: 0 stopped cleanly, 1 runtime failure, 2 usage or\n"
+		"configuration error.\n");
+}
+
+/* mkdir -p with mode for the directories it creates. */
+static int mkdirs(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static int write_conf(const char *path, const char *text)
+{
+	char err[512];
+
+	if (es_pki_write_file_atomic(path, text, strlen(text), 0600, err,
+				     sizeof(err)) != ES_OK) {
+		es_log_error("main", "cannot write a dev config file", "error",
+			     err, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Development mode: certificates via es_pki_dev_init, then the admin CLI's
+ * and each agent's config file. Returns 0, 1 (runtime) or 2 (config).
+ */
+static int dev_setup(const es_ccfg *cfg, int listen_port, int admin_port)
+{
+	char sdir[PATH_MAX], dir[PATH_MAX + 8], path[PATH_MAX + 300];
+	char text[4 * PATH_MAX + 1024], cmd[PATH_MAX + 400];
+	char host[256] = "", err[512], **nodes = NULL;
+	int rc = 1;
+
+	if (!realpath(cfg->state_dir, sdir)) {
+		es_log_error("main", "state-dir unusable", "state-dir",
+			     cfg->state_dir, "error", strerror(errno), NULL);
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/dev", sdir);
+	(void)gethostname(host, sizeof(host) - 1);
+	if (es_ccfg_dev_nodes(cfg, host, &nodes, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, PROG ": %s\n", err);
+		return 2;
+	}
+	if (es_pki_dev_init(dir, cfg->trust_domain, (const char *const *)nodes,
+			    NULL, err, sizeof(err)) != ES_OK) {
+		es_log_error("main", "dev mode: cannot make certificates", "dir",
+			     dir, "error", err, NULL);
+		goto cleanup;
+	}
+	snprintf(path, sizeof(path), "%s/edgesyncctl.conf", dir);
+	snprintf(text, sizeof(text),
+		 "# edgesyncctl settings for this development controller\n"
+		 "server = https://127.0.0.1:%d\n"
+		 "cert = %s/admin.crt\nkey = %s/admin.key\nca = %s/ca.crt\n",
+		 admin_port, dir, dir, dir);
+	if (write_conf(path, text))
+		goto cleanup;
+	es_log_info("main", "dev mode: throwaway CA and certificates", "dir",
+		    dir, NULL);
+	snprintf(cmd, sizeof(cmd), "edgesyncctl --config %s get nodes", path);
+	es_log_info("main", "dev mode: admin CLI", "config", path, "command",
+		    cmd, NULL);
+	for (size_t i = 0; nodes[i]; i++) {
+		snprintf(path, sizeof(path), "%s/agent-%s.conf", dir, nodes[i]);
+		snprintf(text, sizeof(text),
+			 "# edgesync-agent settings for node %s of this development controller\n"
+			 "controller-url = wss://localhost:%d\n"
+			 "node-name = %s\n"
+			 "cert = %s/nodes/%s.crt\nkey = %s/nodes/%s.key\nca = %s/ca.crt\n"
+			 "state-dir = %s/agent-%s\n",
+			 nodes[i], listen_port, nodes[i], dir, nodes[i], dir,
+			 nodes[i], dir, sdir, nodes[i]);
+		if (write_conf(path, text))
+			goto cleanup;
+		snprintf(cmd, sizeof(cmd), "edgesync-agent run --config %s", path);
+		es_log_info("main", "dev mode: agent", "node", nodes[i], "config",
+			    path, "command", cmd, NULL);
+	}
+	rc = 0;
+cleanup:
+	es_ccfg_strv_free(nodes);
+	return rc;
+}
+
+static int readable(const char *key, const char *path)
+{
+	if (access(path, R_OK) == 0)
+		return 0;
+	fprintf(stderr, PROG ": %s: cannot read %s: %s\n", key, path,
+		strerror(errno));
+	return -1;
+}
+
+/* The file at path holds at least one PEM/DER certificate. */
+static int has_cert(const char *key, const char *path)
+{
+	mbedtls_x509_crt crt;
+	int rc;
+
+	if (readable(key, path))
+		return -1;
+	mbedtls_x509_crt_init(&crt);
+	rc = mbedtls_x509_crt_parse_file(&crt, path);
+	mbedtls_x509_crt_free(&crt);
+	if (rc == 0)
+		return 0;
+	fprintf(stderr, PROG ": %s: %s holds no usable X.509 certificate\n",
+		key, path);
+	return -1;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	es_ccfg cfg = { 0 };
+	es_server_opts so = { 0 };
+	es_db *db = NULL;
+	es_log_level lvl = ES_LOG_INFO;
+	char lhost[256], ahost[256], err[1024];
+	struct sigaction sa;
+	int rc = 2;
+
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		}
+	if (es_ccfg_load(&cfg, argc, argv, 2, err, sizeof(err)) != ES_OK ||
+	    es_ccfg_hostport("listen", cfg.listen, lhost, sizeof(lhost),
+			     &so.listen_port, err, sizeof(err)) != ES_OK ||
+	    es_ccfg_hostport("admin-listen", cfg.admin_listen, ahost,
+			     sizeof(ahost), &so.admin_port, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, PROG ": %s\n", err);
+		goto cleanup;
+	}
+	es_log_parse_level(cfg.log_level, &lvl);
+	es_log_set_level(lvl);
+	es_log_route_lws();
+
+	rc = 1;
+	if (mkdirs(cfg.state_dir, 0700) != 0) {
+		es_log_error("main", "cannot create the state directory",
+			     "state-dir", cfg.state_dir, "error", strerror(errno), NULL);
+		goto cleanup;
+	}
+	if (cfg.dev) {
+		rc = dev_setup(&cfg, so.listen_port, so.admin_port);
+		if (rc != 0)
+			goto cleanup;
+	}
+	rc = 2;
+	if (has_cert("cert", cfg.cert) || readable("key", cfg.key) ||
+	    has_cert("client-ca", cfg.client_ca) ||
+	    has_cert("admin-ca", cfg.admin_ca))
+		goto cleanup;
+
+	rc = 1;
+	if (es_db_open(cfg.db, &db, err, sizeof(err)) != ES_OK) {
+		es_log_error("main", "cannot open the database", "error", err, NULL);
+		goto cleanup;
+	}
+	so.listen_host = lhost;
+	so.admin_host = ahost;
+	so.cert = cfg.cert;
+	so.key = cfg.key;
+	so.client_ca = cfg.client_ca;
+	so.admin_ca = cfg.admin_ca;
+	so.trust_domain = cfg.trust_domain;
+	if (es_server_new(&so, db, &g_server, err, sizeof(err)) != ES_OK) {
+		es_log_error("main", "cannot start", "error", err, NULL);
+		goto cleanup;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	es_log_info("main", "serving", "version", ES_VERSION, "listen", cfg.listen,
+		    "admin-listen", cfg.admin_listen, "db", cfg.db, NULL);
+	if (es_server_run(g_server) != ES_OK) {
+		es_log_error("main", "service loop failed", NULL, NULL);
+		goto cleanup;
+	}
+	es_log_info("main", "stopping", NULL, NULL);
+	rc = 0;
+cleanup:
+	es_server_destroy(g_server);
+	g_server = NULL;
+	es_db_close(db);
+	es_ccfg_free(&cfg);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf(PROG " %s\n", ES_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc, argv);
+	fprintf(stderr, PROG ": unknown command \"%s\" (try " PROG " --help)\n", cmd);
+	return 2;
+}
