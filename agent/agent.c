@@ -1,0 +1,685 @@
+/*
+ * agent.c - the edgesync agent runtime (see agent.h).
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <libwebsockets.h>
+
+#include "collect.h"
+#include "es_cond.h"
+#include "es_json.h"
+#include "es_log.h"
+#include "es_obj.h"
+#include "es_proto.h"
+#include "es_time.h"
+#include "es_version.h"
+#include "httpd.h"
+#include "reconcile.h"
+#include "store.h"
+#include "sync.h"
+
+struct es_agent {
+	const es_agent_config *cfg;
+	struct lws_context *ctx;
+	es_store *st;
+	es_collect *col;
+	es_sync *sync;
+	es_httpd *httpd;
+	lws_sorted_usec_list_t sul_collect;
+	cJSON *labels;
+	cJSON *conditions;  /* node conditions, kept across rounds */
+	cJSON *node;        /* the latest Node object */
+	es_collector_cfg eff;
+	int has_cc;         /* a CollectorConfig is cached */
+	int ready;          /* the first round is done */
+	int have_mem;
+	double mem_available;
+};
+
+static void collect_now(es_agent *a);
+
+static es_err mkdir_p(const char *dir, char *err, size_t errsz)
+{
+	char path[4096];
+	size_t i, n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(path))
+		return es_errf(ES_ERR_INVAL, err, errsz, "state-dir: bad path");
+	memcpy(path, dir, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0700) != 0 && errno != EEXIST)
+			return es_errf(ES_ERR_IO, err, errsz,
+				       "state-dir: cannot create %s: %s", path,
+				       strerror(errno));
+		path[i] = i == n ? '\0' : '/';
+	}
+	return ES_OK;
+}
+
+static void read_boot_id(char *buf, size_t sz)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	if (fgets(buf, (int)sz, f))
+		buf[strcspn(buf, "\r\n")] = '\0';
+	fclose(f);
+}
+
+static long long read_pid_max(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+	long long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* Finds the collector entry `name` in status.collectors. */
+static const cJSON *collector(const cJSON *status, const char *name)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
+
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+			return c;
+	}
+	return NULL;
+}
+
+/* 1 when the collector ran and is healthy; else 0 with why set. */
+static int collector_ok(const cJSON *status, const char *name, const char **why)
+{
+	const cJSON *c = collector(status, name);
+
+	if (!c || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "enabled"))) {
+		*why = "NotCollected";
+		return 0;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "healthy"))) {
+		*why = "CollectorFailed";
+		return 0;
+	}
+	return 1;
+}
+
+typedef struct cond_spec {
+	const char *type, *status, *reason;
+	char message[256];
+} cond_spec;
+
+/* Computes the five node conditions from one round's status. */
+static void compute_conditions(es_agent *a, const cJSON *status, cond_spec c[5])
+{
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(status, "usage");
+	const cJSON *it, *v;
+	const char *why;
+	char failing[200] = "";
+
+	a->have_mem = 0;
+	/* Ready */
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "enabled")) &&
+		    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "healthy")) &&
+		    cJSON_IsString(n) && strlen(failing) + strlen(n->valuestring) + 3 < sizeof(failing)) {
+			if (failing[0])
+				strcat(failing, ", ");
+			strcat(failing, n->valuestring);
+		}
+	}
+	c[0].type = "Ready";
+	if (failing[0]) {
+		c[0].status = "False";
+		c[0].reason = "CollectorsFailing";
+		snprintf(c[0].message, sizeof(c[0].message),
+			 "collectors failing: %s", failing);
+	} else {
+		c[0].status = "True";
+		c[0].reason = "AgentReady";
+		snprintf(c[0].message, sizeof(c[0].message), "edgesync-agent is collecting");
+	}
+	/* MemoryPressure */
+	c[1].type = "MemoryPressure";
+	v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(usage, "memory"), "MemAvailable");
+	if (!collector_ok(status, "memory", &why) || !cJSON_IsNumber(v)) {
+		c[1].status = "Unknown";
+		c[1].reason = cJSON_IsNumber(v) ? why : "NotCollected";
+		snprintf(c[1].message, sizeof(c[1].message), "MemAvailable not collected");
+	} else {
+		a->have_mem = 1;
+		a->mem_available = v->valuedouble;
+		c[1].status = v->valuedouble < ES_AGENT_MEM_PRESSURE_BYTES ? "True" : "False";
+		c[1].reason = *c[1].status == 'T' ? "InsufficientMemory" : "SufficientMemory";
+		snprintf(c[1].message, sizeof(c[1].message),
+			 "MemAvailable %.0f bytes, threshold 104857600 (100Mi)",
+			 v->valuedouble);
+	}
+	/* DiskPressure */
+	c[2].type = "DiskPressure";
+	c[2].status = "Unknown";
+	c[2].reason = "NotCollected";
+	snprintf(c[2].message, sizeof(c[2].message), "root filesystem not collected");
+	if (collector_ok(status, "filesystem", &why)) {
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "filesystems")) {
+			const cJSON *mp = cJSON_GetObjectItemCaseSensitive(it, "mountpoint");
+			const cJSON *size = cJSON_GetObjectItemCaseSensitive(it, "sizeBytes");
+			const cJSON *av = cJSON_GetObjectItemCaseSensitive(it, "availBytes");
+			double frac;
+
+			if (!cJSON_IsString(mp) || strcmp(mp->valuestring, "/") ||
+			    !cJSON_IsNumber(size) || !cJSON_IsNumber(av) ||
+			    size->valuedouble <= 0)
+				continue;
+			frac = av->valuedouble / size->valuedouble;
+			c[2].status = frac < ES_AGENT_DISK_PRESSURE_FRACTION ? "True" : "False";
+			c[2].reason = *c[2].status == 'T' ? "InsufficientDisk" : "SufficientDisk";
+			snprintf(c[2].message, sizeof(c[2].message),
+				 "root filesystem %.1f%% available, threshold 10%%",
+				 frac * 100.0);
+			break;
+		}
+	} else {
+		c[2].reason = why;
+	}
+	/* PIDPressure */
+	c[3].type = "PIDPressure";
+	v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(usage, "processes"), "count");
+	{
+		long long pid_max = read_pid_max();
+
+		if (!collector_ok(status, "processes", &why) || !cJSON_IsNumber(v) ||
+		    pid_max <= 0) {
+			c[3].status = "Unknown";
+			c[3].reason = pid_max <= 0 ? "PidMaxUnknown" : why;
+			snprintf(c[3].message, sizeof(c[3].message),
+				 "process count or kernel.pid_max not available");
+		} else {
+			int p = v->valuedouble > ES_AGENT_PID_PRESSURE_FRACTION * (double)pid_max;
+
+			c[3].status = p ? "True" : "False";
+			c[3].reason = p ? "InsufficientPID" : "SufficientPID";
+			snprintf(c[3].message, sizeof(c[3].message),
+				 "%.0f processes, kernel.pid_max %lld, threshold 90%%",
+				 v->valuedouble, pid_max);
+		}
+	}
+	/* NetworkUnavailable */
+	c[4].type = "NetworkUnavailable";
+	if (!collector_ok(status, "network", &why)) {
+		c[4].status = "Unknown";
+		c[4].reason = why;
+		snprintf(c[4].message, sizeof(c[4].message), "network not collected");
+	} else {
+		int n = 0;
+
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "network")) {
+			const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "interface");
+
+			if (cJSON_IsString(name) && strcmp(name->valuestring, "lo"))
+				n++;
+		}
+		c[4].status = n ? "False" : "True";
+		c[4].reason = n ? "InterfacesPresent" : "NoInterfaces";
+		snprintf(c[4].message, sizeof(c[4].message),
+			 "%d network interface(s) besides lo", n);
+	}
+}
+
+static void queue_event(es_agent *a, cJSON *ev)
+{
+	if (!ev)
+		return;
+	if (es_store_outbox_put_event(a->st, ev, time(NULL),
+				      (size_t)a->cfg->max_events, NULL) != ES_OK)
+		es_log_error("agent", "cannot queue an event", NULL);
+	cJSON_Delete(ev);
+}
+
+/* Updates a->conditions; queues ConditionChanged events for conditions
+ * that existed before and changed status. */
+static void update_conditions(es_agent *a, const cJSON *status, time_t now)
+{
+	cond_spec c[5];
+	char t[ES_TIME_RFC3339_LEN], msg[400];
+	int i, changed;
+
+	memset(c, 0, sizeof(c));
+	compute_conditions(a, status, c);
+	for (i = 0; i < 5; i++) {
+		int existed = es_cond_find(a->conditions, c[i].type) != NULL;
+		int bad;
+
+		changed = 0;
+		if (es_cond_set(a->conditions, c[i].type, c[i].status, c[i].reason,
+				c[i].message, 0, now, &changed) != ES_OK) {
+			es_log_error("agent", "cannot set a condition", "type",
+				     c[i].type, NULL);
+			continue;
+		}
+		if (!changed || !existed)
+			continue;
+		bad = i == 0 ? strcmp(c[i].status, "True") != 0
+			     : strcmp(c[i].status, "False") != 0;
+		snprintf(msg, sizeof(msg), "%s is now %s (%s): %s", c[i].type,
+			 c[i].status, c[i].reason, c[i].message);
+		es_log_info("agent", "condition changed", "type", c[i].type,
+			    "status", c[i].status, "reason", c[i].reason, NULL);
+		queue_event(a, es_proto_event(bad ? "Warning" : "Normal",
+					      "ConditionChanged", msg, "Node",
+					      a->cfg->node_name, NULL,
+					      es_time_rfc3339(now, t)));
+	}
+}
+
+/* Builds the Node object around one round's status (consumed). */
+static cJSON *build_node(es_agent *a, cJSON *status)
+{
+	cJSON *node = NULL, *md, *objs = NULL, *ag, *tmp;
+	int64_t dropped = 0, depth = 0, rv = 0;
+
+	node = cJSON_CreateObject();
+	if (!node)
+		goto fail;
+	if (!cJSON_AddStringToObject(node, "apiVersion", ES_API_VERSION) ||
+	    !cJSON_AddStringToObject(node, "kind", "Node") ||
+	    !(md = cJSON_AddObjectToObject(node, "metadata")) ||
+	    !cJSON_AddStringToObject(md, "name", a->cfg->node_name) ||
+	    !(tmp = cJSON_Duplicate(a->labels, 1)) ||
+	    !cJSON_AddItemToObject(md, "labels", tmp))
+		goto fail;
+	if (!cJSON_AddItemToObject(node, "status", status)) {
+		cJSON_Delete(status);
+		status = NULL;
+		goto fail;
+	}
+	if (!(tmp = cJSON_Duplicate(a->conditions, 1)) ||
+	    !cJSON_AddItemToObject(status, "conditions", tmp))
+		goto fail;
+	if (es_reconcile_objects_status(a->st, &objs) != ES_OK || !objs) {
+		objs = cJSON_CreateArray();
+		if (!objs)
+			goto fail;
+	}
+	if (!cJSON_AddItemToObject(status, "objects", objs)) {
+		cJSON_Delete(objs);
+		goto fail;
+	}
+	es_store_dropped(a->st, &dropped);
+	es_store_outbox_depth(a->st, &depth);
+	es_store_get_int(a->st, "desired_rv", 0, &rv);
+	if (!(ag = cJSON_AddObjectToObject(status, "agent")) ||
+	    !es_json_add_int(ag, "reportsDropped", dropped) ||
+	    !es_json_add_int(ag, "outboxDepth", depth) ||
+	    !es_json_add_int(ag, "desiredResourceVersion", rv) ||
+	    !es_json_add_int(ag, "intervalSeconds", a->eff.interval_s))
+		goto fail;
+	return node;
+fail:
+	if (!node)
+		cJSON_Delete(status);
+	cJSON_Delete(node);
+	return NULL;
+}
+
+static void collect_timer(lws_sorted_usec_list_t *sul)
+{
+	es_agent *a = lws_container_of(sul, es_agent, sul_collect);
+
+	collect_now(a);
+}
+
+static void queue_current_state(es_agent *a)
+{
+	es_err rc;
+
+	if (!a->node)
+		return;
+	rc = es_store_outbox_put_state(a->st, a->node, time(NULL), NULL);
+	if (rc != ES_OK)
+		es_log_error("agent", "cannot queue the node state", "error",
+			     es_strerror(rc), NULL);
+	es_sync_kick(a->sync);
+}
+
+/* One collection round; re-arms the timer with the effective interval. */
+static void collect_now(es_agent *a)
+{
+	cJSON *status = NULL, *node;
+	time_t now = time(NULL);
+	es_err rc;
+
+	lws_sul_cancel(&a->sul_collect);
+	rc = es_collect_run(a->col, a->eff.mask, &status);
+	if (rc != ES_OK) {
+		es_log_error("agent", "collection failed", "error", es_strerror(rc), NULL);
+	} else {
+		update_conditions(a, status, now);
+		node = build_node(a, status);
+		if (!node) {
+			es_log_error("agent", "cannot build the node object", "error",
+				     "out of memory", NULL);
+		} else {
+			cJSON_Delete(a->node);
+			a->node = node;
+			queue_current_state(a);
+			a->ready = 1;
+		}
+	}
+	lws_sul_schedule(a->ctx, 0, &a->sul_collect, collect_timer,
+			 (lws_usec_t)a->eff.interval_s * LWS_US_PER_SEC);
+}
+
+/* Reconciles the cached desired objects, applies the effective collector
+ * configuration and collects at once. */
+static void reconcile_now(es_agent *a)
+{
+	es_collector_cfg eff = { ES_COLLECT_DEFAULT_INTERVAL, ES_COLLECT_ALL };
+	cJSON *events = cJSON_CreateArray(), *list = NULL, *o, *ev;
+	int applied = 0, skipped = 0;
+	char na[16], ns[16], iv[16];
+	es_err rc;
+
+	rc = es_reconcile_run(a->st, time(NULL), ES_VERSION, &eff, events,
+			      &applied, &skipped);
+	if (rc != ES_OK) {
+		es_log_error("agent", "reconcile failed", "error", es_strerror(rc), NULL);
+	} else {
+		cJSON_ArrayForEach(ev, events)
+			if (es_store_outbox_put_event(a->st, ev, time(NULL),
+						      (size_t)a->cfg->max_events,
+						      NULL) != ES_OK)
+				es_log_error("agent", "cannot queue an event", NULL);
+		a->has_cc = 0;
+		if (es_store_desired_list(a->st, &list) == ES_OK) {
+			cJSON_ArrayForEach(o, list)
+				if (es_obj_kind(o) == ES_KIND_COLLECTOR_CONFIG)
+					a->has_cc = 1;
+		}
+		if (a->has_cc) {
+			a->eff = eff;
+		} else {
+			a->eff.interval_s = (int)a->cfg->interval;
+			a->eff.mask = ES_COLLECT_ALL;
+		}
+		snprintf(na, sizeof(na), "%d", applied);
+		snprintf(ns, sizeof(ns), "%d", skipped);
+		snprintf(iv, sizeof(iv), "%d", a->eff.interval_s);
+		es_log_info("agent", "reconciled", "applied", na, "skipped", ns,
+			    "intervalSeconds", iv, NULL);
+	}
+	cJSON_Delete(list);
+	cJSON_Delete(events);
+	collect_now(a);
+}
+
+static void hook_queue_state(void *user)
+{
+	queue_current_state(user);
+}
+
+static void hook_desired(void *user)
+{
+	reconcile_now(user);
+}
+
+static int src_ready(void *user)
+{
+	es_agent *a = user;
+
+	return a->st && a->ready;
+}
+
+static cJSON *src_state(void *user)
+{
+	return es_agent_state_json(user);
+}
+
+static int src_metrics(void *user, es_httpd_metrics *m)
+{
+	es_agent *a = user;
+
+	if (es_store_outbox_depth(a->st, &m->reports_queued) != ES_OK ||
+	    es_store_dropped(a->st, &m->reports_dropped) != ES_OK)
+		return -1;
+	if (a->sync) {
+		es_sync_info in;
+
+		es_sync_get_info(a->sync, &in);
+		m->reconnects = in.reconnects;
+		m->connected = in.connected;
+	}
+	m->have_mem_available = a->have_mem;
+	m->mem_available_bytes = a->mem_available;
+	return 0;
+}
+
+cJSON *es_agent_state_json(es_agent *a)
+{
+	cJSON *root = cJSON_CreateObject(), *list = NULL, *o, *s = NULL, *tmp;
+	int64_t acked = 0, next = 1, depth = 0, dropped = 0;
+
+	if (!root)
+		return NULL;
+	tmp = a->node ? cJSON_Duplicate(a->node, 1) : cJSON_CreateNull();
+	if (!tmp || !cJSON_AddItemToObject(root, "node", tmp))
+		goto fail;
+	if (es_store_desired_list(a->st, &list) != ES_OK)
+		goto fail;
+	cJSON_ArrayForEach(o, list) {
+		if (es_store_status_get(a->st, es_obj_kind_str(o), es_obj_name(o),
+					&s) == ES_OK && s) {
+			cJSON_DeleteItemFromObjectCaseSensitive(o, "status");
+			cJSON_AddItemToObject(o, "status", s);
+			s = NULL;
+		}
+	}
+	cJSON_AddItemToObject(root, "desired", list);
+	list = NULL;
+	if (a->sync) {
+		tmp = es_sync_info_json(a->sync);
+	} else {
+		tmp = cJSON_CreateObject();
+		if (tmp && (!cJSON_AddBoolToObject(tmp, "connected", 0) ||
+			    !cJSON_AddStringToObject(tmp, "state", "disabled") ||
+			    !cJSON_AddStringToObject(tmp, "url", ""))) {
+			cJSON_Delete(tmp);
+			tmp = NULL;
+		}
+	}
+	if (!tmp || !cJSON_AddItemToObject(root, "sync", tmp))
+		goto fail;
+	if (es_store_get_int(a->st, "acked_seq", 0, &acked) != ES_OK ||
+	    es_store_get_int(a->st, "next_seq", 1, &next) != ES_OK ||
+	    es_store_outbox_depth(a->st, &depth) != ES_OK ||
+	    es_store_dropped(a->st, &dropped) != ES_OK)
+		goto fail;
+	if (!es_json_add_int(tmp, "ackedSeq", acked) ||
+	    !es_json_add_int(tmp, "nextSeq", next) ||
+	    !es_json_add_int(tmp, "outboxDepth", depth) ||
+	    !es_json_add_int(tmp, "reportsDropped", dropped))
+		goto fail;
+	return root;
+fail:
+	cJSON_Delete(list);
+	cJSON_Delete(root);
+	return NULL;
+}
+
+/* Seeds the node conditions from the newest stored state so that
+ * lastTransitionTime survives restarts. */
+static void seed_conditions(es_agent *a)
+{
+	es_outbox_row row;
+	cJSON *doc = NULL, *conds;
+	char *last = NULL;
+	int64_t seq = 0, after = 0;
+
+	memset(&row, 0, sizeof(row));
+	while (es_store_outbox_next(a->st, after, &row) == ES_OK) {
+		after = row.seq;
+		if (row.is_state) {
+			free(last);
+			last = row.doc;
+			row.doc = NULL;
+		}
+		es_outbox_row_free(&row);
+		memset(&row, 0, sizeof(row));
+	}
+	if (last)
+		es_json_parse(last, strlen(last), ES_JSON_MAX_DEPTH, &doc, NULL, 0);
+	else
+		es_store_base_get(a->st, &seq, &doc);
+	free(last);
+	conds = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(doc, "status"), "conditions");
+	if (cJSON_IsArray(conds)) {
+		cJSON *dup = cJSON_Duplicate(conds, 1);
+
+		if (dup) {
+			cJSON_Delete(a->conditions);
+			a->conditions = dup;
+		}
+	}
+	cJSON_Delete(doc);
+}
+
+es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
+		    size_t errsz)
+{
+	struct lws_context_creation_info info;
+	es_agent *a;
+	char path[4200], boot_id[64];
+	es_err rc;
+
+	*out = NULL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	a->cfg = cfg;
+	a->eff.interval_s = (int)cfg->interval;
+	a->eff.mask = ES_COLLECT_ALL;
+	rc = es_agent_labels_parse(cfg->labels, &a->labels, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	a->conditions = cJSON_CreateArray();
+	if (!a->conditions) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+		goto cleanup;
+	}
+	rc = mkdir_p(cfg->state_dir, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	snprintf(path, sizeof(path), "%s/agent.db", cfg->state_dir);
+	rc = es_store_open(path, &a->st, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	seed_conditions(a);
+	rc = es_collect_new(NULL, ES_VERSION, &a->col);
+	if (rc != ES_OK) {
+		es_errf(rc, err, errsz, "collectors: %s", es_strerror(rc));
+		goto cleanup;
+	}
+	memset(&info, 0, sizeof(info));
+	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
+		       LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+	info.user = a;
+	a->ctx = lws_create_context(&info);
+	if (!a->ctx) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "cannot create the event loop");
+		goto cleanup;
+	}
+	if (cfg->http_listen && *cfg->http_listen) {
+		es_httpd_source src = { a, src_ready, src_state, src_metrics };
+
+		rc = es_httpd_new(a->ctx, cfg->http_listen, &src, &a->httpd, err, errsz);
+		if (rc != ES_OK)
+			goto cleanup;
+	}
+	if (cfg->controller_url && *cfg->controller_url) {
+		es_sync_opts so;
+		es_sync_hooks hooks = { a, hook_queue_state, hook_desired };
+
+		read_boot_id(boot_id, sizeof(boot_id));
+		memset(&so, 0, sizeof(so));
+		so.url = cfg->controller_url;
+		so.cert = cfg->cert;
+		so.key = cfg->key;
+		so.ca = cfg->ca;
+		so.node = cfg->node_name;
+		so.agent_version = ES_VERSION;
+		so.boot_id = boot_id;
+		so.labels = a->labels;
+		rc = es_sync_new(a->ctx, a->st, &so, &hooks, &a->sync, err, errsz);
+		if (rc != ES_OK)
+			goto cleanup;
+	}
+	*out = a;
+	a = NULL;
+cleanup:
+	es_agent_free(a);
+	return rc;
+}
+
+es_err es_agent_run(es_agent *a, volatile sig_atomic_t *stop)
+{
+	es_log_info("agent", "starting", "node", a->cfg->node_name, "version",
+		    ES_VERSION, "controller",
+		    a->sync ? a->cfg->controller_url : "(offline only)",
+		    "http", a->httpd ? a->cfg->http_listen : "(disabled)", NULL);
+	{
+		char t[ES_TIME_RFC3339_LEN], msg[200], boot[64];
+
+		read_boot_id(boot, sizeof(boot));
+		snprintf(msg, sizeof(msg), "edgesync-agent %s started (boot ID %s)",
+			 ES_VERSION, boot[0] ? boot : "unknown");
+		queue_event(a, es_proto_event("Normal", "AgentStarted", msg, "Node",
+					      a->cfg->node_name, NULL,
+					      es_time_now_rfc3339(t)));
+	}
+	reconcile_now(a);
+	es_sync_start(a->sync);
+	while (!*stop)
+		if (lws_service(a->ctx, 0) < 0)
+			return ES_ERR_IO;
+	es_log_info("agent", "stopping", NULL);
+	return ES_OK;
+}
+
+void es_agent_free(es_agent *a)
+{
+	if (!a)
+		return;
+	es_sync_stop(a->sync);
+	if (a->ctx) {
+		lws_sul_cancel(&a->sul_collect);
+		lws_context_destroy(a->ctx);
+	}
+	es_sync_free(a->sync);
+	es_httpd_free(a->httpd);
+	es_collect_free(a->col);
+	es_store_close(a->st);
+	cJSON_Delete(a->labels);
+	cJSON_Delete(a->conditions);
+	cJSON_Delete(a->node);
+	free(a);
+}

@@ -1,0 +1,88 @@
+/*
+ * config.h - edgesync-agent settings (ARCHITECTURE.md, "Interfaces users
+ * see"): one table, applied from defaults, the config file (--config or
+ * EDGESYNC_CONFIG), EDGESYNC_* environment variables and flags, later
+ * winning (lib/es_config.h).
+ */
+#ifndef ES_AGENT_CONFIG_H
+#define ES_AGENT_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "es_config.h"
+#include "es_err.h"
+
+#define ES_AGENT_CONFIG_ENV "EDGESYNC_CONFIG"
+
+typedef struct es_agent_config {
+	char *controller_url;  /* wss://host[:port][/path]; "" = offline only */
+	char *node_name;       /* default: the host name, lower-cased */
+	char *labels;          /* "k=v,k2=v2" */
+	char *cert, *key, *ca; /* PEM files for mutual TLS */
+	char *state_dir;       /* holds agent.db */
+	char *http_listen;     /* "ip:port" of the local HTTP endpoint; "" disables */
+	int64_t interval;      /* seconds between collections, 1..3600 */
+	char *log_level;       /* error, warn, info, debug */
+	int64_t max_events;    /* events kept in the outbox */
+} es_agent_config;
+
+/* The settings table (for help output and tests); *n gets its length. */
+const es_setting *es_agent_settings(size_t *n);
+
+/*
+ * Fills cfg (zeroed by the caller) from defaults, the config file named by
+ * "--config" in argv[first..) or $EDGESYNC_CONFIG, the environment and the
+ * flags in argv[first..). positional/npositional as in es_config_load_args
+ * (NULL: any non-flag argument is an error). Does not validate across
+ * settings (es_agent_config_validate does). Free with es_agent_config_free,
+ * also after an error. Errors: ES_ERR_IO (config file unreadable, err names
+ * it), ES_ERR_INVAL (err names the key, variable or flag), ES_ERR_NOMEM.
+ */
+es_err es_agent_config_load(es_agent_config *cfg, int argc, char **argv,
+			    int first, const char **positional,
+			    int *npositional, char *err, size_t errsz);
+
+/*
+ * Checks the settings of `run` and fills the node name default (the host
+ * name, lower-cased). Refuses, naming the key: a controller-url that is not
+ * wss:// (plaintext ws:// is refused: PROTOCOL.md "Transport" has no
+ * plaintext mode), a missing cert, key or ca when controller-url is set, a
+ * bad label (naming it), a node-name that is not an RFC 1123 subdomain, a
+ * bad http-listen, an unknown log-level, an empty state-dir.
+ * Errors: ES_ERR_INVAL, ES_ERR_NOMEM.
+ */
+es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz);
+
+/* Frees the strings of cfg. NULL-safe. */
+void es_agent_config_free(es_agent_config *cfg);
+
+/* A parsed controller URL. */
+typedef struct es_agent_url {
+	char host[256];  /* without IPv6 brackets */
+	int port;        /* default 443 */
+	char path[512];  /* default "/v1/sync" */
+} es_agent_url;
+
+/* Parses wss://host[:port][/path] ("[v6addr]" accepted). Errors:
+ * ES_ERR_INVAL naming controller-url. */
+es_err es_agent_url_parse(const char *url, es_agent_url *out, char *err,
+			  size_t errsz);
+
+/* Parses an "ip:port" or "[v6]:port" listen address. Errors: ES_ERR_INVAL
+ * naming http-listen. */
+es_err es_agent_listen_parse(const char *s, char *host, size_t hostsz,
+			     int *port, char *err, size_t errsz);
+
+/*
+ * Parses "k=v,k2=v2" into a new JSON object of strings (*out, caller owns).
+ * Keys and values follow Kubernetes label syntax (API conventions, "Labels
+ * and Selectors"): key = [DNS-subdomain prefix "/"] name, name and value at
+ * most 63 characters of [A-Za-z0-9._-] starting and ending alphanumeric
+ * (value may be empty). Whitespace around items is ignored; "" gives {}.
+ * Errors: ES_ERR_INVAL naming the bad label, ES_ERR_NOMEM.
+ */
+es_err es_agent_labels_parse(const char *s, cJSON **out, char *err,
+			     size_t errsz);
+
+#endif

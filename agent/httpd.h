@@ -1,0 +1,66 @@
+/*
+ * httpd.h - the agent's local HTTP endpoint (ARCHITECTURE.md, "Agent local
+ * HTTP endpoint"): plain HTTP/1.1 on a loopback address by default, GET only.
+ *
+ *   /healthz   200 "ok" while the event loop runs
+ *   /readyz    200 when the store is open and the first collection is done,
+ *              else 503 (sync is not required: offline is a supported mode)
+ *   /v1/state  JSON {node, desired, sync}
+ *   /metrics   Prometheus text exposition format 0.0.4
+ *
+ * Other paths 404; other methods 405 with "Allow: GET".
+ */
+#ifndef ES_AGENT_HTTPD_H
+#define ES_AGENT_HTTPD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include <libwebsockets.h>
+#include "es_err.h"
+
+typedef struct es_httpd es_httpd;
+
+/* Figures for /metrics. have_mem_available: 0 when memory was not
+ * collected (the sample is then left out). */
+typedef struct es_httpd_metrics {
+	int64_t reports_queued;
+	int64_t reports_dropped;
+	int64_t reconnects;
+	int connected;
+	int have_mem_available;
+	double mem_available_bytes;
+} es_httpd_metrics;
+
+/* Where the endpoint gets its answers (the agent). */
+typedef struct es_httpd_source {
+	void *user;
+	int (*ready)(void *user);                 /* 1 when ready */
+	cJSON *(*state)(void *user);              /* new tree, or NULL (then 500) */
+	int (*metrics)(void *user, es_httpd_metrics *m); /* 0 ok, -1 then 500 */
+} es_httpd_source;
+
+/*
+ * Builds the response of one request. method: "GET", "POST", ...; path
+ * without the query. *body is malloc'd (caller frees), *ctype static.
+ * Returns the HTTP status code, or 500 (with a text body) on allocation
+ * failure.
+ */
+int es_httpd_respond(const es_httpd_source *src, const char *method,
+		     const char *path, char **body, size_t *body_len,
+		     const char **ctype);
+
+/*
+ * Creates a vhost named "http" on ctx listening on listen ("ip:port",
+ * config.h es_agent_listen_parse). src is copied.
+ * Errors: ES_ERR_INVAL (bad address, naming http-listen), ES_ERR_IO (the
+ * address cannot be bound, naming it), ES_ERR_NOMEM.
+ */
+es_err es_httpd_new(struct lws_context *ctx, const char *listen,
+		    const es_httpd_source *src, es_httpd **out, char *err,
+		    size_t errsz);
+
+/* Frees the endpoint (after lws_context_destroy). NULL-safe. */
+void es_httpd_free(es_httpd *h);
+
+#endif

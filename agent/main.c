@@ -1,0 +1,397 @@
+/*
+ * main.c - edgesync-agent: run | check | status (ARCHITECTURE.md,
+ * "Interfaces users see"). Exit status 0 ok, 1 runtime failure, 2 usage or
+ * configuration error naming the bad flag, key or file.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "agent.h"
+#include "check.h"
+#include "config.h"
+#include "es_json.h"
+#include "es_log.h"
+#include "es_version.h"
+
+#define PROG "edgesync-agent"
+#define STATUS_MAX_BYTES (16 * 1024 * 1024)
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+	size_t n;
+	const es_setting *t = es_agent_settings(&n);
+
+	fprintf(f,
+		"Usage:\n"
+		"  " PROG " run [--config FILE] [flags]   run the agent\n"
+		"  " PROG " check                         probe this host and print a table\n"
+		"  " PROG " status [--config FILE] [--http-listen ADDR] [-o table|json]\n"
+		"                                          show the running agent's state\n"
+		"  " PROG " --help | --version\n"
+		"\n"
+		"Settings come from the config file (--config FILE or $EDGESYNC_CONFIG,\n"
+		"`key = value` lines), then EDGESYNC_* environment variables, then flags,\n"
+		"later winning:\n");
+	es_config_print_help(t, n, f);
+	fprintf(f, "\nExit status: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
+}
+
+static int has_help(int argc, char **argv, int first)
+{
+	int i;
+
+	for (i = first; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	es_agent_config cfg;
+	es_agent *a = NULL;
+	es_log_level lvl = ES_LOG_INFO;
+	struct sigaction sa;
+	char err[512] = "";
+	int code = 0;
+	es_err rc;
+
+	memset(&cfg, 0, sizeof(cfg));
+	rc = es_agent_config_load(&cfg, argc, argv, 2, NULL, NULL, err, sizeof(err));
+	if (rc == ES_OK)
+		rc = es_agent_config_validate(&cfg, err, sizeof(err));
+	if (rc != ES_OK) {
+		fprintf(stderr, PROG ": %s\n", err);
+		code = rc == ES_ERR_NOMEM ? 1 : 2;
+		goto cleanup;
+	}
+	es_log_parse_level(cfg.log_level, &lvl);
+	es_log_set_level(lvl);
+	es_log_route_lws();
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = es_agent_new(&cfg, &a, err, sizeof(err));
+	if (rc != ES_OK) {
+		fprintf(stderr, PROG ": %s\n", err);
+		code = (rc == ES_ERR_INVAL || rc == ES_ERR_TLS) ? 2 : 1;
+		goto cleanup;
+	}
+	if (es_agent_run(a, &stop_flag) != ES_OK) {
+		fprintf(stderr, PROG ": the event loop failed\n");
+		code = 1;
+	}
+cleanup:
+	es_agent_free(a);
+	es_agent_config_free(&cfg);
+	return code;
+}
+
+/* GET path from host:port over plain TCP; *body malloc'd. Returns the HTTP
+ * status, or -1 with err set. */
+static int http_get(const char *host, int port, const char *path, char **body,
+		    char *err, size_t errsz)
+{
+	struct addrinfo hints, *res = NULL;
+	struct timeval tv = { 5, 0 };
+	char portstr[8], req[512], *buf = NULL, *p;
+	size_t len = 0, cap = 65536;
+	int fd = -1, status = -1, gai;
+	ssize_t n;
+
+	*body = NULL;
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	gai = getaddrinfo(host, portstr, &hints, &res);
+	if (gai != 0) {
+		es_errf(ES_ERR_INVAL, err, errsz, "http-listen: %s: %s", host,
+			gai_strerror(gai));
+		goto cleanup;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+		es_errf(ES_ERR_IO, err, errsz,
+			"cannot reach the agent at %s:%d: %s (is it running with "
+			"this http-listen?)", host, port, strerror(errno));
+		goto cleanup;
+	}
+	n = snprintf(req, sizeof(req),
+		     "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n"
+		     "Accept: application/json\r\n\r\n", path, host, port);
+	if (write(fd, req, (size_t)n) != n) {
+		es_errf(ES_ERR_IO, err, errsz, "sending the request: %s", strerror(errno));
+		goto cleanup;
+	}
+	buf = malloc(cap + 1);
+	if (!buf) {
+		es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+		goto cleanup;
+	}
+	for (;;) {
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= STATUS_MAX_BYTES) {
+				es_errf(ES_ERR_TOOBIG, err, errsz, "response over %d bytes",
+					STATUS_MAX_BYTES);
+				goto cleanup;
+			}
+			nb = realloc(buf, cap * 2 + 1);
+			if (!nb) {
+				es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+				goto cleanup;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			es_errf(ES_ERR_IO, err, errsz, "reading the response: %s",
+				strerror(errno));
+			goto cleanup;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 ||
+	    !(p = strstr(buf, "\r\n\r\n"))) {
+		status = -1;
+		es_errf(ES_ERR_PARSE, err, errsz, "not an HTTP response from %s:%d",
+			host, port);
+		goto cleanup;
+	}
+	*body = strdup(p + 4);
+	if (!*body) {
+		status = -1;
+		es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	}
+cleanup:
+	if (res)
+		freeaddrinfo(res);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return status;
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static long long jint(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
+}
+
+static const cJSON *jget(const cJSON *o, const char *k)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static void print_table(const cJSON *st)
+{
+	const cJSON *node = jget(st, "node"), *sync = jget(st, "sync");
+	const cJSON *status = jget(node, "status"), *ag = jget(status, "agent");
+	const cJSON *c, *o;
+
+	printf("NODE         %s\n", jstr(jget(node, "metadata"), "name"));
+	if (!strcmp(jstr(sync, "state"), "disabled")) {
+		printf("CONTROLLER   (none: offline only)\n");
+	} else {
+		printf("CONTROLLER   %s\n", jstr(sync, "url"));
+		printf("SYNC         %s%s\n", jstr(sync, "state"),
+		       cJSON_IsTrue(jget(sync, "connected")) ? " (connected)" : "");
+		printf("LAST CONNECT %s\n", *jstr(sync, "lastConnected") ?
+		       jstr(sync, "lastConnected") : "never");
+		if (*jstr(sync, "lastError"))
+			printf("LAST ERROR   %s\n", jstr(sync, "lastError"));
+		printf("LAST ACKED   %lld\n", jint(sync, "lastAckedSeq"));
+		printf("RECONNECTS   %lld\n", jint(sync, "reconnects"));
+	}
+	if (ag) {
+		printf("OUTBOX       %lld queued, %lld dropped\n",
+		       jint(ag, "outboxDepth"), jint(ag, "reportsDropped"));
+		printf("DESIRED RV   %lld\n", jint(ag, "desiredResourceVersion"));
+		printf("INTERVAL     %llds\n", jint(ag, "intervalSeconds"));
+	}
+	printf("\n%-20s %-8s %-22s %-21s %s\n", "CONDITION", "STATUS", "REASON",
+	       "SINCE", "MESSAGE");
+	cJSON_ArrayForEach(c, jget(status, "conditions"))
+		printf("%-20s %-8s %-22s %-21s %s\n", jstr(c, "type"),
+		       jstr(c, "status"), jstr(c, "reason"),
+		       jstr(c, "lastTransitionTime"), jstr(c, "message"));
+	printf("\n%-16s %-24s %-10s %-9s %-8s %s\n", "KIND", "NAME", "GENERATION",
+	       "OBSERVED", "APPLIED", "REASON");
+	cJSON_ArrayForEach(o, jget(status, "objects")) {
+		const cJSON *ap = NULL, *cc;
+
+		cJSON_ArrayForEach(cc, jget(o, "conditions"))
+			if (!strcmp(jstr(cc, "type"), "Applied"))
+				ap = cc;
+		printf("%-16s %-24s %-10lld %-9lld %-8s %s\n", jstr(o, "kind"),
+		       jstr(o, "name"), jint(o, "generation"),
+		       jint(o, "observedGeneration"), ap ? jstr(ap, "status") : "",
+		       ap ? jstr(ap, "reason") : "");
+	}
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	es_agent_config cfg;
+	char **args = NULL, err[512] = "", host[64];
+	const char *output = "table";
+	char *body = NULL;
+	cJSON *doc = NULL;
+	int i, nargs = 0, port = 0, code = 0, http;
+
+	memset(&cfg, 0, sizeof(cfg));
+	args = calloc((size_t)argc + 1, sizeof(*args));
+	if (!args) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	for (i = 0; i < argc; i++) {
+		if (i >= 2 && (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output"))) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, PROG ": %s: expected table or json\n", argv[i]);
+				code = 2;
+				goto cleanup;
+			}
+			output = argv[++i];
+		} else if (i >= 2 && !strncmp(argv[i], "-o=", 3)) {
+			output = argv[i] + 3;
+		} else if (i >= 2 && !strncmp(argv[i], "--output=", 9)) {
+			output = argv[i] + 9;
+		} else {
+			args[nargs++] = argv[i];
+		}
+	}
+	if (strcmp(output, "table") && strcmp(output, "json")) {
+		fprintf(stderr, PROG ": -o: \"%s\": expected table or json\n", output);
+		code = 2;
+		goto cleanup;
+	}
+	if (es_agent_config_load(&cfg, nargs, args, 2, NULL, NULL, err,
+				 sizeof(err)) != ES_OK) {
+		fprintf(stderr, PROG ": %s\n", err);
+		code = 2;
+		goto cleanup;
+	}
+	if (!cfg.http_listen || !*cfg.http_listen) {
+		fprintf(stderr, PROG ": http-listen: empty, so the agent has no "
+			"local endpoint to query\n");
+		code = 2;
+		goto cleanup;
+	}
+	if (es_agent_listen_parse(cfg.http_listen, host, sizeof(host), &port, err,
+				  sizeof(err)) != ES_OK) {
+		fprintf(stderr, PROG ": %s\n", err);
+		code = 2;
+		goto cleanup;
+	}
+	http = http_get(host, port, "/v1/state", &body, err, sizeof(err));
+	if (http != 200) {
+		if (http < 0)
+			fprintf(stderr, PROG ": %s\n", err);
+		else
+			fprintf(stderr, PROG ": the agent answered HTTP %d\n", http);
+		code = 1;
+		goto cleanup;
+	}
+	if (es_json_parse(body, strlen(body), ES_JSON_MAX_DEPTH, &doc, err,
+			  sizeof(err)) != ES_OK) {
+		fprintf(stderr, PROG ": the agent's /v1/state is not JSON: %s\n", err);
+		code = 1;
+		goto cleanup;
+	}
+	if (!strcmp(output, "json")) {
+		char *pretty = cJSON_Print(doc);
+
+		if (!pretty) {
+			fprintf(stderr, PROG ": out of memory\n");
+			code = 1;
+			goto cleanup;
+		}
+		printf("%s\n", pretty);
+		free(pretty);
+	} else {
+		print_table(doc);
+	}
+cleanup:
+	cJSON_Delete(doc);
+	free(body);
+	free(args);
+	es_agent_config_free(&cfg);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf(PROG " %s\n", ES_VERSION);
+		return 0;
+	}
+	if (has_help(argc, argv, 2)) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc, argv);
+	if (!strcmp(cmd, "check")) {
+		if (argc > 2) {
+			fprintf(stderr, PROG ": check: unexpected argument \"%s\"\n", argv[2]);
+			return 2;
+		}
+		return es_check_run(stdout);
+	}
+	if (!strcmp(cmd, "status"))
+		return cmd_status(argc, argv);
+	fprintf(stderr, PROG ": unknown command \"%s\" (run, check or status; see --help)\n",
+		cmd);
+	return 2;
+}
