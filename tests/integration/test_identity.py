@@ -1,0 +1,111 @@
+"""Mutual TLS and node identity: the controller refuses every connection
+whose certificate does not prove the node it speaks for, and the agent
+refuses a controller whose certificate does not match the name it dialled."""
+
+import os
+import unittest
+
+from harness import API, Cluster, WSRefused, hello, main, wait_for
+
+TD = "edgesync.local"
+
+
+class IdentityTest(unittest.TestCase):
+    def setUp(self):
+        self.c = Cluster(self, nodes=["node-a", "node-b"])
+        self.c.start_controller()
+
+    def assert_refused(self, cert, key, node="node-a"):
+        """The connection never gets a welcome: the TLS handshake or the
+        upgrade fails, or the server closes before answering hello."""
+        try:
+            ws = self.c.ws(cert, key)
+        except WSRefused:
+            return
+        try:
+            ws.send_json(hello(node))
+            msgs, _ = ws.recv_until_close()
+        except OSError:
+            return
+        finally:
+            ws.close()
+        self.assertNotIn("welcome", [m.get("type") for m in msgs], msgs)
+
+    def test_valid_node_is_welcomed(self):
+        ws = self.c.ws(*self.c.node_cert("node-a"))
+        ws.send_json(hello("node-a"))
+        kind, msg = ws.recv()
+        self.assertEqual(kind, "text")
+        self.assertEqual(msg["type"], "welcome")
+        self.assertEqual(msg["node"], "node-a")
+        ws.close()
+
+    def test_hello_as_another_node_refused(self):
+        ws = self.c.ws(*self.c.node_cert("node-a"))
+        ws.send_json(hello("node-b"))
+        msgs, code = ws.recv_until_close()
+        ws.close()
+        self.assertEqual([m["type"] for m in msgs], ["error"])
+        self.assertEqual(msgs[0]["code"], "IdentityMismatch")
+        self.assertEqual(code, 1008)
+        self.assertIsNone(self.c.node("node-b"))
+
+    def test_no_client_certificate_refused(self):
+        self.assert_refused(None, None)
+
+    def test_certificate_from_another_ca_refused(self):
+        ca_cert, ca_key = self.c.mkcert("other-ca", "Other CA", ca=False,
+                                        is_ca=True, client=False)
+        cert, key = self.c.mkcert("foreign", "node-a",
+                                  uri=f"spiffe://{TD}/node/node-a",
+                                  ca_cert=ca_cert, ca_key=ca_key)
+        self.assert_refused(cert, key)
+
+    def test_expired_certificate_refused(self):
+        cert, key = self.c.mkcert("expired", "node-a",
+                                  uri=f"spiffe://{TD}/node/node-a",
+                                  not_before="2020-01-01T00:00:00Z",
+                                  not_after="2021-01-01T00:00:00Z")
+        self.assert_refused(cert, key)
+
+    def test_certificate_without_spiffe_id_refused(self):
+        cert, key = self.c.mkcert("nouri", "node-a")
+        self.assert_refused(cert, key)
+
+    def test_admin_certificate_cannot_be_an_agent(self):
+        self.assert_refused(os.path.join(self.c.dev, "admin.crt"),
+                            os.path.join(self.c.dev, "admin.key"))
+
+    def test_node_certificate_cannot_use_admin_api(self):
+        ctx = self.c.admin_ssl(*self.c.node_cert("node-a"))
+        try:
+            st, _ = self.c.admin("GET", f"{API}/nodes", ctx=ctx)
+        except OSError:
+            return
+        self.assertEqual(st, 403)
+
+    def test_agent_refuses_controller_with_wrong_name(self):
+        # A controller certificate from the right CA, but for another name.
+        cert, key = self.c.mkcert("wrong-name", "elsewhere.example",
+                                  dns=["elsewhere.example"], client=False,
+                                  server=True)
+        self.c.stop_controller()
+        self.c.start_controller(extra=["--cert", cert, "--key", key])
+        self.c.start_agent("node-a")
+        try:
+            st = wait_for("the agent's refusal", lambda: (
+                lambda s: s if s["sync"].get("lastError") else None)(self.c.agent_state()),
+                timeout=30)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.c.logs()}") from e
+        self.assertFalse(st["sync"]["connected"])
+        # Ask the controller (whose certificate names elsewhere.example: the
+        # chain is still verified, the name deliberately not).
+        ctx = self.c.admin_ssl()
+        ctx.check_hostname = False
+        st, _ = self.c.admin("GET", f"{API}/nodes/node-a", ctx=ctx)
+        self.assertEqual(st, 404)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The main job: this host's real state reaches the controller, a
+CollectorConfig applied with edgesyncctl is applied and reported by the
+agent, and changes the reporting interval."""
+
+import os
+import socket
+import statistics
+import time
+import unittest
+
+from harness import API, Cluster, host_node_name, main, wait_for
+
+CC = """apiVersion: edgesync.io/v1alpha1
+kind: CollectorConfig
+metadata:
+  name: fast
+spec:
+  intervalSeconds: {interval}
+  collectors: [cpu, memory, filesystem, network, processes]
+"""
+
+
+def meminfo_total_bytes():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no MemTotal in /proc/meminfo")
+
+
+def applied(obj_status):
+    for c in obj_status.get("conditions", []):
+        if c["type"] == "Applied":
+            return c
+    return None
+
+
+def state_report_times(cluster, after_seq=0):
+    """receivedTime-independent spacing: the agent's own report times."""
+    items = cluster.reports()
+    return [(r["seq"], r["time"]) for r in items
+            if r["reportType"] in ("snapshot", "patch") and r["seq"] > after_seq]
+
+
+class SyncTest(unittest.TestCase):
+    def setUp(self):
+        self.c = Cluster(self)
+        self.c.start_controller()
+        self.node = self.c.nodes[0]
+        # A 5 s interval before any CollectorConfig; the config makes it 1 s.
+        self.c.start_agent(extra=["--interval", "5"])
+
+    def fail_with_logs(self, e):
+        raise AssertionError(f"{e}\n{self.c.logs()}") from e
+
+    def test_real_state_reaches_controller(self):
+        try:
+            node = wait_for("the node's status at the controller",
+                            lambda: (self.c.node() or {}).get("status", {}).get("nodeInfo")
+                            and self.c.node())
+        except AssertionError as e:
+            self.fail_with_logs(e)
+        st = node["status"]
+        self.assertEqual(st["nodeInfo"]["hostname"], socket.gethostname())
+        self.assertEqual(st["nodeInfo"]["kernelVersion"], os.uname().release)
+        self.assertEqual(st["capacity"]["memoryBytes"], meminfo_total_bytes())
+        self.assertEqual(st["capacity"]["cpu"], os.cpu_count())
+        self.assertEqual(st["usage"]["memory"]["MemTotal"], meminfo_total_bytes())
+        self.assertTrue(st["usage"]["filesystems"], "no filesystem reported")
+        self.assertIn("lo", [n["interface"] for n in st["usage"]["network"]])
+        self.assertGreater(st["usage"]["processes"]["count"], 1)
+        types = {c["type"]: c["status"] for c in st["conditions"]}
+        self.assertEqual(types.get("Ready"), "True", st["conditions"])
+        self.assertTrue(node["status"]["sync"]["connected"])
+
+        # edgesyncctl shows the same node.
+        out = self.c.ctl("get", "nodes").stdout
+        self.assertIn(self.node, out)
+        self.assertIn("Ready", out)
+        got = self.c.ctl_json("get", "node", self.node)
+        self.assertEqual(got["status"]["capacity"]["memoryBytes"], meminfo_total_bytes())
+        desc = self.c.ctl("describe", "node", self.node).stdout
+        self.assertIn("Conditions", desc)
+        self.assertIn(os.uname().release, desc)
+
+    def test_collector_config_applied_and_changes_interval(self):
+        try:
+            wait_for("first report", lambda: self.c.node())
+            # Baseline spacing at 5 s: wait for three state reports.
+            wait_for("three state reports at 5 s",
+                     lambda: len(state_report_times(self.c)) >= 3, timeout=40)
+            r = self.c.ctl("apply", "-f", "-", stdin=CC.format(interval=1))
+            self.assertIn("collectorconfig/fast created", r.stdout)
+            obj = self.c.ctl_json("get", "collectorconfig", "fast")
+            gen = obj["metadata"]["generation"]
+            self.assertEqual(gen, 1)
+
+            def reported():
+                n = self.c.node()
+                for o in n["status"].get("objects", []):
+                    if o["name"] == "fast" and o.get("observedGeneration") == gen:
+                        return o
+                return None
+            o = wait_for("CollectorConfig reported with observedGeneration", reported)
+        except AssertionError as e:
+            self.fail_with_logs(e)
+        cond = applied(o)
+        self.assertIsNotNone(cond, o)
+        self.assertEqual(cond["status"], "True")
+        self.assertEqual(cond["reason"], "Applied")
+        self.assertEqual(cond["observedGeneration"], gen)
+
+        # The interval changed: state reports now arrive about every second.
+        last = max(s for s, _ in state_report_times(self.c))
+        wait_for("six state reports at 1 s",
+                 lambda: len(state_report_times(self.c, last)) >= 6, timeout=30)
+        times = [t for _, t in state_report_times(self.c, last)]
+        stamps = [time.mktime(time.strptime(t, "%Y-%m-%dT%H:%M:%SZ")) for t in times]
+        gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+        # One-second reports, time stamps at one-second resolution.
+        self.assertLessEqual(statistics.median(gaps), 2, gaps)
+        self.assertEqual(self.c.node()["status"]["agent"]["intervalSeconds"], 1)
+
+        # A spec change bumps the generation and is applied again.
+        self.c.ctl("apply", "-f", "-", stdin=CC.format(interval=2))
+        obj = self.c.ctl_json("get", "collectorconfig", "fast")
+        self.assertEqual(obj["metadata"]["generation"], 2)
+        wait_for("generation 2 observed", lambda: any(
+            o["name"] == "fast" and o.get("observedGeneration") == 2
+            for o in self.c.node()["status"].get("objects", [])))
+        desc = self.c.ctl("describe", "node", self.node).stdout
+        self.assertIn("collectorconfig/fast", desc.lower())
+
+        # The agent's local endpoint agrees.
+        st = self.c.agent_state()
+        self.assertEqual([d["metadata"]["name"] for d in st["desired"]], ["fast"])
+
+    def test_unsupported_kind_gets_condition(self):
+        body = {"apiVersion": "edgesync.io/v1alpha1", "kind": "HealthRule",
+                "metadata": {"name": "later"}, "spec": {}}
+        st, _ = self.c.admin("PUT", f"{API}/healthrules/later", body)
+        self.assertIn(st, (200, 201))
+        try:
+            o = wait_for("HealthRule reported", lambda: next(
+                (o for o in self.c.node()["status"].get("objects", [])
+                 if o["name"] == "later" and applied(o)), None))
+        except AssertionError as e:
+            self.fail_with_logs(e)
+        cond = applied(o)
+        self.assertEqual(cond["status"], "False")
+        self.assertEqual(cond["reason"], "KindNotSupported")
+        self.assertIn("HealthRule", cond["message"])
+
+    def test_invalid_object_refused_naming_field(self):
+        r = self.c.ctl("apply", "-f", "-", check=False,
+                       stdin=CC.format(interval=0))
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("spec.intervalSeconds", r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    main()
