@@ -63,7 +63,7 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 	st = NULL;
 	rc = es_db_prepare(db, is_new ?
 		"INSERT INTO nodes (labels, agent_version, boot_id, connected,"
-		" last_seen, name) VALUES (?, ?, ?, 1, ?, ?)" :
+		" last_seen, name, created) VALUES (?, ?, ?, 1, ?4, ?, ?4)" :
 		"UPDATE nodes SET labels = ?, agent_version = ?, boot_id = ?,"
 		" connected = 1, last_seen = ? WHERE name = ?", &st);
 	if (rc != ES_OK)
@@ -306,7 +306,7 @@ cleanup:
 }
 
 #define NODE_COLS "name, labels, agent_version, boot_id, connected, last_seen," \
-	" acked_seq, state_seq, state, desired_ack_rv"
+	" acked_seq, state_seq, state, desired_ack_rv, created"
 
 static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
 {
@@ -350,7 +350,11 @@ static es_err node_from_row(es_db *db, sqlite3_stmt *st, cJSON **out)
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "name");
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
-	if (!cJSON_AddStringToObject(meta, "name", name))
+	/* A node's creationTimestamp is its first hello. */
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "creationTimestamp");
+	if (!cJSON_AddStringToObject(meta, "name", name) ||
+	    !cJSON_AddStringToObject(meta, "creationTimestamp",
+				     es_time_rfc3339((time_t)sqlite3_column_int64(st, 10), ts)))
 		goto cleanup;
 	if (labels) {
 		cJSON_AddItemToObject(meta, "labels", labels);

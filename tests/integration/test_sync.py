@@ -73,10 +73,14 @@ class SyncTest(unittest.TestCase):
         self.assertEqual(types.get("Ready"), "True", st["conditions"])
         self.assertTrue(node["status"]["sync"]["connected"])
 
+        self.assertRegex(node["metadata"]["creationTimestamp"],
+                         r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
         # edgesyncctl shows the same node.
         out = self.c.ctl("get", "nodes").stdout
         self.assertIn(self.node, out)
         self.assertIn("Ready", out)
+        self.assertNotIn("<unknown>", out)
         got = self.c.ctl_json("get", "node", self.node)
         self.assertEqual(got["status"]["capacity"]["memoryBytes"], meminfo_total_bytes())
         desc = self.c.ctl("describe", "node", self.node).stdout
