@@ -43,6 +43,10 @@ static const es_setting ccfg_table[] = {
 	  "development mode: make a throwaway CA and certificates in <state-dir>/dev" },
 	ES_CCFG_STRING("dev-node", "DEV_NODE", NULL, dev_node,
 		       "dev mode: also issue a certificate for this node (repeatable, or a,b,c)"),
+	{ "tombstones-kept", "EDGESYNC_TOMBSTONES_KEPT", "tombstones-kept",
+	  ES_SET_INT, "10000", 0, INT64_C(1000000000),
+	  offsetof(es_ccfg, tombstones_kept),
+	  "deletion records kept; an agent older than the oldest gets a full list" },
 };
 
 #define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))

@@ -8,6 +8,7 @@
 #define ES_CTRL_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "es_config.h"
 #include "es_err.h"
@@ -26,6 +27,7 @@ typedef struct es_ccfg {
 	char *log_level;     /* error, warn, info, debug */
 	int dev;             /* development mode: throwaway CA in <state-dir>/dev */
 	char *dev_node;      /* comma-separated node names to issue in dev mode */
+	int64_t tombstones_kept; /* deletion records kept for resumable sync */
 } es_ccfg;
 
 /* The settings table (for help output and tests); *n gets its length. */

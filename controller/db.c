@@ -197,6 +197,7 @@ es_err es_db_open(const char *path, es_db **out, char *err, size_t errsz)
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
 		goto cleanup;
 	}
+	db->tombstones_kept = ES_DB_TOMBSTONES_KEPT;
 	if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
 			    NULL) != SQLITE_OK) {
 		rc = es_errf(ES_ERR_DB, err, errsz, "%s: %s", path,
@@ -352,5 +353,38 @@ es_err es_db_compact(es_db *db, int64_t upto)
 cleanup:
 	sqlite3_finalize(st);
 	es_db_tx_rollback(db);
+	return rc;
+}
+
+void es_db_set_tombstones_kept(es_db *db, int64_t n)
+{
+	if (db && n >= 0)
+		db->tombstones_kept = n;
+}
+
+es_err es_db_trim_tombstones(es_db *db)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t upto = -1;
+	es_err rc;
+
+	/* The newest resourceVersion among the records past the bound. */
+	rc = es_db_prepare(db, "SELECT resource_version FROM tombstones"
+			   " ORDER BY resource_version DESC LIMIT 1 OFFSET ?", &st);
+	if (rc != ES_OK)
+		return rc;
+	sqlite3_bind_int64(st, 1, db->tombstones_kept);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		upto = sqlite3_column_int64(st, 0);
+		break;
+	case SQLITE_DONE:
+		break;
+	default:
+		rc = es_db_fail(db, "tombstone trim");
+	}
+	sqlite3_finalize(st);
+	if (rc == ES_OK && upto >= 0)
+		rc = es_db_compact(db, upto);
 	return rc;
 }

@@ -26,6 +26,8 @@
 typedef struct es_db es_db;
 
 #define ES_DB_SCHEMA_VERSION 1
+/* Deletion records kept by default (es_db_set_tombstones_kept). */
+#define ES_DB_TOMBSTONES_KEPT 10000
 /* Reports kept per node (older ones are pruned; the cursor is kept). */
 #define ES_DB_REPORTS_KEPT 10000
 
@@ -78,6 +80,15 @@ es_err es_db_changes_since(es_db *db, int64_t since, cJSON **objects,
 /* Discards tombstones with resourceVersion <= upto and moves the compaction
  * point there. */
 es_err es_db_compact(es_db *db, int64_t upto);
+
+/*
+ * Bounds the deletion records: after each deletion only the newest n
+ * (>= 0) are kept, and the compaction point moves past the discarded ones.
+ * An agent whose resourceVersion is older than the compaction point then
+ * gets a full list instead of a change set (PROTOCOL.md, "Desired state").
+ * Default ES_DB_TOMBSTONES_KEPT.
+ */
+void es_db_set_tombstones_kept(es_db *db, int64_t n);
 
 /*
  * Records a node's hello: creates the node row if new, stores labels,

@@ -14,7 +14,12 @@
 struct es_db {
 	sqlite3 *h;
 	char *path;
+	int64_t tombstones_kept; /* see es_db_set_tombstones_kept */
 };
+
+/* Discards the oldest deletion records beyond db->tombstones_kept and moves
+ * the compaction point past them (es_db_compact). Errors: ES_ERR_DB. */
+es_err es_db_trim_tombstones(es_db *db);
 
 /* BEGIN IMMEDIATE / COMMIT / ROLLBACK. Errors: ES_ERR_DB (logged).
  * es_db_tx_rollback is safe to call when no transaction is open. */

@@ -307,6 +307,9 @@ es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
 	}
 	if ((rc = es_db_tx_commit(db)) != ES_OK)
 		goto cleanup;
+	/* The deletion is committed; a failed trim (logged) only keeps more
+	 * records than asked and is retried at the next deletion. */
+	(void)es_db_trim_tombstones(db);
 	if (deleted) {
 		*deleted = prev;
 		prev = NULL;

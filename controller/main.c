@@ -230,6 +230,7 @@ static int cmd_run(int argc, char **argv)
 		es_log_error("main", "cannot open the database", "error", err, NULL);
 		goto cleanup;
 	}
+	es_db_set_tombstones_kept(db, cfg.tombstones_kept);
 	so.listen_host = lhost;
 	so.admin_host = ahost;
 	so.cert = cfg.cert;

@@ -215,6 +215,32 @@ static void test_delete_changes_compact(void **state)
 	assert_int_equal(comp, 3);
 }
 
+/* Deletion records are bounded: past the bound the oldest go and the
+ * compaction point moves past them. */
+static void test_tombstones_bounded(void **state)
+{
+	fx *f = *state;
+	cJSON *objs = NULL, *tombs = NULL;
+	int64_t cur = 0, comp = 0;
+
+	es_db_set_tombstones_kept(f->db, 1);
+	put(f->db, cc("a", 10, "{}"), NULL, NULL, NULL); /* rv 1 */
+	put(f->db, cc("b", 10, "{}"), NULL, NULL, NULL); /* rv 2 */
+	put(f->db, cc("c", 10, "{}"), NULL, NULL, NULL); /* rv 3 */
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "a", NULL), ES_OK); /* rv 4 */
+	assert_int_equal(es_db_rv(f->db, &cur, &comp), ES_OK);
+	assert_int_equal(comp, 0);
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "b", NULL), ES_OK); /* rv 5 */
+	assert_int_equal(es_db_rv(f->db, &cur, &comp), ES_OK);
+	assert_int_equal(cur, 5);
+	assert_int_equal(comp, 4);
+	assert_int_equal(es_db_changes_since(f->db, 4, &objs, &tombs), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(tombs), 1);
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 0), "name"), "b");
+	cJSON_Delete(objs);
+	cJSON_Delete(tombs);
+}
+
 static void test_recreate_supersedes_tombstone(void **state)
 {
 	fx *f = *state;
@@ -500,6 +526,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_put_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_changes_compact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tombstones_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recreate_supersedes_tombstone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_hello, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reports, setup, teardown),

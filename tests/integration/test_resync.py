@@ -1,0 +1,61 @@
+"""Resuming desired state after a reconnect: the changes since the agent's
+resourceVersion while the controller still holds every deletion since then,
+and a full list once that version is older than the oldest deletion record
+the controller keeps (PROTOCOL.md, "Desired state")."""
+
+import unittest
+
+from harness import Cluster, main, wait_for
+
+
+def cc(name):
+    return (f"apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
+            f"metadata: {{name: {name}}}\nspec: {{intervalSeconds: 5}}\n")
+
+
+class ResyncTest(unittest.TestCase):
+    def test_changes_then_full_list(self):
+        c = Cluster(self)
+        # Keep one deletion record only, so two deletions while the agent is
+        # away move the compaction point past its resourceVersion.
+        c.start_controller(extra=["--tombstones-kept", "1"])
+        agent = c.start_agent()
+
+        def cached():
+            return sorted(d["metadata"]["name"] for d in c.agent_state()["desired"])
+
+        def syncs():
+            log = c.controller.output()
+            return (log.count("desired sync: changes"),
+                    log.count("desired sync: full list"))
+
+        try:
+            c.ctl("apply", "-f", "-", stdin="---\n".join(cc(n) for n in "abc"))
+            wait_for("a, b, c cached", lambda: cached() == ["a", "b", "c"])
+            self.assertEqual(syncs(), (0, 1))  # first connection: full list
+
+            # One deletion while away: the reconnect brings just the change.
+            agent.stop()
+            c.ctl("delete", "collectorconfig", "a")
+            agent = c.start_agent()
+            wait_for("a forgotten", lambda: cached() == ["b", "c"])
+            self.assertEqual(syncs(), (1, 1))
+
+            # Two deletions while away: the first one's record is discarded,
+            # so the agent's version is too old and it gets a full list.
+            agent.stop()
+            c.ctl("delete", "collectorconfig", "b")
+            c.ctl("delete", "collectorconfig", "c")
+            c.ctl("apply", "-f", "-", stdin=cc("d"))
+            agent = c.start_agent()
+            wait_for("only d cached", lambda: cached() == ["d"])
+            self.assertEqual(syncs(), (1, 2))
+            rv = c.ctl_json("get", "collectorconfig", "d")["metadata"]["resourceVersion"]
+            wait_for("the agent at the controller's version", lambda:
+                     c.node()["status"]["sync"]["desiredResourceVersion"] == rv)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+
+
+if __name__ == "__main__":
+    main()
