@@ -1,5 +1,7 @@
 /*
- * agent.c - the edgesync agent runtime (see agent.h).
+ * agent.c - the edgesync agent runtime (see agent.h): the event loop,
+ * collection rounds, reconciling, and the hooks of the sync client and the
+ * HTTP endpoint. The Node object and its conditions are in agent_node.c.
  */
 #include "agent.h"
 
@@ -10,8 +12,8 @@
 #include <sys/stat.h>
 #include <libwebsockets.h>
 
+#include "agent_int.h"
 #include "collect.h"
-#include "es_cond.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_obj.h"
@@ -22,24 +24,6 @@
 #include "reconcile.h"
 #include "store.h"
 #include "sync.h"
-
-struct es_agent {
-	const es_agent_config *cfg;
-	struct lws_context *ctx;
-	es_store *st;
-	es_collect *col;
-	es_sync *sync;
-	es_httpd *httpd;
-	lws_sorted_usec_list_t sul_collect;
-	cJSON *labels;
-	cJSON *conditions;  /* node conditions, kept across rounds */
-	cJSON *node;        /* the latest Node object */
-	es_collector_cfg eff;
-	int has_cc;         /* a CollectorConfig is cached */
-	int ready;          /* the first round is done */
-	int have_mem;
-	double mem_available;
-};
 
 static void collect_now(es_agent *a);
 
@@ -76,176 +60,7 @@ static void read_boot_id(char *buf, size_t sz)
 	fclose(f);
 }
 
-static long long read_pid_max(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
-	long long v = 0;
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
-}
-
-/* Finds the collector entry `name` in status.collectors. */
-static const cJSON *collector(const cJSON *status, const char *name)
-{
-	const cJSON *c;
-
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
-
-		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
-			return c;
-	}
-	return NULL;
-}
-
-/* 1 when the collector ran and is healthy; else 0 with why set. */
-static int collector_ok(const cJSON *status, const char *name, const char **why)
-{
-	const cJSON *c = collector(status, name);
-
-	if (!c || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "enabled"))) {
-		*why = "NotCollected";
-		return 0;
-	}
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "healthy"))) {
-		*why = "CollectorFailed";
-		return 0;
-	}
-	return 1;
-}
-
-typedef struct cond_spec {
-	const char *type, *status, *reason;
-	char message[256];
-} cond_spec;
-
-/* Computes the five node conditions from one round's status. */
-static void compute_conditions(es_agent *a, const cJSON *status, cond_spec c[5])
-{
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(status, "usage");
-	const cJSON *it, *v;
-	const char *why;
-	char failing[200] = "";
-
-	a->have_mem = 0;
-	/* Ready */
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
-
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "enabled")) &&
-		    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "healthy")) &&
-		    cJSON_IsString(n) && strlen(failing) + strlen(n->valuestring) + 3 < sizeof(failing)) {
-			if (failing[0])
-				strcat(failing, ", ");
-			strcat(failing, n->valuestring);
-		}
-	}
-	c[0].type = "Ready";
-	if (failing[0]) {
-		c[0].status = "False";
-		c[0].reason = "CollectorsFailing";
-		snprintf(c[0].message, sizeof(c[0].message),
-			 "collectors failing: %s", failing);
-	} else {
-		c[0].status = "True";
-		c[0].reason = "AgentReady";
-		snprintf(c[0].message, sizeof(c[0].message), "edgesync-agent is collecting");
-	}
-	/* MemoryPressure */
-	c[1].type = "MemoryPressure";
-	v = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(usage, "memory"), "MemAvailable");
-	if (!collector_ok(status, "memory", &why) || !cJSON_IsNumber(v)) {
-		c[1].status = "Unknown";
-		c[1].reason = cJSON_IsNumber(v) ? why : "NotCollected";
-		snprintf(c[1].message, sizeof(c[1].message), "MemAvailable not collected");
-	} else {
-		a->have_mem = 1;
-		a->mem_available = v->valuedouble;
-		c[1].status = v->valuedouble < ES_AGENT_MEM_PRESSURE_BYTES ? "True" : "False";
-		c[1].reason = *c[1].status == 'T' ? "InsufficientMemory" : "SufficientMemory";
-		snprintf(c[1].message, sizeof(c[1].message),
-			 "MemAvailable %.0f bytes, threshold 104857600 (100Mi)",
-			 v->valuedouble);
-	}
-	/* DiskPressure */
-	c[2].type = "DiskPressure";
-	c[2].status = "Unknown";
-	c[2].reason = "NotCollected";
-	snprintf(c[2].message, sizeof(c[2].message), "root filesystem not collected");
-	if (collector_ok(status, "filesystem", &why)) {
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "filesystems")) {
-			const cJSON *mp = cJSON_GetObjectItemCaseSensitive(it, "mountpoint");
-			const cJSON *size = cJSON_GetObjectItemCaseSensitive(it, "sizeBytes");
-			const cJSON *av = cJSON_GetObjectItemCaseSensitive(it, "availBytes");
-			double frac;
-
-			if (!cJSON_IsString(mp) || strcmp(mp->valuestring, "/") ||
-			    !cJSON_IsNumber(size) || !cJSON_IsNumber(av) ||
-			    size->valuedouble <= 0)
-				continue;
-			frac = av->valuedouble / size->valuedouble;
-			c[2].status = frac < ES_AGENT_DISK_PRESSURE_FRACTION ? "True" : "False";
-			c[2].reason = *c[2].status == 'T' ? "InsufficientDisk" : "SufficientDisk";
-			snprintf(c[2].message, sizeof(c[2].message),
-				 "root filesystem %.1f%% available, threshold 10%%",
-				 frac * 100.0);
-			break;
-		}
-	} else {
-		c[2].reason = why;
-	}
-	/* PIDPressure */
-	c[3].type = "PIDPressure";
-	v = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(usage, "processes"), "count");
-	{
-		long long pid_max = read_pid_max();
-
-		if (!collector_ok(status, "processes", &why) || !cJSON_IsNumber(v) ||
-		    pid_max <= 0) {
-			c[3].status = "Unknown";
-			c[3].reason = pid_max <= 0 ? "PidMaxUnknown" : why;
-			snprintf(c[3].message, sizeof(c[3].message),
-				 "process count or kernel.pid_max not available");
-		} else {
-			int p = v->valuedouble > ES_AGENT_PID_PRESSURE_FRACTION * (double)pid_max;
-
-			c[3].status = p ? "True" : "False";
-			c[3].reason = p ? "InsufficientPID" : "SufficientPID";
-			snprintf(c[3].message, sizeof(c[3].message),
-				 "%.0f processes, kernel.pid_max %lld, threshold 90%%",
-				 v->valuedouble, pid_max);
-		}
-	}
-	/* NetworkUnavailable */
-	c[4].type = "NetworkUnavailable";
-	if (!collector_ok(status, "network", &why)) {
-		c[4].status = "Unknown";
-		c[4].reason = why;
-		snprintf(c[4].message, sizeof(c[4].message), "network not collected");
-	} else {
-		int n = 0;
-
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "network")) {
-			const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "interface");
-
-			if (cJSON_IsString(name) && strcmp(name->valuestring, "lo"))
-				n++;
-		}
-		c[4].status = n ? "False" : "True";
-		c[4].reason = n ? "InterfacesPresent" : "NoInterfaces";
-		snprintf(c[4].message, sizeof(c[4].message),
-			 "%d network interface(s) besides lo", n);
-	}
-}
-
-static void queue_event(es_agent *a, cJSON *ev)
+void agent__queue_event(es_agent *a, cJSON *ev)
 {
 	if (!ev)
 		return;
@@ -253,92 +68,6 @@ static void queue_event(es_agent *a, cJSON *ev)
 				      (size_t)a->cfg->max_events, NULL) != ES_OK)
 		es_log_error("agent", "cannot queue an event", NULL);
 	cJSON_Delete(ev);
-}
-
-/* Updates a->conditions; queues ConditionChanged events for conditions
- * that existed before and changed status. */
-static void update_conditions(es_agent *a, const cJSON *status, time_t now)
-{
-	cond_spec c[5];
-	char t[ES_TIME_RFC3339_LEN], msg[400];
-	int i, changed;
-
-	memset(c, 0, sizeof(c));
-	compute_conditions(a, status, c);
-	for (i = 0; i < 5; i++) {
-		int existed = es_cond_find(a->conditions, c[i].type) != NULL;
-		int bad;
-
-		changed = 0;
-		if (es_cond_set(a->conditions, c[i].type, c[i].status, c[i].reason,
-				c[i].message, 0, now, &changed) != ES_OK) {
-			es_log_error("agent", "cannot set a condition", "type",
-				     c[i].type, NULL);
-			continue;
-		}
-		if (!changed || !existed)
-			continue;
-		bad = i == 0 ? strcmp(c[i].status, "True") != 0
-			     : strcmp(c[i].status, "False") != 0;
-		snprintf(msg, sizeof(msg), "%s is now %s (%s): %s", c[i].type,
-			 c[i].status, c[i].reason, c[i].message);
-		es_log_info("agent", "condition changed", "type", c[i].type,
-			    "status", c[i].status, "reason", c[i].reason, NULL);
-		queue_event(a, es_proto_event(bad ? "Warning" : "Normal",
-					      "ConditionChanged", msg, "Node",
-					      a->cfg->node_name, NULL,
-					      es_time_rfc3339(now, t)));
-	}
-}
-
-/* Builds the Node object around one round's status (consumed). */
-static cJSON *build_node(es_agent *a, cJSON *status)
-{
-	cJSON *node = NULL, *md, *objs = NULL, *ag, *tmp;
-	int64_t dropped = 0, depth = 0, rv = 0;
-
-	node = cJSON_CreateObject();
-	if (!node)
-		goto fail;
-	if (!cJSON_AddStringToObject(node, "apiVersion", ES_API_VERSION) ||
-	    !cJSON_AddStringToObject(node, "kind", "Node") ||
-	    !(md = cJSON_AddObjectToObject(node, "metadata")) ||
-	    !cJSON_AddStringToObject(md, "name", a->cfg->node_name) ||
-	    !(tmp = cJSON_Duplicate(a->labels, 1)) ||
-	    !cJSON_AddItemToObject(md, "labels", tmp))
-		goto fail;
-	if (!cJSON_AddItemToObject(node, "status", status)) {
-		cJSON_Delete(status);
-		status = NULL;
-		goto fail;
-	}
-	if (!(tmp = cJSON_Duplicate(a->conditions, 1)) ||
-	    !cJSON_AddItemToObject(status, "conditions", tmp))
-		goto fail;
-	if (es_reconcile_objects_status(a->st, &objs) != ES_OK || !objs) {
-		objs = cJSON_CreateArray();
-		if (!objs)
-			goto fail;
-	}
-	if (!cJSON_AddItemToObject(status, "objects", objs)) {
-		cJSON_Delete(objs);
-		goto fail;
-	}
-	es_store_dropped(a->st, &dropped);
-	es_store_outbox_depth(a->st, &depth);
-	es_store_get_int(a->st, "desired_rv", 0, &rv);
-	if (!(ag = cJSON_AddObjectToObject(status, "agent")) ||
-	    !es_json_add_int(ag, "reportsDropped", dropped) ||
-	    !es_json_add_int(ag, "outboxDepth", depth) ||
-	    !es_json_add_int(ag, "desiredResourceVersion", rv) ||
-	    !es_json_add_int(ag, "intervalSeconds", a->eff.interval_s))
-		goto fail;
-	return node;
-fail:
-	if (!node)
-		cJSON_Delete(status);
-	cJSON_Delete(node);
-	return NULL;
 }
 
 static void collect_timer(lws_sorted_usec_list_t *sul)
@@ -373,8 +102,8 @@ static void collect_now(es_agent *a)
 	if (rc != ES_OK) {
 		es_log_error("agent", "collection failed", "error", es_strerror(rc), NULL);
 	} else {
-		update_conditions(a, status, now);
-		node = build_node(a, status);
+		agent__update_conditions(a, status, now);
+		node = agent__build_node(a, status);
 		if (!node) {
 			es_log_error("agent", "cannot build the node object", "error",
 				     "out of memory", NULL);
@@ -525,44 +254,6 @@ fail:
 	return NULL;
 }
 
-/* Seeds the node conditions from the newest stored state so that
- * lastTransitionTime survives restarts. */
-static void seed_conditions(es_agent *a)
-{
-	es_outbox_row row;
-	cJSON *doc = NULL, *conds;
-	char *last = NULL;
-	int64_t seq = 0, after = 0;
-
-	memset(&row, 0, sizeof(row));
-	while (es_store_outbox_next(a->st, after, &row) == ES_OK) {
-		after = row.seq;
-		if (row.is_state) {
-			free(last);
-			last = row.doc;
-			row.doc = NULL;
-		}
-		es_outbox_row_free(&row);
-		memset(&row, 0, sizeof(row));
-	}
-	if (last)
-		es_json_parse(last, strlen(last), ES_JSON_MAX_DEPTH, &doc, NULL, 0);
-	else
-		es_store_base_get(a->st, &seq, &doc);
-	free(last);
-	conds = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(doc, "status"), "conditions");
-	if (cJSON_IsArray(conds)) {
-		cJSON *dup = cJSON_Duplicate(conds, 1);
-
-		if (dup) {
-			cJSON_Delete(a->conditions);
-			a->conditions = dup;
-		}
-	}
-	cJSON_Delete(doc);
-}
-
 es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		    size_t errsz)
 {
@@ -593,7 +284,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	rc = es_store_open(path, &a->st, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
-	seed_conditions(a);
+	agent__seed_conditions(a);
 	rc = es_collect_new(NULL, ES_VERSION, &a->col);
 	if (rc != ES_OK) {
 		es_errf(rc, err, errsz, "collectors: %s", es_strerror(rc));
@@ -652,9 +343,9 @@ es_err es_agent_run(es_agent *a, volatile sig_atomic_t *stop)
 		read_boot_id(boot, sizeof(boot));
 		snprintf(msg, sizeof(msg), "edgesync-agent %s started (boot ID %s)",
 			 ES_VERSION, boot[0] ? boot : "unknown");
-		queue_event(a, es_proto_event("Normal", "AgentStarted", msg, "Node",
-					      a->cfg->node_name, NULL,
-					      es_time_now_rfc3339(t)));
+		agent__queue_event(a, es_proto_event("Normal", "AgentStarted", msg,
+						     "Node", a->cfg->node_name, NULL,
+						     es_time_now_rfc3339(t)));
 	}
 	reconcile_now(a);
 	es_sync_start(a->sync);

@@ -1,10 +1,7 @@
 /*
- * sync.c - the agent's sync client (see sync.h; proto/PROTOCOL.md).
- *
- * Invariants while ready: reports leave in seq order (es_store_outbox_next
- * after sent_after), at most one state report is unacknowledged
- * (state_inflight), a row once sent is resent byte for byte (its stored wire
- * text), and the first new state report of a connection is a snapshot.
+ * sync.c - the agent's sync client (see sync.h; proto/PROTOCOL.md): the
+ * connection, its send queue, message reassembly, liveness and redialling.
+ * The messages themselves are in sync_msg.c; sync_int.h has the invariants.
  */
 #include "sync.h"
 
@@ -17,59 +14,18 @@
 #include "config.h"
 #include "es_json.h"
 #include "es_log.h"
-#include "es_mpatch.h"
 #include "es_proto.h"
 #include "es_time.h"
+#include "sync_int.h"
 
 #define TICK_US (1000 * LWS_US_PER_MS)
 #define CLOSE_GRACE_S 5
-
-enum sync_state { ST_IDLE = 0, ST_CONNECTING, ST_HANDSHAKING, ST_READY };
 
 static const char *const state_names[] = {
 	"idle", "connecting", "handshaking", "ready"
 };
 
-typedef struct txmsg {
-	struct txmsg *next;
-	size_t len;
-	char text[];
-} txmsg;
-
-struct es_sync {
-	struct lws_context *ctx;
-	struct lws_vhost *vh;
-	es_store *st;
-	es_sync_hooks hooks;
-	char *url, *node, *agent_version, *boot_id;
-	cJSON *labels;
-	es_agent_url u;
-	char host_hdr[300];
-
-	struct lws *wsi;
-	enum sync_state state;
-	es_backoff bo;
-	lws_sorted_usec_list_t sul_dial, sul_tick;
-	int stopping;
-
-	char *rx;
-	size_t rx_len, rx_cap;
-	int rx_discard;
-
-	txmsg *q_head, *q_tail;
-	int close_code;
-
-	int64_t sent_after, state_inflight;
-	int snapshot_sent;
-	int64_t last_rx_ms, last_ping_ms;
-	int heartbeat_s;
-
-	time_t last_connected;
-	char last_error[256];
-	int64_t attempts, last_acked_seq;
-};
-
-static void set_error(es_sync *s, const char *what, const char *detail)
+void sync__set_error(es_sync *s, const char *what, const char *detail)
 {
 	snprintf(s->last_error, sizeof(s->last_error), "%s%s%s", what,
 		 detail && *detail ? ": " : "", detail ? detail : "");
@@ -86,8 +42,7 @@ static void queue_clear(es_sync *s)
 	s->q_head = s->q_tail = NULL;
 }
 
-/* Queues a control message (not an outbox report); consumes msg. */
-static es_err queue_msg(es_sync *s, cJSON *msg)
+es_err sync__queue_msg(es_sync *s, cJSON *msg)
 {
 	char *text;
 	size_t len;
@@ -118,38 +73,26 @@ static es_err queue_msg(es_sync *s, cJSON *msg)
 	return ES_OK;
 }
 
-/* Sends an `error` (when code >= 0) then closes with close_code. */
-static void fail_conn(es_sync *s, int code, int close_code, const char *msg)
+void sync__fail_conn(es_sync *s, int code, int close_code, const char *msg)
 {
 	if (!s->wsi || s->close_code)
 		return;
-	set_error(s, "closing", msg);
+	sync__set_error(s, "closing", msg);
 	if (code >= 0)
-		queue_msg(s, es_proto_error((es_proto_code)code, msg));
+		sync__queue_msg(s, es_proto_error((es_proto_code)code, msg));
 	s->close_code = close_code;
 	lws_callback_on_writable(s->wsi);
 	lws_set_timeout(s->wsi, PENDING_TIMEOUT_CLOSE_SEND, CLOSE_GRACE_S);
 }
 
-static void proto_fail(es_sync *s, es_proto_code code, const char *msg)
+void sync__proto_fail(es_sync *s, es_proto_code code, const char *msg)
 {
 	es_log_warn("sync", "protocol error", "code", es_proto_code_name(code),
 		    "error", msg, NULL);
-	fail_conn(s, (int)code, es_proto_close_code(code), msg);
+	sync__fail_conn(s, (int)code, es_proto_close_code(code), msg);
 }
 
 static void dial(lws_sorted_usec_list_t *sul);
-
-/* Keeps the highest acknowledged seq, also in the store ("acked_seq") so
- * /v1/state shows it across restarts. */
-static void set_acked(es_sync *s, int64_t seq)
-{
-	if (seq == s->last_acked_seq)
-		return;
-	s->last_acked_seq = seq;
-	if (es_store_set_int(s->st, "acked_seq", seq) != ES_OK)
-		es_log_warn("sync", "cannot record the acknowledged seq", NULL);
-}
 
 static void conn_down(es_sync *s, const char *why)
 {
@@ -166,7 +109,7 @@ static void conn_down(es_sync *s, const char *why)
 	queue_clear(s);
 	lws_sul_cancel(&s->sul_tick);
 	if (why && *why)
-		set_error(s, why, NULL);
+		sync__set_error(s, why, NULL);
 	if (s->stopping)
 		return;
 	delay = es_backoff_next(&s->bo, es_time_mono_ms());
@@ -220,17 +163,17 @@ static void tick(lws_sorted_usec_list_t *sul)
 		return;
 	if (!s->close_code && now - s->last_rx_ms >= ES_PROTO_AGENT_DEAD_S * 1000LL) {
 		es_log_warn("sync", "controller silent, closing", "url", s->url, NULL);
-		fail_conn(s, -1, LWS_CLOSE_STATUS_GOINGAWAY,
-			  "nothing received for 45 s");
+		sync__fail_conn(s, -1, LWS_CLOSE_STATUS_GOINGAWAY,
+				"nothing received for 45 s");
 	} else if (s->state == ST_READY && !s->close_code &&
 		   now - s->last_ping_ms >= s->heartbeat_s * 1000LL) {
 		s->last_ping_ms = now;
-		queue_msg(s, es_proto_ping(es_time_now_rfc3339(t)));
+		sync__queue_msg(s, es_proto_ping(es_time_now_rfc3339(t)));
 	}
 	lws_sul_schedule(s->ctx, 0, &s->sul_tick, tick, TICK_US);
 }
 
-static int write_text(struct lws *wsi, const char *text, size_t len)
+int sync__write_text(struct lws *wsi, const char *text, size_t len)
 {
 	unsigned char *buf = malloc(LWS_PRE + len);
 	int n;
@@ -243,109 +186,6 @@ static int write_text(struct lws *wsi, const char *text, size_t len)
 	return n < (int)len ? -1 : 0;
 }
 
-/* Builds the wire text of a row never sent. *snapshot says which kind of
- * state report it became. Returns a malloc'd string or NULL (err set). */
-static char *build_report(es_sync *s, const es_outbox_row *row, int *snapshot,
-			  char *err, size_t errsz)
-{
-	cJSON *doc = NULL, *base = NULL, *body = NULL, *msg = NULL;
-	const char *type = "event";
-	int64_t base_seq = 0;
-	char t[ES_TIME_RFC3339_LEN], *text = NULL;
-	es_err rc;
-
-	*snapshot = 0;
-	rc = es_json_parse(row->doc, strlen(row->doc), ES_JSON_MAX_DEPTH, &doc,
-			   err, errsz);
-	if (rc != ES_OK)
-		goto cleanup;
-	if (row->is_state) {
-		type = "snapshot";
-		if (s->snapshot_sent &&
-		    es_store_base_get(s->st, &base_seq, &base) == ES_OK) {
-			if (es_mpatch_diff(base, doc, &body) != ES_OK) {
-				es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-				goto cleanup;
-			}
-			type = "patch";
-		} else {
-			body = doc;
-			doc = NULL;
-			*snapshot = 1;
-		}
-	} else {
-		body = doc;
-		doc = NULL;
-	}
-	msg = es_proto_report(row->seq, es_time_now_rfc3339(t), type, base_seq, body);
-	body = NULL;
-	if (!msg || !(text = es_json_print(msg)))
-		es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-cleanup:
-	cJSON_Delete(doc);
-	cJSON_Delete(base);
-	cJSON_Delete(body);
-	cJSON_Delete(msg);
-	return text;
-}
-
-/* Sends the next outbox row when allowed. Returns -1 to drop the
- * connection, else 0. */
-static int send_next_report(es_sync *s, struct lws *wsi)
-{
-	es_outbox_row row;
-	char err[256] = "", seqs[24];
-	char *text = NULL;
-	int snapshot = 0, rv = 0;
-	es_err rc;
-
-	memset(&row, 0, sizeof(row));
-	rc = es_store_outbox_next(s->st, s->sent_after, &row);
-	if (rc == ES_ERR_NOTFOUND)
-		return 0;
-	if (rc != ES_OK) {
-		es_log_error("sync", "reading the outbox failed", "error",
-			     es_strerror(rc), NULL);
-		return 0;
-	}
-	if (row.is_state && s->state_inflight)
-		goto cleanup;
-	if (row.wire) {
-		text = strdup(row.wire);
-		if (!text)
-			goto cleanup;
-	} else {
-		text = build_report(s, &row, &snapshot, err, sizeof(err));
-		if (!text) {
-			snprintf(seqs, sizeof(seqs), "%lld", (long long)row.seq);
-			es_log_error("sync", "cannot build report", "seq", seqs,
-				     "error", err, NULL);
-			goto cleanup;
-		}
-		rc = es_store_outbox_mark_sent(s->st, row.seq, text);
-		if (rc != ES_OK) {
-			es_log_error("sync", "recording a sent report failed",
-				     "error", es_strerror(rc), NULL);
-			goto cleanup;
-		}
-	}
-	if (write_text(wsi, text, strlen(text)) != 0) {
-		set_error(s, "write failed", NULL);
-		rv = -1;
-		goto cleanup;
-	}
-	s->sent_after = row.seq;
-	if (row.is_state)
-		s->state_inflight = row.seq;
-	if (snapshot)
-		s->snapshot_sent = 1;
-	lws_callback_on_writable(wsi);
-cleanup:
-	free(text);
-	es_outbox_row_free(&row);
-	return rv;
-}
-
 static int on_writeable(es_sync *s, struct lws *wsi)
 {
 	if (s->q_head) {
@@ -355,10 +195,10 @@ static int on_writeable(es_sync *s, struct lws *wsi)
 		s->q_head = m->next;
 		if (!s->q_head)
 			s->q_tail = NULL;
-		rc = write_text(wsi, m->text, m->len);
+		rc = sync__write_text(wsi, m->text, m->len);
 		free(m);
 		if (rc != 0) {
-			set_error(s, "write failed", NULL);
+			sync__set_error(s, "write failed", NULL);
 			return -1;
 		}
 		lws_callback_on_writable(wsi);
@@ -369,174 +209,8 @@ static int on_writeable(es_sync *s, struct lws *wsi)
 		return -1;
 	}
 	if (s->state == ST_READY)
-		return send_next_report(s, wsi);
+		return sync__send_next_report(s, wsi);
 	return 0;
-}
-
-static void send_hello(es_sync *s)
-{
-	int64_t rv = 0, next = 1;
-	cJSON *labels, *msg, *caps;
-
-	es_store_get_int(s->st, "desired_rv", 0, &rv);
-	es_store_get_int(s->st, "next_seq", 1, &next);
-	labels = cJSON_Duplicate(s->labels, 1);
-	if (!labels) {
-		fail_conn(s, -1, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "out of memory");
-		return;
-	}
-	msg = es_proto_hello(s->node, s->agent_version, s->boot_id, labels, rv,
-			     next < 1 ? 1 : next);
-	if (msg && !cJSON_GetObjectItemCaseSensitive(msg, "capabilities")) {
-		caps = cJSON_AddArrayToObject(msg, "capabilities");
-		if (!caps ||
-		    !cJSON_AddItemToArray(caps, cJSON_CreateString("CollectorConfig")) ||
-		    !cJSON_AddItemToArray(caps, cJSON_CreateString("merge-patch"))) {
-			cJSON_Delete(msg);
-			msg = NULL;
-		}
-	}
-	if (queue_msg(s, msg) != ES_OK)
-		fail_conn(s, -1, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "out of memory");
-}
-
-static void on_welcome(es_sync *s, const cJSON *msg)
-{
-	int64_t acked = 0, hb = ES_PROTO_HEARTBEAT_S, next = 1;
-	char a[24];
-
-	es_json_get_int(msg, "welcome", "ackedSeq", 0, 0, ES_JSON_MAX_INT, &acked,
-			NULL, 0);
-	if (es_json_get_int(msg, "welcome", "heartbeatSeconds", 0, 1, 3600, &hb,
-			    NULL, 0) != ES_OK)
-		hb = ES_PROTO_HEARTBEAT_S;
-	s->heartbeat_s = (int)hb;
-	if (es_store_outbox_ack(s->st, acked) != ES_OK) {
-		proto_fail(s, ES_PC_INTERNAL, "agent database: acknowledging reports failed");
-		return;
-	}
-	es_store_get_int(s->st, "next_seq", 1, &next);
-	if (acked >= next) {
-		snprintf(a, sizeof(a), "%lld", (long long)acked);
-		es_log_warn("sync", "controller holds newer reports than this agent "
-			    "made; continuing after them", "ackedSeq", a, NULL);
-		es_store_set_int(s->st, "next_seq", acked + 1);
-	}
-	set_acked(s, acked);
-	s->state = ST_READY;
-	s->last_connected = time(NULL);
-	s->last_error[0] = '\0';
-	s->sent_after = 0;
-	s->state_inflight = 0;
-	s->snapshot_sent = 0;
-	s->last_ping_ms = es_time_mono_ms();
-	snprintf(a, sizeof(a), "%lld", (long long)acked);
-	es_log_info("sync", "connected", "url", s->url, "ackedSeq", a, NULL);
-	if (s->hooks.queue_state)
-		s->hooks.queue_state(s->hooks.user);
-	lws_callback_on_writable(s->wsi);
-}
-
-static void on_desired(es_sync *s, const cJSON *msg)
-{
-	int64_t rv = 0;
-	int more = 0;
-	char err[160];
-	es_err rc;
-
-	es_json_get_int(msg, "desired", "resourceVersion", 0, 0, ES_JSON_MAX_INT,
-			&rv, NULL, 0);
-	es_json_get_bool(msg, "desired", "more", 0, &more, NULL, 0);
-	rc = es_store_desired_commit(s->st, msg);
-	if (rc == ES_ERR_INVAL) {
-		proto_fail(s, ES_PC_INVALID, "desired.objects: an object without kind or metadata.name");
-		return;
-	}
-	if (rc != ES_OK) {
-		snprintf(err, sizeof(err), "agent database: %s", es_strerror(rc));
-		proto_fail(s, ES_PC_INTERNAL, err);
-		return;
-	}
-	if (more)
-		return;
-	queue_msg(s, es_proto_desired_ack(rv));
-	if (s->hooks.desired_changed)
-		s->hooks.desired_changed(s->hooks.user);
-}
-
-static void on_message(es_sync *s, const char *buf, size_t len)
-{
-	es_msg_type type = ES_MSG_UNKNOWN;
-	es_proto_code code = ES_PC_INTERNAL;
-	cJSON *msg = NULL;
-	char err[256] = "";
-	const char *c = NULL, *m = NULL;
-	int64_t seq = 0;
-	es_err rc;
-
-	rc = es_proto_decode(buf, len, &type, &msg, &code, err, sizeof(err));
-	if (rc != ES_OK) {
-		proto_fail(s, rc == ES_ERR_PROTO ? code : ES_PC_INTERNAL,
-			   rc == ES_ERR_PROTO ? err : "out of memory");
-		return;
-	}
-	if (s->state == ST_HANDSHAKING && type != ES_MSG_WELCOME && type != ES_MSG_ERROR) {
-		snprintf(err, sizeof(err), "%s before welcome", es_proto_type_name(type));
-		proto_fail(s, ES_PC_PROTOCOL, err);
-		goto cleanup;
-	}
-	switch (type) {
-	case ES_MSG_WELCOME:
-		if (s->state != ST_HANDSHAKING)
-			proto_fail(s, ES_PC_PROTOCOL, "a second welcome");
-		else
-			on_welcome(s, msg);
-		break;
-	case ES_MSG_DESIRED:
-		on_desired(s, msg);
-		break;
-	case ES_MSG_ACK:
-		es_json_get_int(msg, "ack", "seq", 1, 0, ES_JSON_MAX_INT, &seq, NULL, 0);
-		if (es_store_outbox_ack(s->st, seq) != ES_OK) {
-			proto_fail(s, ES_PC_INTERNAL, "agent database: acknowledging reports failed");
-			break;
-		}
-		if (seq > s->last_acked_seq)
-			set_acked(s, seq);
-		if (s->state_inflight && seq >= s->state_inflight)
-			s->state_inflight = 0;
-		lws_callback_on_writable(s->wsi);
-		break;
-	case ES_MSG_RESYNC:
-		es_log_info("sync", "controller asked for a snapshot", NULL);
-		s->snapshot_sent = 0;
-		if (s->hooks.queue_state)
-			s->hooks.queue_state(s->hooks.user);
-		lws_callback_on_writable(s->wsi);
-		break;
-	case ES_MSG_PING:
-		es_json_get_str(msg, "ping", "time", 0, &m, NULL, 0);
-		queue_msg(s, es_proto_pong(m ? m : ""));
-		break;
-	case ES_MSG_PONG:
-		break;
-	case ES_MSG_ERROR:
-		es_json_get_str(msg, "error", "code", 0, &c, NULL, 0);
-		es_json_get_str(msg, "error", "message", 0, &m, NULL, 0);
-		es_log_warn("sync", "controller reported an error", "code", c,
-			    "message", m, NULL);
-		snprintf(err, sizeof(err), "controller: %s: %s", c ? c : "",
-			 m ? m : "");
-		set_error(s, err, NULL);
-		break;
-	default:
-		snprintf(err, sizeof(err), "%s is not sent by a controller",
-			 es_proto_type_name(type) ? es_proto_type_name(type) : "message");
-		proto_fail(s, ES_PC_PROTOCOL, err);
-		break;
-	}
-cleanup:
-	cJSON_Delete(msg);
 }
 
 static void on_receive(es_sync *s, struct lws *wsi, const void *in, size_t len)
@@ -552,7 +226,7 @@ static void on_receive(es_sync *s, struct lws *wsi, const void *in, size_t len)
 	if (s->rx_len + len > ES_PROTO_MAX_MESSAGE) {
 		s->rx_len = 0;
 		s->rx_discard = !final;
-		proto_fail(s, ES_PC_TOO_BIG, "message over 1048576 bytes");
+		sync__proto_fail(s, ES_PC_TOO_BIG, "message over 1048576 bytes");
 		return;
 	}
 	if (s->rx_len + len > s->rx_cap) {
@@ -565,7 +239,7 @@ static void on_receive(es_sync *s, struct lws *wsi, const void *in, size_t len)
 			cap = ES_PROTO_MAX_MESSAGE;
 		n = realloc(s->rx, cap);
 		if (!n) {
-			proto_fail(s, ES_PC_INTERNAL, "out of memory");
+			sync__proto_fail(s, ES_PC_INTERNAL, "out of memory");
 			return;
 		}
 		s->rx = n;
@@ -577,7 +251,7 @@ static void on_receive(es_sync *s, struct lws *wsi, const void *in, size_t len)
 		return;
 	len = s->rx_len;
 	s->rx_len = 0;
-	on_message(s, s->rx, len);
+	sync__on_message(s, s->rx, len);
 }
 
 static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
@@ -598,7 +272,7 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 			snprintf(why, sizeof(why), "connection failed: %s",
 				 in ? (const char *)in : "unknown");
 		if (s->state != ST_IDLE)
-			set_error(s, why, NULL);
+			sync__set_error(s, why, NULL);
 		conn_down(s, NULL);
 		break;
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
@@ -607,7 +281,7 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 		s->last_rx_ms = es_time_mono_ms();
 		s->heartbeat_s = ES_PROTO_HEARTBEAT_S;
 		es_backoff_up(&s->bo, es_time_mono_ms());
-		send_hello(s);
+		sync__send_hello(s);
 		lws_sul_schedule(s->ctx, 0, &s->sul_tick, tick, TICK_US);
 		break;
 	case LWS_CALLBACK_CLIENT_RECEIVE:
@@ -625,13 +299,13 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 			snprintf(why, sizeof(why), "controller closed with %u%s%.*s",
 				 (unsigned)(p[0] << 8 | p[1]), len > 2 ? ": " : "",
 				 (int)(len - 2), (const char *)in + 2);
-			set_error(s, why, NULL);
+			sync__set_error(s, why, NULL);
 		}
 		break;
 	case LWS_CALLBACK_CLIENT_CLOSED:
 		if (wsi == s->wsi) {
 			if (!s->last_error[0])
-				set_error(s, "connection closed", NULL);
+				sync__set_error(s, "connection closed", NULL);
 			conn_down(s, NULL);
 		}
 		break;

@@ -1,0 +1,306 @@
+/*
+ * agent_node.c - the Node object the agent reports each round (agent.h;
+ * PROTOCOL.md "Node") and its node conditions (Ready, MemoryPressure,
+ * DiskPressure, PIDPressure, NetworkUnavailable) with kubelet's eviction
+ * thresholds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_int.h"
+#include "es_cond.h"
+#include "es_json.h"
+#include "es_log.h"
+#include "es_obj.h"
+#include "es_proto.h"
+#include "es_time.h"
+#include "reconcile.h"
+
+static long long read_pid_max(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+	long long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* Finds the collector entry `name` in status.collectors. */
+static const cJSON *collector(const cJSON *status, const char *name)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
+
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+			return c;
+	}
+	return NULL;
+}
+
+/* 1 when the collector ran and is healthy; else 0 with why set. */
+static int collector_ok(const cJSON *status, const char *name, const char **why)
+{
+	const cJSON *c = collector(status, name);
+
+	if (!c || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "enabled"))) {
+		*why = "NotCollected";
+		return 0;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "healthy"))) {
+		*why = "CollectorFailed";
+		return 0;
+	}
+	return 1;
+}
+
+typedef struct cond_spec {
+	const char *type, *status, *reason;
+	char message[256];
+} cond_spec;
+
+/* Computes the five node conditions from one round's status. */
+static void compute_conditions(es_agent *a, const cJSON *status, cond_spec c[5])
+{
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(status, "usage");
+	const cJSON *it, *v;
+	const char *why;
+	char failing[200] = "";
+
+	a->have_mem = 0;
+	/* Ready */
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "enabled")) &&
+		    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "healthy")) &&
+		    cJSON_IsString(n) && strlen(failing) + strlen(n->valuestring) + 3 < sizeof(failing)) {
+			if (failing[0])
+				strcat(failing, ", ");
+			strcat(failing, n->valuestring);
+		}
+	}
+	c[0].type = "Ready";
+	if (failing[0]) {
+		c[0].status = "False";
+		c[0].reason = "CollectorsFailing";
+		snprintf(c[0].message, sizeof(c[0].message),
+			 "collectors failing: %s", failing);
+	} else {
+		c[0].status = "True";
+		c[0].reason = "AgentReady";
+		snprintf(c[0].message, sizeof(c[0].message), "edgesync-agent is collecting");
+	}
+	/* MemoryPressure */
+	c[1].type = "MemoryPressure";
+	v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(usage, "memory"), "MemAvailable");
+	if (!collector_ok(status, "memory", &why) || !cJSON_IsNumber(v)) {
+		c[1].status = "Unknown";
+		c[1].reason = cJSON_IsNumber(v) ? why : "NotCollected";
+		snprintf(c[1].message, sizeof(c[1].message), "MemAvailable not collected");
+	} else {
+		a->have_mem = 1;
+		a->mem_available = v->valuedouble;
+		c[1].status = v->valuedouble < ES_AGENT_MEM_PRESSURE_BYTES ? "True" : "False";
+		c[1].reason = *c[1].status == 'T' ? "InsufficientMemory" : "SufficientMemory";
+		snprintf(c[1].message, sizeof(c[1].message),
+			 "MemAvailable %.0f bytes, threshold 104857600 (100Mi)",
+			 v->valuedouble);
+	}
+	/* DiskPressure */
+	c[2].type = "DiskPressure";
+	c[2].status = "Unknown";
+	c[2].reason = "NotCollected";
+	snprintf(c[2].message, sizeof(c[2].message), "root filesystem not collected");
+	if (collector_ok(status, "filesystem", &why)) {
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "filesystems")) {
+			const cJSON *mp = cJSON_GetObjectItemCaseSensitive(it, "mountpoint");
+			const cJSON *size = cJSON_GetObjectItemCaseSensitive(it, "sizeBytes");
+			const cJSON *av = cJSON_GetObjectItemCaseSensitive(it, "availBytes");
+			double frac;
+
+			if (!cJSON_IsString(mp) || strcmp(mp->valuestring, "/") ||
+			    !cJSON_IsNumber(size) || !cJSON_IsNumber(av) ||
+			    size->valuedouble <= 0)
+				continue;
+			frac = av->valuedouble / size->valuedouble;
+			c[2].status = frac < ES_AGENT_DISK_PRESSURE_FRACTION ? "True" : "False";
+			c[2].reason = *c[2].status == 'T' ? "InsufficientDisk" : "SufficientDisk";
+			snprintf(c[2].message, sizeof(c[2].message),
+				 "root filesystem %.1f%% available, threshold 10%%",
+				 frac * 100.0);
+			break;
+		}
+	} else {
+		c[2].reason = why;
+	}
+	/* PIDPressure */
+	c[3].type = "PIDPressure";
+	v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(usage, "processes"), "count");
+	{
+		long long pid_max = read_pid_max();
+
+		if (!collector_ok(status, "processes", &why) || !cJSON_IsNumber(v) ||
+		    pid_max <= 0) {
+			c[3].status = "Unknown";
+			c[3].reason = pid_max <= 0 ? "PidMaxUnknown" : why;
+			snprintf(c[3].message, sizeof(c[3].message),
+				 "process count or kernel.pid_max not available");
+		} else {
+			int p = v->valuedouble > ES_AGENT_PID_PRESSURE_FRACTION * (double)pid_max;
+
+			c[3].status = p ? "True" : "False";
+			c[3].reason = p ? "InsufficientPID" : "SufficientPID";
+			snprintf(c[3].message, sizeof(c[3].message),
+				 "%.0f processes, kernel.pid_max %lld, threshold 90%%",
+				 v->valuedouble, pid_max);
+		}
+	}
+	/* NetworkUnavailable */
+	c[4].type = "NetworkUnavailable";
+	if (!collector_ok(status, "network", &why)) {
+		c[4].status = "Unknown";
+		c[4].reason = why;
+		snprintf(c[4].message, sizeof(c[4].message), "network not collected");
+	} else {
+		int n = 0;
+
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "network")) {
+			const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "interface");
+
+			if (cJSON_IsString(name) && strcmp(name->valuestring, "lo"))
+				n++;
+		}
+		c[4].status = n ? "False" : "True";
+		c[4].reason = n ? "InterfacesPresent" : "NoInterfaces";
+		snprintf(c[4].message, sizeof(c[4].message),
+			 "%d network interface(s) besides lo", n);
+	}
+}
+
+void agent__update_conditions(es_agent *a, const cJSON *status, time_t now)
+{
+	cond_spec c[5];
+	char t[ES_TIME_RFC3339_LEN], msg[400];
+	int i, changed;
+
+	memset(c, 0, sizeof(c));
+	compute_conditions(a, status, c);
+	for (i = 0; i < 5; i++) {
+		int existed = es_cond_find(a->conditions, c[i].type) != NULL;
+		int bad;
+
+		changed = 0;
+		if (es_cond_set(a->conditions, c[i].type, c[i].status, c[i].reason,
+				c[i].message, 0, now, &changed) != ES_OK) {
+			es_log_error("agent", "cannot set a condition", "type",
+				     c[i].type, NULL);
+			continue;
+		}
+		if (!changed || !existed)
+			continue;
+		bad = i == 0 ? strcmp(c[i].status, "True") != 0
+			     : strcmp(c[i].status, "False") != 0;
+		snprintf(msg, sizeof(msg), "%s is now %s (%s): %s", c[i].type,
+			 c[i].status, c[i].reason, c[i].message);
+		es_log_info("agent", "condition changed", "type", c[i].type,
+			    "status", c[i].status, "reason", c[i].reason, NULL);
+		agent__queue_event(a, es_proto_event(bad ? "Warning" : "Normal",
+						     "ConditionChanged", msg, "Node",
+						     a->cfg->node_name, NULL,
+						     es_time_rfc3339(now, t)));
+	}
+}
+
+cJSON *agent__build_node(es_agent *a, cJSON *status)
+{
+	cJSON *node = NULL, *md, *objs = NULL, *ag, *tmp;
+	int64_t dropped = 0, depth = 0, rv = 0;
+
+	node = cJSON_CreateObject();
+	if (!node)
+		goto fail;
+	if (!cJSON_AddStringToObject(node, "apiVersion", ES_API_VERSION) ||
+	    !cJSON_AddStringToObject(node, "kind", "Node") ||
+	    !(md = cJSON_AddObjectToObject(node, "metadata")) ||
+	    !cJSON_AddStringToObject(md, "name", a->cfg->node_name) ||
+	    !(tmp = cJSON_Duplicate(a->labels, 1)) ||
+	    !cJSON_AddItemToObject(md, "labels", tmp))
+		goto fail;
+	if (!cJSON_AddItemToObject(node, "status", status)) {
+		cJSON_Delete(status);
+		status = NULL;
+		goto fail;
+	}
+	if (!(tmp = cJSON_Duplicate(a->conditions, 1)) ||
+	    !cJSON_AddItemToObject(status, "conditions", tmp))
+		goto fail;
+	if (es_reconcile_objects_status(a->st, &objs) != ES_OK || !objs) {
+		objs = cJSON_CreateArray();
+		if (!objs)
+			goto fail;
+	}
+	if (!cJSON_AddItemToObject(status, "objects", objs)) {
+		cJSON_Delete(objs);
+		goto fail;
+	}
+	es_store_dropped(a->st, &dropped);
+	es_store_outbox_depth(a->st, &depth);
+	es_store_get_int(a->st, "desired_rv", 0, &rv);
+	if (!(ag = cJSON_AddObjectToObject(status, "agent")) ||
+	    !es_json_add_int(ag, "reportsDropped", dropped) ||
+	    !es_json_add_int(ag, "outboxDepth", depth) ||
+	    !es_json_add_int(ag, "desiredResourceVersion", rv) ||
+	    !es_json_add_int(ag, "intervalSeconds", a->eff.interval_s))
+		goto fail;
+	return node;
+fail:
+	if (!node)
+		cJSON_Delete(status);
+	cJSON_Delete(node);
+	return NULL;
+}
+
+void agent__seed_conditions(es_agent *a)
+{
+	es_outbox_row row;
+	cJSON *doc = NULL, *conds;
+	char *last = NULL;
+	int64_t seq = 0, after = 0;
+
+	memset(&row, 0, sizeof(row));
+	while (es_store_outbox_next(a->st, after, &row) == ES_OK) {
+		after = row.seq;
+		if (row.is_state) {
+			free(last);
+			last = row.doc;
+			row.doc = NULL;
+		}
+		es_outbox_row_free(&row);
+		memset(&row, 0, sizeof(row));
+	}
+	if (last)
+		es_json_parse(last, strlen(last), ES_JSON_MAX_DEPTH, &doc, NULL, 0);
+	else
+		es_store_base_get(a->st, &seq, &doc);
+	free(last);
+	conds = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(doc, "status"), "conditions");
+	if (cJSON_IsArray(conds)) {
+		cJSON *dup = cJSON_Duplicate(conds, 1);
+
+		if (dup) {
+			cJSON_Delete(a->conditions);
+			a->conditions = dup;
+		}
+	}
+	cJSON_Delete(doc);
+}
