@@ -266,6 +266,17 @@ static const cJSON *entry_get(const cJSON *e, const char *sub, const char *k)
 	return v;
 }
 
+/* An entry of GET nodes/NAME/describe differs when the server says it is
+ * not in sync (controller/admin.h: `inSync`, `differences`). */
+static int entry_differs(const cJSON *e)
+{
+	const cJSON *in = get(e, "inSync");
+
+	if (cJSON_IsBool(in))
+		return !cJSON_IsTrue(in);
+	return cJSON_GetArraySize(get(e, "differences")) > 0;
+}
+
 static void difference(FILE *f, const cJSON *d)
 {
 	char b1[256], b2[256];
@@ -315,7 +326,8 @@ static es_err objects(FILE *f, const cJSON *st, const cJSON *desc, const char *d
 	rc = es_print_table_add(t, head);
 	cJSON_ArrayForEach(e, list) {
 		char kn[600], kind[64], g[32], og[32];
-		const cJSON *cond = NULL, *c, *differs = entry_get(e, "", "differs");
+		const cJSON *cond = NULL, *c;
+		int differs = entry_differs(e);
 		const char *k = str(e, "kind"), *n = str(e, "name");
 		const char *cells[6];
 		size_t i;
@@ -342,8 +354,8 @@ static es_err objects(FILE *f, const cJSON *st, const cJSON *desc, const char *d
 				   : "-";
 		cells[3] = cond ? str(cond, "status") : "-";
 		cells[4] = cond && str(cond, "reason") ? str(cond, "reason") : "-";
-		cells[5] = !desc ? "-" : cJSON_IsTrue(differs) ? "DIFFERS" : "InSync";
-		if (cJSON_IsTrue(differs))
+		cells[5] = !desc ? "-" : differs ? "DIFFERS" : "InSync";
+		if (differs)
 			any_diff = 1;
 		rc = es_print_table_add(t, cells);
 	}
@@ -358,7 +370,7 @@ static es_err objects(FILE *f, const cJSON *st, const cJSON *desc, const char *d
 		const char *k = str(e, "kind"), *n = str(e, "name");
 		char kind[64];
 		size_t i;
-		if (!cJSON_IsTrue(entry_get(e, "", "differs")))
+		if (!entry_differs(e))
 			continue;
 		snprintf(kind, sizeof(kind), "%s", k ? k : "?");
 		for (i = 0; kind[i]; i++)

@@ -3,6 +3,7 @@ CollectorConfig applied with edgesyncctl is applied and reported by the
 agent, and changes the reporting interval."""
 
 import os
+import signal
 import socket
 import statistics
 import time
@@ -138,6 +139,28 @@ class SyncTest(unittest.TestCase):
         # The agent's local endpoint agrees.
         st = self.c.agent_state()
         self.assertEqual([d["metadata"]["name"] for d in st["desired"]], ["fast"])
+
+    def test_describe_marks_what_differs(self):
+        self.c.ctl("apply", "-f", "-", stdin=CC.format(interval=5))
+
+        def in_sync():
+            return "InSync" in self.c.ctl("describe", "node", self.node).stdout
+        try:
+            wait_for("describe shows the object in sync", in_sync)
+            # Freeze the agent: the controller's spec moves on without it.
+            agent = self.c.agents[self.node]
+            os.kill(agent.p.pid, signal.SIGSTOP)
+            try:
+                self.c.ctl("apply", "-f", "-", stdin=CC.format(interval=7))
+                out = self.c.ctl("describe", "node", self.node).stdout
+            finally:
+                os.kill(agent.p.pid, signal.SIGCONT)
+            self.assertIn("DIFFERS", out)
+            self.assertIn("observedGeneration 1 != generation 2", out)
+            wait_for("back in sync after the agent resumes", in_sync)
+            self.assertNotIn("DIFFERS", self.c.ctl("describe", "node", self.node).stdout)
+        except AssertionError as e:
+            self.fail_with_logs(e)
 
     def test_unsupported_kind_gets_condition(self):
         body = {"apiVersion": "edgesync.io/v1alpha1", "kind": "HealthRule",
