@@ -9,7 +9,8 @@
 # background; `scripts/quickstart.sh stop` stops them.
 #
 # Environment: ES_QUICKSTART_DIR (default build/quickstart) holds their
-# state, logs and pid files.
+# state, logs and pid files; EDGESYNC_LISTEN, EDGESYNC_ADMIN_LISTEN and
+# EDGESYNC_HTTP_LISTEN move the listeners off their default ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -40,8 +41,27 @@ echo "quickstart: built ${bin}/{edgesync-agent,edgesync-controller,edgesyncctl}"
 
 stop
 mkdir -p "${dir}"
+
+# The listeners: the defaults, or EDGESYNC_LISTEN, EDGESYNC_ADMIN_LISTEN and
+# EDGESYNC_HTTP_LISTEN when set (the programs read the same variables).
+listen=${EDGESYNC_LISTEN:-127.0.0.1:7443}
+admin=${EDGESYNC_ADMIN_LISTEN:-127.0.0.1:7444}
+http=${EDGESYNC_HTTP_LISTEN:-127.0.0.1:9477}
+for hp in "${listen}" "${admin}" "${http}"; do
+    if (exec 3<>"/dev/tcp/${hp%:*}/${hp##*:}") 2>/dev/null; then
+        cat >&2 <<MSG
+quickstart: ${hp} is already in use, by another edgesync or another program.
+Stop it, or choose free addresses, for example:
+  EDGESYNC_LISTEN=127.0.0.1:17443 EDGESYNC_ADMIN_LISTEN=127.0.0.1:17444 \\
+  EDGESYNC_HTTP_LISTEN=127.0.0.1:19477 ES_QUICKSTART_DIR=/tmp/edgesync-qs $0
+MSG
+        exit 1
+    fi
+done
+
 node=$(hostname | cut -d. -f1 | tr '[:upper:]' '[:lower:]')
 "${bin}/edgesync-controller" run --dev --state-dir "${dir}/controller" \
+    --listen "${listen}" --admin-listen "${admin}" \
     --dev-node "${node}" >"${dir}/controller.log" 2>&1 &
 echo $! >"${dir}/controller.pid"
 
@@ -58,16 +78,30 @@ if [[ ! -f ${dev}/agent-${node}.conf ]]; then
 fi
 
 "${bin}/edgesync-agent" run --config "${dev}/agent-${node}.conf" \
-    >"${dir}/agent.log" 2>&1 &
+    --http-listen "${http}" >"${dir}/agent.log" 2>&1 &
 echo $! >"${dir}/agent.pid"
 
 ctl() { "${bin}/edgesyncctl" --config "${ctlconf}" "$@"; }
+ok=0
 for _ in $(seq 150); do
     if ctl get node "${node}" -o json 2>/dev/null | grep -q '"nodeInfo"'; then
+        ok=1
         break
     fi
+    for p in controller agent; do
+        if ! kill -0 "$(cat "${dir}/${p}.pid")" 2>/dev/null; then
+            echo "quickstart: the ${p} stopped; the end of its log:" >&2
+            tail -20 "${dir}/${p}.log" >&2
+            stop
+            exit 1
+        fi
+    done
     sleep 0.2
 done
+if [[ ${ok} != 1 ]]; then
+    echo "quickstart: the node did not reach the controller in 30 s; logs in ${dir}" >&2
+    exit 1
+fi
 
 echo
 echo "\$ edgesyncctl get nodes"
@@ -83,6 +117,6 @@ Keep looking:
   ${bin}/edgesyncctl get nodes -o wide
   ${bin}/edgesyncctl describe node ${node}
   ${bin}/edgesyncctl apply -f ${root}/packaging/examples/collectorconfig.yaml
-  curl -s http://127.0.0.1:9477/v1/state     # the agent's own view
-Stop both: ${root}/scripts/quickstart.sh stop
+  curl -s http://${http}/v1/state     # the agent's own view
+Stop both: ES_QUICKSTART_DIR=${dir} ${root}/scripts/quickstart.sh stop
 MSG
