@@ -18,6 +18,7 @@
 #include "agent.h"
 #include "check.h"
 #include "config.h"
+#include "es_cli.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_version.h"
@@ -53,22 +54,11 @@ static void usage(FILE *f)
 	fprintf(f, "\nExit status: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }
 
-static int has_help(int argc, char **argv, int first)
-{
-	int i;
-
-	for (i = first; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return 1;
-	return 0;
-}
-
 static int cmd_run(int argc, char **argv)
 {
 	es_agent_config cfg;
 	es_agent *a = NULL;
 	es_log_level lvl = ES_LOG_INFO;
-	struct sigaction sa;
 	char err[512] = "";
 	int code = 0;
 	es_err rc;
@@ -86,12 +76,11 @@ static int cmd_run(int argc, char **argv)
 	es_log_set_level(lvl);
 	es_log_route_lws();
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	if (es_cli_signals(on_signal) != ES_OK) {
+		fprintf(stderr, PROG ": cannot install signal handlers\n");
+		code = 1;
+		goto cleanup;
+	}
 
 	rc = es_agent_new(&cfg, &a, err, sizeof(err));
 	if (rc != ES_OK) {
@@ -363,20 +352,11 @@ cleanup:
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
+	int code = es_cli_common(argc, argv, PROG, usage);
 
-	if (!cmd) {
-		usage(stderr);
-		return 2;
-	}
-	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-		usage(stdout);
-		return 0;
-	}
-	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf(PROG " %s\n", ES_VERSION);
-		return 0;
-	}
-	if (has_help(argc, argv, 2)) {
+	if (code >= 0)
+		return code;
+	if (es_cli_has_help(argc, argv, 2)) {
 		usage(stdout);
 		return 0;
 	}

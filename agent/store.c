@@ -1,6 +1,6 @@
 /*
- * store.c - the agent's SQLite database (store.h): opening, migrations,
- * transactions, cursors, desired objects and their status. The outbox is in
+ * store.c - the agent's SQLite database (store.h): schema and opening (the
+ * SQLite plumbing is lib/es_sqlite.c), cursors, desired objects and their status. The outbox is in
  * store_outbox.c.
  *
  * Invariants kept here:
@@ -21,10 +21,10 @@
 #include "es_json.h"
 #include "es_log.h"
 #include "es_obj.h"
+#include "es_sqlite.h"
 #include "store_int.h"
 
 #define ST_APP_ID 0x45534147 /* "ESAG" */
-#define ST_BUSY_MS 5000
 
 /* migrations[v] brings user_version v to v + 1. */
 static const char *const st_migrations[ES_STORE_SCHEMA_VERSION] = {
@@ -44,224 +44,39 @@ static const char *const st_migrations[ES_STORE_SCHEMA_VERSION] = {
 	" seq INTEGER NOT NULL, doc TEXT NOT NULL);",
 };
 
-es_err store__fail(es_store *st, const char *op)
-{
-	int code = sqlite3_errcode(st->db);
-
-	es_log_error("store", "database operation failed", "path", st->path,
-		     "op", op, "error", sqlite3_errmsg(st->db), NULL);
-	return code == SQLITE_NOMEM ? ES_ERR_NOMEM : ES_ERR_DB;
-}
-
-es_err store__exec(es_store *st, const char *sql)
-{
-	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return store__fail(st, sql);
-	return ES_OK;
-}
-
-es_err store__prep(es_store *st, const char *sql, sqlite3_stmt **out)
-{
-	*out = NULL;
-	if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK)
-		return store__fail(st, sql);
-	return ES_OK;
-}
-
-es_err store__done(es_store *st, sqlite3_stmt *s, const char *op)
-{
-	if (sqlite3_step(s) != SQLITE_DONE)
-		return store__fail(st, op);
-	return ES_OK;
-}
-
-es_err store__begin(es_store *st)
-{
-	return store__exec(st, "BEGIN IMMEDIATE");
-}
-
-es_err store__end(es_store *st, es_err rc)
-{
-	if (rc == ES_OK) {
-		rc = store__exec(st, "COMMIT");
-		if (rc == ES_OK)
-			return ES_OK;
-	}
-	if (!sqlite3_get_autocommit(st->db))
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-	return rc;
-}
-
-es_err store__parse(es_store *st, const unsigned char *text, int len,
-		       const char *what, cJSON **out)
-{
-	char msg[160];
-	es_err rc;
-
-	*out = NULL;
-	if (!text)
-		return ES_ERR_DB;
-	rc = es_json_parse((const char *)text, (size_t)len, ES_JSON_MAX_DEPTH,
-			   out, msg, sizeof(msg));
-	if (rc == ES_ERR_NOMEM)
-		return rc;
-	if (rc != ES_OK) {
-		es_log_error("store", "stored document is corrupt", "path",
-			     st->path, "what", what, "error", msg, NULL);
-		return ES_ERR_DB;
-	}
-	return ES_OK;
-}
-
-/* Runs static SQL during open; errors name the path. */
-static es_err st_exec_path(es_store *st, const char *sql, char *err,
-			   size_t errsz)
-{
-	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return es_errf(ES_ERR_DB, err, errsz, "%s: %s", st->path,
-			       sqlite3_errmsg(st->db));
-	return ES_OK;
-}
-
-/* Reads one integer from static SQL; errors name the path (for open). */
-static es_err st_query_int(es_store *st, const char *sql, int64_t *out,
-			    char *err, size_t errsz)
-{
-	sqlite3_stmt *s = NULL;
-	es_err rc = ES_OK;
-	int r = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
-
-	if (r == SQLITE_OK) {
-		r = sqlite3_step(s);
-		if (r == SQLITE_ROW) {
-			*out = sqlite3_column_int64(s, 0);
-			r = SQLITE_OK;
-		}
-	}
-	if (r == SQLITE_OK)
-		goto cleanup;
-	r = sqlite3_errcode(st->db);
-	if (r == SQLITE_NOTADB)
-		rc = es_errf(ES_ERR_DB, err, errsz,
-			     "%s: file is not a database", st->path);
-	else if (r == SQLITE_NOMEM)
-		rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory",
-			     st->path);
-	else
-		rc = es_errf(ES_ERR_DB, err, errsz, "%s: %s", st->path,
-			     sqlite3_errmsg(st->db));
-cleanup:
-	sqlite3_finalize(s);
-	return rc;
-}
-
-static es_err st_migrate(es_store *st, char *err, size_t errsz)
-{
-	char sql[64];
-	int64_t uv = 0;
-	es_err rc = store__begin(st);
-
-	if (rc != ES_OK)
-		return es_errf(rc, err, errsz, "%s: cannot lock for migration: %s",
-			       st->path, sqlite3_errmsg(st->db));
-	rc = st_query_int(st, "PRAGMA user_version", &uv, err, errsz);
-	if (rc != ES_OK)
-		goto cleanup;
-	if (uv > ES_STORE_SCHEMA_VERSION || uv < 0) {
-		rc = es_errf(ES_ERR_UNSUPPORTED, err, errsz,
-			     "%s: schema version %lld is newer than this build's %d",
-			     st->path, (long long)uv, ES_STORE_SCHEMA_VERSION);
-		goto cleanup;
-	}
-	for (; uv < ES_STORE_SCHEMA_VERSION && rc == ES_OK; uv++)
-		rc = st_exec_path(st, st_migrations[uv], err, errsz);
-	/* PRAGMA takes no bound parameters; both values are constants. */
-	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; PRAGMA application_id = %d",
-		 ES_STORE_SCHEMA_VERSION, ST_APP_ID);
-	if (rc == ES_OK)
-		rc = st_exec_path(st, sql, err, errsz);
-cleanup:
-	return store__end(st, rc);
-}
+static const es_sqlite_schema st_schema = {
+	.log = "store",
+	.what = "edgesync agent database",
+	.application_id = ST_APP_ID,
+	.foreign_err = ES_ERR_UNSUPPORTED,
+	.version = ES_STORE_SCHEMA_VERSION,
+	.migrations = st_migrations,
+};
 
 es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)
 {
 	es_store *st = NULL;
-	sqlite3_stmt *s = NULL;
-	int64_t uv = 0, app = 0, tables = 0;
-	const char *mode;
-	es_err rc = ES_OK;
-	int r;
+	es_err rc;
 
 	if (!out || !path || !*path)
 		return es_errf(ES_ERR_INVAL, err, errsz, "store: no database path");
 	*out = NULL;
 	st = calloc(1, sizeof(*st));
-	if (!st || !(st->path = strdup(path))) {
-		rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
-		goto cleanup;
-	}
-	r = sqlite3_open_v2(path, &st->db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-	if (r != SQLITE_OK) {
-		rc = es_errf(st->db ? ES_ERR_DB : ES_ERR_NOMEM, err, errsz,
-			     "%s: cannot open database: %s", path,
-			     st->db ? sqlite3_errmsg(st->db) : "out of memory");
-		goto cleanup;
-	}
-	sqlite3_extended_result_codes(st->db, 1);
-	sqlite3_busy_timeout(st->db, ST_BUSY_MS);
-	/* Read-only checks first: nothing is written to a refused file. */
-	rc = st_query_int(st, "PRAGMA user_version", &uv, err, errsz);
-	if (rc == ES_OK)
-		rc = st_query_int(st, "PRAGMA application_id", &app, err, errsz);
-	if (rc == ES_OK)
-		rc = st_query_int(st, "SELECT count(*) FROM sqlite_master", &tables,
-				  err, errsz);
+	if (!st)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
+	rc = es_sqlite_open(path, &st_schema, &st->db, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
-	if (uv > ES_STORE_SCHEMA_VERSION || uv < 0) {
-		rc = es_errf(ES_ERR_UNSUPPORTED, err, errsz,
-			     "%s: schema version %lld is newer than this build's %d",
-			     path, (long long)uv, ES_STORE_SCHEMA_VERSION);
+	if (sqlite3_exec(st->db->h, "CREATE TEMP TABLE full_seen(kind TEXT NOT NULL,"
+			 " name TEXT NOT NULL, PRIMARY KEY(kind, name))", NULL, NULL,
+			 NULL) != SQLITE_OK) {
+		rc = es_errf(ES_ERR_DB, err, errsz, "%s: %s", path,
+			     sqlite3_errmsg(st->db->h));
 		goto cleanup;
 	}
-	if (app != ST_APP_ID && (app != 0 || uv != 0 || tables != 0)) {
-		rc = es_errf(ES_ERR_UNSUPPORTED, err, errsz,
-			     "%s: not an edgesync agent database (application_id %lld,"
-			     " %lld tables)", path, (long long)app, (long long)tables);
-		goto cleanup;
-	}
-	if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_step(s) != SQLITE_ROW) {
-		rc = es_errf(ES_ERR_DB, err, errsz, "%s: cannot set WAL mode: %s",
-			     path, sqlite3_errmsg(st->db));
-		goto cleanup;
-	}
-	mode = (const char *)sqlite3_column_text(s, 0);
-	if (!mode || strcmp(mode, "wal") != 0) {
-		rc = es_errf(ES_ERR_DB, err, errsz,
-			     "%s: cannot set WAL mode (journal mode is %s)", path,
-			     mode ? mode : "unknown");
-		goto cleanup;
-	}
-	sqlite3_finalize(s);
-	s = NULL;
-	rc = st_exec_path(st, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
-			  err, errsz);
-	if (rc == ES_OK && uv < ES_STORE_SCHEMA_VERSION)
-		rc = st_migrate(st, err, errsz);
-	if (rc == ES_OK)
-		rc = st_exec_path(st, "CREATE TEMP TABLE full_seen(kind TEXT NOT NULL,"
-				  " name TEXT NOT NULL, PRIMARY KEY(kind, name))",
-				  err, errsz);
-	if (rc != ES_OK)
-		goto cleanup;
 	*out = st;
 	st = NULL;
 cleanup:
-	sqlite3_finalize(s);
 	es_store_close(st);
 	return rc;
 }
@@ -270,10 +85,7 @@ void es_store_close(es_store *st)
 {
 	if (!st)
 		return;
-	if (st->db && sqlite3_close(st->db) != SQLITE_OK)
-		es_log_error("store", "close failed", "path", st->path, "error",
-			     sqlite3_errmsg(st->db), NULL);
-	free(st->path);
+	es_sqlite_close(st->db);
 	free(st);
 }
 
@@ -284,24 +96,24 @@ es_err store__meta_get(es_store *st, const char *key, int64_t def, int64_t *out)
 	int r;
 
 	*out = def;
-	rc = store__prep(st, "SELECT value FROM meta WHERE key = ?1", &s);
+	rc = es_sqlite_prepare(st->db, "SELECT value FROM meta WHERE key = ?1", &s);
 	if (rc != ES_OK)
 		goto cleanup;
 	if (sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC) != SQLITE_OK) {
-		rc = store__fail(st, "meta get bind");
+		rc = es_sqlite_fail(st->db, "meta get bind");
 		goto cleanup;
 	}
 	r = sqlite3_step(s);
 	if (r == SQLITE_ROW) {
 		if (sqlite3_column_type(s, 0) != SQLITE_INTEGER) {
 			es_log_error("store", "meta value is not an integer",
-				     "path", st->path, "key", key, NULL);
+				     "path", st->db->path, "key", key, NULL);
 			rc = ES_ERR_DB;
 			goto cleanup;
 		}
 		*out = sqlite3_column_int64(s, 0);
 	} else if (r != SQLITE_DONE) {
-		rc = store__fail(st, "meta get");
+		rc = es_sqlite_fail(st->db, "meta get");
 	}
 cleanup:
 	sqlite3_finalize(s);
@@ -311,7 +123,7 @@ cleanup:
 es_err store__meta_set(es_store *st, const char *key, int64_t v)
 {
 	sqlite3_stmt *s = NULL;
-	es_err rc = store__prep(st, "INSERT INTO meta(key, value) VALUES(?1, ?2)"
+	es_err rc = es_sqlite_prepare(st->db, "INSERT INTO meta(key, value) VALUES(?1, ?2)"
 			    " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
 			    &s);
 
@@ -319,10 +131,10 @@ es_err store__meta_set(es_store *st, const char *key, int64_t v)
 		goto cleanup;
 	if (sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    sqlite3_bind_int64(s, 2, v) != SQLITE_OK) {
-		rc = store__fail(st, "meta set bind");
+		rc = es_sqlite_fail(st->db, "meta set bind");
 		goto cleanup;
 	}
-	rc = store__done(st, s, "meta set");
+	rc = es_sqlite_step_done(st->db, s, "meta set");
 cleanup:
 	sqlite3_finalize(s);
 	return rc;
@@ -339,9 +151,9 @@ es_err es_store_set_int(es_store *st, const char *key, int64_t v)
 {
 	if (!st || !key)
 		return ES_ERR_INVAL;
-	if (store__begin(st) != ES_OK)
+	if (es_sqlite_begin(st->db) != ES_OK)
 		return ES_ERR_DB;
-	return store__end(st, store__meta_set(st, key, v));
+	return es_sqlite_end(st->db, store__meta_set(st, key, v));
 }
 
 /* Runs sql with ?1 = kind, ?2 = name and optionally ?3 = text3 (NULL binds
@@ -350,7 +162,7 @@ static es_err st_kn(es_store *st, const char *sql, const char *kind,
 		    const char *name, int use3, const char *text3)
 {
 	sqlite3_stmt *s = NULL;
-	es_err rc = store__prep(st, sql, &s);
+	es_err rc = es_sqlite_prepare(st->db, sql, &s);
 
 	if (rc != ES_OK)
 		goto cleanup;
@@ -358,10 +170,10 @@ static es_err st_kn(es_store *st, const char *sql, const char *kind,
 	    sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    (use3 && sqlite3_bind_text(s, 3, text3, -1, SQLITE_STATIC) !=
 			     SQLITE_OK)) {
-		rc = store__fail(st, "bind");
+		rc = es_sqlite_fail(st->db, "bind");
 		goto cleanup;
 	}
-	rc = store__done(st, s, sql);
+	rc = es_sqlite_step_done(st->db, s, sql);
 cleanup:
 	sqlite3_finalize(s);
 	return rc;
@@ -396,7 +208,7 @@ static es_err desired_upsert(es_store *st, const cJSON *obj, int full)
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
-	rc = store__prep(st, "INSERT INTO desired(kind, name, uid, generation,"
+	rc = es_sqlite_prepare(st->db, "INSERT INTO desired(kind, name, uid, generation,"
 		     " resource_version, body) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"
 		     " ON CONFLICT(kind, name) DO UPDATE SET uid = excluded.uid,"
 		     " generation = excluded.generation,"
@@ -410,10 +222,10 @@ static es_err desired_upsert(es_store *st, const cJSON *obj, int full)
 	    sqlite3_bind_int64(s, 4, es_obj_generation(obj)) != SQLITE_OK ||
 	    sqlite3_bind_int64(s, 5, es_obj_resource_version(obj)) != SQLITE_OK ||
 	    sqlite3_bind_text(s, 6, body, -1, SQLITE_STATIC) != SQLITE_OK) {
-		rc = store__fail(st, "desired bind");
+		rc = es_sqlite_fail(st->db, "desired bind");
 		goto cleanup;
 	}
-	rc = store__done(st, s, "desired upsert");
+	rc = es_sqlite_step_done(st->db, s, "desired upsert");
 cleanup:
 	sqlite3_finalize(s);
 	free(body);
@@ -454,16 +266,16 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 	if (!st || desired_check(msg, &objects, &deleted, &rv) != ES_OK) {
 		es_log_warn("store", "desired message refused: no resourceVersion,"
 			    " or an entry without kind or name", "path",
-			    st ? st->path : "", NULL);
+			    st ? st->db->path : "", NULL);
 		return ES_ERR_INVAL;
 	}
 	full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "full"));
 	more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "more"));
-	rc = store__begin(st);
+	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
 		return rc;
 	if (full && !st->full_pending)
-		rc = store__exec(st, "DELETE FROM temp.full_seen");
+		rc = es_sqlite_exec(st->db, "DELETE FROM temp.full_seen");
 	/* Deletions first: a tombstone and a recreated object of the same
 	 * name may travel in one message. A tombstone of another uid does not
 	 * remove the object now cached under that name. */
@@ -481,15 +293,15 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 		rc = desired_upsert(st, it, full);
 	}
 	if (rc == ES_OK && full && !more) {
-		rc = store__exec(st, "DELETE FROM desired WHERE NOT EXISTS (SELECT 1"
+		rc = es_sqlite_exec(st->db, "DELETE FROM desired WHERE NOT EXISTS (SELECT 1"
 			     " FROM temp.full_seen f WHERE f.kind = desired.kind"
 			     " AND f.name = desired.name)");
 		if (rc == ES_OK)
-			rc = store__exec(st, "DELETE FROM temp.full_seen");
+			rc = es_sqlite_exec(st->db, "DELETE FROM temp.full_seen");
 	}
 	if (rc == ES_OK && !more)
 		rc = store__meta_set(st, "desired_rv", rv);
-	rc = store__end(st, rc);
+	rc = es_sqlite_end(st->db, rc);
 	if (rc == ES_OK)
 		st->full_pending = full && more;
 	return rc;
@@ -498,41 +310,15 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 es_err es_store_desired_list(es_store *st, cJSON **out)
 {
 	sqlite3_stmt *s = NULL;
-	cJSON *arr = NULL, *obj = NULL;
 	es_err rc;
-	int r;
 
 	if (!st || !out)
 		return ES_ERR_INVAL;
 	*out = NULL;
-	rc = store__prep(st, "SELECT body FROM desired ORDER BY kind, name", &s);
-	if (rc != ES_OK)
-		goto cleanup;
-	arr = cJSON_CreateArray();
-	if (!arr) {
-		rc = ES_ERR_NOMEM;
-		goto cleanup;
-	}
-	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-		rc = store__parse(st, sqlite3_column_text(s, 0),
-			      sqlite3_column_bytes(s, 0), "desired", &obj);
-		if (rc != ES_OK)
-			goto cleanup;
-		if (!cJSON_AddItemToArray(arr, obj)) {
-			cJSON_Delete(obj);
-			rc = ES_ERR_NOMEM;
-			goto cleanup;
-		}
-	}
-	if (r != SQLITE_DONE) {
-		rc = store__fail(st, "desired list");
-		goto cleanup;
-	}
-	*out = arr;
-	arr = NULL;
-cleanup:
+	rc = es_sqlite_prepare(st->db, "SELECT body FROM desired ORDER BY kind, name", &s);
+	if (rc == ES_OK)
+		rc = es_sqlite_collect(st->db, s, NULL, NULL, "desired", out);
 	sqlite3_finalize(s);
-	cJSON_Delete(arr);
 	return rc;
 }
 
@@ -546,22 +332,21 @@ es_err es_store_status_get(es_store *st, const char *kind, const char *name,
 	if (!st || !kind || !name || !out)
 		return ES_ERR_INVAL;
 	*out = NULL;
-	rc = store__prep(st, "SELECT body FROM status WHERE kind = ?1 AND name = ?2", &s);
+	rc = es_sqlite_prepare(st->db, "SELECT body FROM status WHERE kind = ?1 AND name = ?2", &s);
 	if (rc != ES_OK)
 		goto cleanup;
 	if (sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC) != SQLITE_OK) {
-		rc = store__fail(st, "status get bind");
+		rc = es_sqlite_fail(st->db, "status get bind");
 		goto cleanup;
 	}
 	r = sqlite3_step(s);
 	if (r == SQLITE_ROW)
-		rc = store__parse(st, sqlite3_column_text(s, 0),
-			      sqlite3_column_bytes(s, 0), "status", out);
+		rc = es_sqlite_column_json(st->db, s, 0, "status", out);
 	else if (r == SQLITE_DONE)
 		rc = ES_ERR_NOTFOUND;
 	else
-		rc = store__fail(st, "status get");
+		rc = es_sqlite_fail(st->db, "status get");
 cleanup:
 	sqlite3_finalize(s);
 	return rc;
@@ -580,16 +365,16 @@ es_err es_store_status_put(es_store *st, const char *kind, const char *name,
 	body = es_json_print(status);
 	if (!body)
 		return ES_ERR_NOMEM;
-	rc = store__begin(st);
+	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
 		goto cleanup;
 	rc = st_kn(st, "INSERT INTO status(kind, name, body) VALUES(?1, ?2, ?3)"
 		   " ON CONFLICT(kind, name) DO UPDATE SET body = excluded.body",
 		   kind, name, 1, body);
 	if (rc != ES_OK &&
-	    sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
+	    sqlite3_extended_errcode(st->db->h) == SQLITE_CONSTRAINT_FOREIGNKEY)
 		rc = ES_ERR_NOTFOUND;
-	rc = store__end(st, rc);
+	rc = es_sqlite_end(st->db, rc);
 cleanup:
 	free(body);
 	return rc;

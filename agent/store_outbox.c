@@ -33,7 +33,7 @@ static es_err outbox_insert(es_store *st, int is_state, const char *doc,
 
 	if (rc != ES_OK)
 		goto cleanup;
-	rc = store__prep(st, "INSERT INTO outbox(seq, is_state, doc, wire, created)"
+	rc = es_sqlite_prepare(st->db, "INSERT INTO outbox(seq, is_state, doc, wire, created)"
 			 " VALUES(?1, ?2, ?3, NULL, ?4)", &s);
 	if (rc != ES_OK)
 		goto cleanup;
@@ -41,10 +41,10 @@ static es_err outbox_insert(es_store *st, int is_state, const char *doc,
 	    sqlite3_bind_int(s, 2, is_state) != SQLITE_OK ||
 	    sqlite3_bind_text(s, 3, doc, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    sqlite3_bind_int64(s, 4, (int64_t)now) != SQLITE_OK) {
-		rc = store__fail(st, "outbox insert bind");
+		rc = es_sqlite_fail(st->db, "outbox insert bind");
 		goto cleanup;
 	}
-	rc = store__done(st, s, "outbox insert");
+	rc = es_sqlite_step_done(st->db, s, "outbox insert");
 	if (rc == ES_OK)
 		rc = store__meta_set(st, "next_seq", *seq + 1);
 cleanup:
@@ -66,10 +66,10 @@ es_err es_store_outbox_put_state(es_store *st, const cJSON *node, time_t now,
 	doc = es_json_print(node);
 	if (!doc)
 		return ES_ERR_NOMEM;
-	rc = store__begin(st);
+	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
 		goto cleanup;
-	rc = store__prep(st, "SELECT seq, wire IS NULL FROM outbox WHERE"
+	rc = es_sqlite_prepare(st->db, "SELECT seq, wire IS NULL FROM outbox WHERE"
 			 " is_state = 1 ORDER BY seq DESC LIMIT 1", &s);
 	if (rc != ES_OK)
 		goto end;
@@ -78,7 +78,7 @@ es_err es_store_outbox_put_state(es_store *st, const cJSON *node, time_t now,
 		seq = sqlite3_column_int64(s, 0);
 		unsent = sqlite3_column_int(s, 1);
 	} else if (r != SQLITE_DONE) {
-		rc = store__fail(st, "outbox newest state");
+		rc = es_sqlite_fail(st->db, "outbox newest state");
 		goto end;
 	}
 	sqlite3_finalize(s);
@@ -87,20 +87,20 @@ es_err es_store_outbox_put_state(es_store *st, const cJSON *node, time_t now,
 		rc = outbox_insert(st, 1, doc, now, &seq);
 		goto end;
 	}
-	rc = store__prep(st, "UPDATE outbox SET doc = ?2, created = ?3"
+	rc = es_sqlite_prepare(st->db, "UPDATE outbox SET doc = ?2, created = ?3"
 			 " WHERE seq = ?1 AND wire IS NULL", &s);
 	if (rc != ES_OK)
 		goto end;
 	if (sqlite3_bind_int64(s, 1, seq) != SQLITE_OK ||
 	    sqlite3_bind_text(s, 2, doc, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    sqlite3_bind_int64(s, 3, (int64_t)now) != SQLITE_OK) {
-		rc = store__fail(st, "outbox coalesce bind");
+		rc = es_sqlite_fail(st->db, "outbox coalesce bind");
 		goto end;
 	}
-	rc = store__done(st, s, "outbox coalesce");
+	rc = es_sqlite_step_done(st->db, s, "outbox coalesce");
 end:
 	sqlite3_finalize(s);
-	rc = store__end(st, rc);
+	rc = es_sqlite_end(st->db, rc);
 	if (rc == ES_OK && seq_out)
 		*seq_out = seq;
 cleanup:
@@ -121,17 +121,17 @@ es_err es_store_outbox_put_event(es_store *st, const cJSON *event, time_t now,
 	doc = es_json_print(event);
 	if (!doc)
 		return ES_ERR_NOMEM;
-	rc = store__begin(st);
+	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
 		goto cleanup;
 	rc = outbox_insert(st, 0, doc, now, &seq);
 	if (rc == ES_OK)
-		rc = store__prep(st, "SELECT count(*) FROM outbox WHERE is_state = 0",
+		rc = es_sqlite_prepare(st->db, "SELECT count(*) FROM outbox WHERE is_state = 0",
 				 &s);
 	if (rc != ES_OK)
 		goto end;
 	if (sqlite3_step(s) != SQLITE_ROW) {
-		rc = store__fail(st, "outbox count events");
+		rc = es_sqlite_fail(st->db, "outbox count events");
 		goto end;
 	}
 	events = sqlite3_column_int64(s, 0);
@@ -140,25 +140,25 @@ es_err es_store_outbox_put_event(es_store *st, const cJSON *event, time_t now,
 	if (max_events > (size_t)INT64_MAX || events <= (int64_t)max_events)
 		goto end;
 	over = events - (int64_t)max_events;
-	rc = store__prep(st, "DELETE FROM outbox WHERE seq IN (SELECT seq FROM"
+	rc = es_sqlite_prepare(st->db, "DELETE FROM outbox WHERE seq IN (SELECT seq FROM"
 			 " outbox WHERE is_state = 0 ORDER BY seq LIMIT ?1)", &s);
 	if (rc != ES_OK)
 		goto end;
 	if (sqlite3_bind_int64(s, 1, over) != SQLITE_OK) {
-		rc = store__fail(st, "outbox drop bind");
+		rc = es_sqlite_fail(st->db, "outbox drop bind");
 		goto end;
 	}
-	rc = store__done(st, s, "outbox drop events");
+	rc = es_sqlite_step_done(st->db, s, "outbox drop events");
 	if (rc == ES_OK)
 		rc = store__meta_get(st, "reports_dropped", 0, &dropped);
 	if (rc == ES_OK)
 		rc = store__meta_set(st, "reports_dropped", dropped + over);
 end:
 	sqlite3_finalize(s);
-	rc = store__end(st, rc);
+	rc = es_sqlite_end(st->db, rc);
 	if (rc == ES_OK && over > 0)
 		es_log_warn("store", "outbox full: oldest events dropped",
-			    "path", st->path, NULL);
+			    "path", st->db->path, NULL);
 	if (rc == ES_OK && seq_out)
 		*seq_out = seq;
 cleanup:
@@ -182,12 +182,12 @@ es_err es_store_outbox_next(es_store *st, int64_t after, es_outbox_row *row)
 	if (!st || !row)
 		return ES_ERR_INVAL;
 	memset(row, 0, sizeof(*row));
-	rc = store__prep(st, "SELECT seq, is_state, doc, wire, created FROM outbox"
+	rc = es_sqlite_prepare(st->db, "SELECT seq, is_state, doc, wire, created FROM outbox"
 			 " WHERE seq > ?1 ORDER BY seq LIMIT 1", &s);
 	if (rc != ES_OK)
 		goto cleanup;
 	if (sqlite3_bind_int64(s, 1, after) != SQLITE_OK) {
-		rc = store__fail(st, "outbox next bind");
+		rc = es_sqlite_fail(st->db, "outbox next bind");
 		goto cleanup;
 	}
 	r = sqlite3_step(s);
@@ -196,7 +196,7 @@ es_err es_store_outbox_next(es_store *st, int64_t after, es_outbox_row *row)
 		goto cleanup;
 	}
 	if (r != SQLITE_ROW) {
-		rc = store__fail(st, "outbox next");
+		rc = es_sqlite_fail(st->db, "outbox next");
 		goto cleanup;
 	}
 	row->seq = sqlite3_column_int64(s, 0);
@@ -223,27 +223,27 @@ es_err es_store_outbox_mark_sent(es_store *st, int64_t seq, const char *wire)
 
 	if (!st || !wire)
 		return ES_ERR_INVAL;
-	rc = store__begin(st);
+	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
 		return rc;
-	rc = store__prep(st, "UPDATE outbox SET wire = ?2 WHERE seq = ?1"
+	rc = es_sqlite_prepare(st->db, "UPDATE outbox SET wire = ?2 WHERE seq = ?1"
 			 " AND wire IS NULL", &s);
 	if (rc != ES_OK)
 		goto end;
 	if (sqlite3_bind_int64(s, 1, seq) != SQLITE_OK ||
 	    sqlite3_bind_text(s, 2, wire, -1, SQLITE_STATIC) != SQLITE_OK) {
-		rc = store__fail(st, "outbox mark sent bind");
+		rc = es_sqlite_fail(st->db, "outbox mark sent bind");
 		goto end;
 	}
-	rc = store__done(st, s, "outbox mark sent");
-	if (rc != ES_OK || sqlite3_changes(st->db) > 0)
+	rc = es_sqlite_step_done(st->db, s, "outbox mark sent");
+	if (rc != ES_OK || sqlite3_changes(st->db->h) > 0)
 		goto end;
 	sqlite3_finalize(s);
-	rc = store__prep(st, "SELECT 1 FROM outbox WHERE seq = ?1", &s);
+	rc = es_sqlite_prepare(st->db, "SELECT 1 FROM outbox WHERE seq = ?1", &s);
 	if (rc != ES_OK)
 		goto end;
 	if (sqlite3_bind_int64(s, 1, seq) != SQLITE_OK) {
-		rc = store__fail(st, "outbox find bind");
+		rc = es_sqlite_fail(st->db, "outbox find bind");
 		goto end;
 	}
 	switch (sqlite3_step(s)) {
@@ -253,11 +253,11 @@ es_err es_store_outbox_mark_sent(es_store *st, int64_t seq, const char *wire)
 		rc = ES_ERR_NOTFOUND;
 		break;
 	default:
-		rc = store__fail(st, "outbox find");
+		rc = es_sqlite_fail(st->db, "outbox find");
 	}
 end:
 	sqlite3_finalize(s);
-	return store__end(st, rc);
+	return es_sqlite_end(st->db, rc);
 }
 
 /*
@@ -273,38 +273,38 @@ es_err es_store_outbox_ack(es_store *st, int64_t seq)
 
 	if (!st || seq < 0)
 		return ES_ERR_INVAL;
-	rc = store__begin(st);
+	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
 		return rc;
-	rc = store__prep(st, "INSERT INTO base(id, seq, doc) SELECT 1, seq, doc"
+	rc = es_sqlite_prepare(st->db, "INSERT INTO base(id, seq, doc) SELECT 1, seq, doc"
 			 " FROM outbox WHERE is_state = 1 AND seq <= ?1"
 			 " ORDER BY seq DESC LIMIT 1 ON CONFLICT(id) DO UPDATE"
 			 " SET seq = excluded.seq, doc = excluded.doc", &s);
 	if (rc != ES_OK)
 		goto end;
 	if (sqlite3_bind_int64(s, 1, seq) != SQLITE_OK) {
-		rc = store__fail(st, "outbox ack bind");
+		rc = es_sqlite_fail(st->db, "outbox ack bind");
 		goto end;
 	}
-	rc = store__done(st, s, "outbox ack base");
+	rc = es_sqlite_step_done(st->db, s, "outbox ack base");
 	if (rc != ES_OK)
 		goto end;
 	sqlite3_finalize(s);
-	rc = store__prep(st, "DELETE FROM outbox WHERE seq <= ?1", &s);
+	rc = es_sqlite_prepare(st->db, "DELETE FROM outbox WHERE seq <= ?1", &s);
 	if (rc != ES_OK)
 		goto end;
 	if (sqlite3_bind_int64(s, 1, seq) != SQLITE_OK) {
-		rc = store__fail(st, "outbox ack bind");
+		rc = es_sqlite_fail(st->db, "outbox ack bind");
 		goto end;
 	}
-	rc = store__done(st, s, "outbox ack delete");
+	rc = es_sqlite_step_done(st->db, s, "outbox ack delete");
 	if (rc == ES_OK)
 		rc = store__meta_get(st, "next_seq", 1, &next);
 	if (rc == ES_OK && next <= seq)
 		rc = store__meta_set(st, "next_seq", seq + 1);
 end:
 	sqlite3_finalize(s);
-	return store__end(st, rc);
+	return es_sqlite_end(st->db, rc);
 }
 
 es_err es_store_base_get(es_store *st, int64_t *seq, cJSON **doc)
@@ -316,17 +316,16 @@ es_err es_store_base_get(es_store *st, int64_t *seq, cJSON **doc)
 	if (!st || !seq || !doc)
 		return ES_ERR_INVAL;
 	*doc = NULL;
-	rc = store__prep(st, "SELECT seq, doc FROM base WHERE id = 1", &s);
+	rc = es_sqlite_prepare(st->db, "SELECT seq, doc FROM base WHERE id = 1", &s);
 	if (rc != ES_OK)
 		goto cleanup;
 	r = sqlite3_step(s);
 	if (r == SQLITE_DONE) {
 		rc = ES_ERR_NOTFOUND;
 	} else if (r != SQLITE_ROW) {
-		rc = store__fail(st, "base get");
+		rc = es_sqlite_fail(st->db, "base get");
 	} else {
-		rc = store__parse(st, sqlite3_column_text(s, 1),
-				  sqlite3_column_bytes(s, 1), "base", doc);
+		rc = es_sqlite_column_json(st->db, s, 1, "base", doc);
 		if (rc == ES_OK)
 			*seq = sqlite3_column_int64(s, 0);
 	}
@@ -342,12 +341,12 @@ es_err es_store_outbox_depth(es_store *st, int64_t *rows)
 
 	if (!st || !rows)
 		return ES_ERR_INVAL;
-	rc = store__prep(st, "SELECT count(*) FROM outbox", &s);
+	rc = es_sqlite_prepare(st->db, "SELECT count(*) FROM outbox", &s);
 	if (rc == ES_OK) {
 		if (sqlite3_step(s) == SQLITE_ROW)
 			*rows = sqlite3_column_int64(s, 0);
 		else
-			rc = store__fail(st, "outbox depth");
+			rc = es_sqlite_fail(st->db, "outbox depth");
 	}
 	sqlite3_finalize(s);
 	return rc;

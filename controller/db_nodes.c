@@ -3,10 +3,12 @@
  * state, the per-node report cursor, the reported Node state (last snapshot
  * with later patches applied, RFC 7386) and the kept reports.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "db_int.h"
+#include "es_cond.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_mpatch.h"
@@ -40,28 +42,27 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 		cJSON_Delete(empty);
 		return ES_ERR_NOMEM;
 	}
-	if ((rc = es_db_tx_begin(db)) != ES_OK)
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
 		goto cleanup;
-	if ((rc = es_db_prepare(db, "SELECT labels, acked_seq FROM nodes WHERE name = ?",
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT labels, acked_seq FROM nodes WHERE name = ?",
 				&st)) != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	s = sqlite3_step(st);
 	if (s == SQLITE_ROW) {
-		rc = es_db_parse_stored(db, sqlite3_column_text(st, 0),
-					sqlite3_column_bytes(st, 0), "node hello", &old);
+		rc = es_sqlite_column_json(db->sq, st, 0, "node hello", &old);
 		if (rc != ES_OK)
 			goto cleanup;
 		acked = sqlite3_column_int64(st, 1);
 	} else if (s == SQLITE_DONE) {
 		is_new = 1;
 	} else {
-		rc = es_db_fail(db, "node hello");
+		rc = es_sqlite_fail(db->sq, "node hello");
 		goto cleanup;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	rc = es_db_prepare(db, is_new ?
+	rc = es_sqlite_prepare(db->sq, is_new ?
 		"INSERT INTO nodes (labels, agent_version, boot_id, connected,"
 		" last_seen, name, created) VALUES (?, ?, ?, 1, ?4, ?, ?4)" :
 		"UPDATE nodes SET labels = ?, agent_version = ?, boot_id = ?,"
@@ -74,10 +75,10 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 5, node, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_db_fail(db, "node hello");
+		rc = es_sqlite_fail(db->sq, "node hello");
 		goto cleanup;
 	}
-	if ((rc = es_db_tx_commit(db)) != ES_OK)
+	if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
 		goto cleanup;
 	if (acked_seq)
 		*acked_seq = acked;
@@ -85,7 +86,7 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 		*labels_changed = is_new || !old || !cJSON_Compare(old, cur, 1);
 cleanup:
 	sqlite3_finalize(st);
-	es_db_tx_rollback(db);
+	es_sqlite_rollback(db->sq);
 	cJSON_Delete(old);
 	cJSON_Delete(empty);
 	free(text);
@@ -102,25 +103,25 @@ static es_err node_update(es_db *db, const char *sql, int64_t a, time_t now,
 
 	if (!node)
 		return ES_ERR_NOTFOUND;
-	if ((rc = es_db_tx_begin(db)) != ES_OK)
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
 		return rc;
-	if ((rc = es_db_prepare(db, sql, &st)) != ES_OK)
+	if ((rc = es_sqlite_prepare(db->sq, sql, &st)) != ES_OK)
 		goto cleanup;
 	sqlite3_bind_int64(st, 1, a);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_db_fail(db, op);
+		rc = es_sqlite_fail(db->sq, op);
 		goto cleanup;
 	}
-	if (sqlite3_changes(db->h) == 0) {
+	if (sqlite3_changes(db->sq->h) == 0) {
 		rc = ES_ERR_NOTFOUND;
 		goto cleanup;
 	}
-	rc = es_db_tx_commit(db);
+	rc = es_sqlite_commit(db->sq);
 cleanup:
 	sqlite3_finalize(st);
-	es_db_tx_rollback(db);
+	es_sqlite_rollback(db->sq);
 	return rc;
 }
 
@@ -175,7 +176,7 @@ static es_err report_insert(es_db *db, const char *node, const report_in *r,
 
 	if (!text)
 		return ES_ERR_NOMEM;
-	rc = es_db_prepare(db, "INSERT INTO reports (node, seq, report_type, base_seq,"
+	rc = es_sqlite_prepare(db->sq, "INSERT INTO reports (node, seq, report_type, base_seq,"
 			   " time, received, body) VALUES (?,?,?,?,?,?,?)", &st);
 	if (rc != ES_OK)
 		goto cleanup;
@@ -190,20 +191,20 @@ static es_err report_insert(es_db *db, const char *node, const report_in *r,
 	sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 7, text, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_db_fail(db, "report insert");
+		rc = es_sqlite_fail(db->sq, "report insert");
 		goto cleanup;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
 	/* Keep the reports of the last ES_DB_REPORTS_KEPT sequence numbers (at
 	 * most that many rows; fewer where the agent dropped events). */
-	rc = es_db_prepare(db, "DELETE FROM reports WHERE node = ? AND seq <= ?", &st);
+	rc = es_sqlite_prepare(db->sq, "DELETE FROM reports WHERE node = ? AND seq <= ?", &st);
 	if (rc != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, r->seq - ES_DB_REPORTS_KEPT);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = es_db_fail(db, "report prune");
+		rc = es_sqlite_fail(db->sq, "report prune");
 cleanup:
 	sqlite3_finalize(st);
 	free(text);
@@ -229,9 +230,9 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 		return ES_ERR_NOTFOUND;
 	if (report_parse(msg, &r) != ES_OK)
 		return ES_ERR_INVAL;
-	if ((rc = es_db_tx_begin(db)) != ES_OK)
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
 		return rc;
-	if ((rc = es_db_prepare(db, "SELECT acked_seq, state_seq, state FROM nodes"
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT acked_seq, state_seq, state FROM nodes"
 				" WHERE name = ?", &st)) != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
@@ -240,7 +241,7 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 		rc = ES_ERR_NOTFOUND;
 		goto cleanup;
 	} else if (s != SQLITE_ROW) {
-		rc = es_db_fail(db, "report store");
+		rc = es_sqlite_fail(db->sq, "report store");
 		goto cleanup;
 	}
 	acked = sqlite3_column_int64(st, 0);
@@ -261,9 +262,7 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 			if (need_resync)
 				*need_resync = 1;
 		} else {
-			rc = es_db_parse_stored(db, sqlite3_column_text(st, 2),
-						sqlite3_column_bytes(st, 2),
-						"report store", &state);
+			rc = es_sqlite_column_json(db->sq, st, 2, "report store", &state);
 			if (rc == ES_OK)
 				rc = es_mpatch_apply(&state, r.body);
 			if (rc != ES_OK)
@@ -279,7 +278,7 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
-	rc = es_db_prepare(db, state_changed ?
+	rc = es_sqlite_prepare(db->sq, state_changed ?
 		"UPDATE nodes SET acked_seq = ?1, last_seen = ?2, state_seq = ?1,"
 		" state = ?4 WHERE name = ?3" :
 		"UPDATE nodes SET acked_seq = ?1, last_seen = ?2 WHERE name = ?3", &st);
@@ -291,15 +290,15 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 	if (state_changed)
 		sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_db_fail(db, "report store");
+		rc = es_sqlite_fail(db->sq, "report store");
 		goto cleanup;
 	}
-	rc = es_db_tx_commit(db);
+	rc = es_sqlite_commit(db->sq);
 cleanup:
 	if (rc != ES_OK && need_resync)
 		*need_resync = 0;
 	sqlite3_finalize(st);
-	es_db_tx_rollback(db);
+	es_sqlite_rollback(db->sq);
 	cJSON_Delete(state);
 	free(text);
 	return rc;
@@ -313,9 +312,35 @@ static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
 	return s ? cJSON_AddStringToObject(o, key, (const char *)s) : cJSON_AddNullToObject(o, key);
 }
 
-/* Builds the admin view of the node row st is positioned on. */
-static es_err node_from_row(es_db *db, sqlite3_stmt *st, cJSON **out)
+/*
+ * The reported conditions are the agent's last word; while it is not
+ * connected the controller cannot vouch for them. Like the Kubernetes node
+ * lifecycle controller (reason NodeStatusUnknown), the admin view then shows
+ * Ready=Unknown, keeping what the agent last said in the message. Only the
+ * view changes: the stored state is the agent's.
+ */
+static es_err mark_ready_unknown(cJSON *conds, time_t seen)
 {
+	char ts[ES_TIME_RFC3339_LEN], msg[256];
+	cJSON *ready = es_cond_find(conds, "Ready");
+	const cJSON *was;
+
+	if (!ready)
+		return ES_OK;
+	was = cJSON_GetObjectItemCaseSensitive(ready, "status");
+	snprintf(msg, sizeof(msg), "the agent is not connected (last seen %s); "
+		 "it last reported Ready=%s",
+		 seen ? es_time_rfc3339(seen, ts) : "never",
+		 cJSON_IsString(was) ? was->valuestring : "?");
+	return es_cond_set(conds, "Ready", "Unknown", "NodeStatusUnknown", msg,
+			   0, time(NULL), NULL);
+}
+
+/* Builds the admin view of the node row st is positioned on (ud: the
+ * es_db; an es_sqlite_row_fn). */
+static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
+{
+	es_db *db = ud;
 	char ts[ES_TIME_RFC3339_LEN];
 	cJSON *node = NULL, *labels = NULL, *meta, *status, *sync, *c;
 	const char *name = (const char *)sqlite3_column_text(st, 0);
@@ -323,8 +348,7 @@ static es_err node_from_row(es_db *db, sqlite3_stmt *st, cJSON **out)
 	es_err rc;
 
 	*out = NULL;
-	rc = es_db_parse_stored(db, sqlite3_column_text(st, 8),
-				sqlite3_column_bytes(st, 8), "node get", &node);
+	rc = es_sqlite_column_json(db->sq, st, 8, "node get", &node);
 	if (rc != ES_OK)
 		return rc;
 	if (!cJSON_IsObject(node)) {
@@ -332,8 +356,7 @@ static es_err node_from_row(es_db *db, sqlite3_stmt *st, cJSON **out)
 		if (!(node = cJSON_CreateObject()))
 			return ES_ERR_NOMEM;
 	}
-	rc = es_db_parse_stored(db, sqlite3_column_text(st, 1),
-				sqlite3_column_bytes(st, 1), "node get", &labels);
+	rc = es_sqlite_column_json(db->sq, st, 1, "node get", &labels);
 	if (rc != ES_OK)
 		goto cleanup;
 	rc = ES_ERR_NOMEM;
@@ -378,6 +401,10 @@ static es_err node_from_row(es_db *db, sqlite3_stmt *st, cJSON **out)
 	    !add_opt_str(sync, "agentVersion", sqlite3_column_text(st, 2)) ||
 	    !add_opt_str(sync, "bootId", sqlite3_column_text(st, 3)))
 		goto cleanup;
+	if (!sqlite3_column_int(st, 4) &&
+	    mark_ready_unknown(cJSON_GetObjectItemCaseSensitive(status, "conditions"),
+			       seen) != ES_OK)
+		goto cleanup;
 	*out = node;
 	node = NULL;
 	rc = ES_OK;
@@ -396,7 +423,7 @@ es_err es_db_node_get(es_db *db, const char *node, cJSON **out)
 	*out = NULL;
 	if (!node)
 		return ES_ERR_NOTFOUND;
-	if ((rc = es_db_prepare(db, "SELECT " NODE_COLS " FROM nodes WHERE name = ?",
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT " NODE_COLS " FROM nodes WHERE name = ?",
 				&st)) != ES_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
@@ -406,7 +433,7 @@ es_err es_db_node_get(es_db *db, const char *node, cJSON **out)
 	else if (s == SQLITE_DONE)
 		rc = ES_ERR_NOTFOUND;
 	else
-		rc = es_db_fail(db, "node get");
+		rc = es_sqlite_fail(db->sq, "node get");
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -414,73 +441,62 @@ es_err es_db_node_get(es_db *db, const char *node, cJSON **out)
 es_err es_db_node_list(es_db *db, cJSON **out)
 {
 	sqlite3_stmt *st = NULL;
-	cJSON *arr = NULL, *n = NULL;
 	es_err rc;
-	int s;
 
 	*out = NULL;
-	if ((rc = es_db_prepare(db, "SELECT " NODE_COLS " FROM nodes ORDER BY name",
-				&st)) != ES_OK)
-		return rc;
-	if (!(arr = cJSON_CreateArray())) {
-		rc = ES_ERR_NOMEM;
-		goto cleanup;
-	}
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if ((rc = node_from_row(db, st, &n)) != ES_OK)
-			goto cleanup;
-		cJSON_AddItemToArray(arr, n);
-	}
-	if (s != SQLITE_DONE) {
-		rc = es_db_fail(db, "node list");
-		goto cleanup;
-	}
-	*out = arr;
-	arr = NULL;
-cleanup:
+	rc = es_sqlite_prepare(db->sq, "SELECT " NODE_COLS " FROM nodes ORDER BY name", &st);
+	if (rc == ES_OK)
+		rc = es_sqlite_collect(db->sq, st, node_from_row, db, "node list", out);
 	sqlite3_finalize(st);
-	cJSON_Delete(arr);
 	return rc;
 }
 
-static es_err report_from_row(es_db *db, sqlite3_stmt *st, cJSON *item)
+/* One entry of es_db_reports_list from the row st is positioned on (ud: the
+ * es_db; an es_sqlite_row_fn). */
+static es_err report_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 {
 	char ts[ES_TIME_RFC3339_LEN];
 	const char *type = (const char *)sqlite3_column_text(st, 1);
-	cJSON *ev = NULL;
-	es_err rc;
+	cJSON *item = cJSON_CreateObject(), *ev = NULL;
+	es_db *db = ud;
+	es_err rc = ES_ERR_NOMEM;
 
-	if (!es_json_add_int(item, "seq", sqlite3_column_int64(st, 0)) ||
+	*out = NULL;
+	if (!item ||
+	    !es_json_add_int(item, "seq", sqlite3_column_int64(st, 0)) ||
 	    !cJSON_AddStringToObject(item, "reportType", type ? type : "") ||
 	    !add_opt_str(item, "time", sqlite3_column_text(st, 3)) ||
 	    !cJSON_AddStringToObject(item, "receivedTime",
 				     es_time_rfc3339((time_t)sqlite3_column_int64(st, 4), ts)))
-		return ES_ERR_NOMEM;
+		goto cleanup;
 	if (sqlite3_column_type(st, 2) != SQLITE_NULL &&
 	    !es_json_add_int(item, "baseSeq", sqlite3_column_int64(st, 2)))
-		return ES_ERR_NOMEM;
+		goto cleanup;
 	if (type && strcmp(type, "event") == 0) {
-		rc = es_db_parse_stored(db, sqlite3_column_text(st, 5),
-					sqlite3_column_bytes(st, 5), "reports list", &ev);
+		rc = es_sqlite_column_json(db->sq, st, 5, "reports list", &ev);
 		if (rc != ES_OK)
-			return rc;
+			goto cleanup;
 		if (ev)
 			cJSON_AddItemToObject(item, "event", ev);
 	}
-	return ES_OK;
+	*out = item;
+	item = NULL;
+	rc = ES_OK;
+cleanup:
+	cJSON_Delete(item);
+	return rc;
 }
 
 es_err es_db_reports_list(es_db *db, const char *node, int limit, cJSON **out)
 {
 	sqlite3_stmt *st = NULL;
-	cJSON *arr = NULL, *item;
 	es_err rc;
 	int s;
 
 	*out = NULL;
 	if (!node)
 		return ES_ERR_NOTFOUND;
-	if ((rc = es_db_prepare(db, "SELECT 1 FROM nodes WHERE name = ?", &st)) != ES_OK)
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT 1 FROM nodes WHERE name = ?", &st)) != ES_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	s = sqlite3_step(st);
@@ -489,34 +505,14 @@ es_err es_db_reports_list(es_db *db, const char *node, int limit, cJSON **out)
 	if (s == SQLITE_DONE)
 		return ES_ERR_NOTFOUND;
 	if (s != SQLITE_ROW)
-		return es_db_fail(db, "reports list");
-	if ((rc = es_db_prepare(db, "SELECT seq, report_type, base_seq, time, received, body"
+		return es_sqlite_fail(db->sq, "reports list");
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT seq, report_type, base_seq, time, received, body"
 				" FROM (SELECT * FROM reports WHERE node = ?"
 				" ORDER BY seq DESC LIMIT ?) ORDER BY seq", &st)) != ES_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, limit > 0 ? limit : ES_DB_REPORTS_KEPT);
-	if (!(arr = cJSON_CreateArray())) {
-		rc = ES_ERR_NOMEM;
-		goto cleanup;
-	}
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!(item = cJSON_CreateObject())) {
-			rc = ES_ERR_NOMEM;
-			goto cleanup;
-		}
-		cJSON_AddItemToArray(arr, item);
-		if ((rc = report_from_row(db, st, item)) != ES_OK)
-			goto cleanup;
-	}
-	if (s != SQLITE_DONE) {
-		rc = es_db_fail(db, "reports list");
-		goto cleanup;
-	}
-	*out = arr;
-	arr = NULL;
-cleanup:
+	rc = es_sqlite_collect(db->sq, st, report_from_row, db, "reports list", out);
 	sqlite3_finalize(st);
-	cJSON_Delete(arr);
 	return rc;
 }

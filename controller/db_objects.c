@@ -14,7 +14,7 @@
 static es_err object_load(es_db *db, const char *kind, const char *name, cJSON **out)
 {
 	sqlite3_stmt *st = NULL;
-	es_err rc = es_db_prepare(db, "SELECT body FROM objects WHERE kind = ? AND name = ?", &st);
+	es_err rc = es_sqlite_prepare(db->sq, "SELECT body FROM objects WHERE kind = ? AND name = ?", &st);
 	int s;
 
 	*out = NULL;
@@ -24,12 +24,11 @@ static es_err object_load(es_db *db, const char *kind, const char *name, cJSON *
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
 	s = sqlite3_step(st);
 	if (s == SQLITE_ROW)
-		rc = es_db_parse_stored(db, sqlite3_column_text(st, 0),
-					sqlite3_column_bytes(st, 0), "object get", out);
+		rc = es_sqlite_column_json(db->sq, st, 0, "object get", out);
 	else if (s == SQLITE_DONE)
 		rc = ES_ERR_NOTFOUND;
 	else
-		rc = es_db_fail(db, "object get");
+		rc = es_sqlite_fail(db->sq, "object get");
 	if (rc == ES_OK && !*out)
 		rc = ES_ERR_DB;
 	sqlite3_finalize(st);
@@ -96,7 +95,7 @@ static es_err object_write(es_db *db, const cJSON *o)
 
 	if (!text)
 		return ES_ERR_NOMEM;
-	rc = es_db_prepare(db, "INSERT OR REPLACE INTO objects (kind, name, uid,"
+	rc = es_sqlite_prepare(db->sq, "INSERT OR REPLACE INTO objects (kind, name, uid,"
 			   " generation, resource_version, body) VALUES (?,?,?,?,?,?)", &st);
 	if (rc != ES_OK)
 		goto cleanup;
@@ -107,7 +106,7 @@ static es_err object_write(es_db *db, const cJSON *o)
 	sqlite3_bind_int64(st, 5, es_obj_resource_version(o));
 	sqlite3_bind_text(st, 6, text, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = es_db_fail(db, "object put");
+		rc = es_sqlite_fail(db->sq, "object put");
 cleanup:
 	sqlite3_finalize(st);
 	free(text);
@@ -118,14 +117,14 @@ static es_err exec_kind_name(es_db *db, const char *sql, const char *kind,
 			     const char *name, const char *op)
 {
 	sqlite3_stmt *st = NULL;
-	es_err rc = es_db_prepare(db, sql, &st);
+	es_err rc = es_sqlite_prepare(db->sq, sql, &st);
 
 	if (rc != ES_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = es_db_fail(db, op);
+		rc = es_sqlite_fail(db->sq, op);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -147,7 +146,7 @@ es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 		*previous = NULL;
 	if (es_obj_kind(obj) < ES_KIND_COLLECTOR_CONFIG || !name)
 		return ES_ERR_INVAL;
-	if ((rc = es_db_tx_begin(db)) != ES_OK)
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
 		return rc;
 	rc = object_load(db, kind, name, &prev);
 	if (rc == ES_ERR_NOTFOUND) {
@@ -189,10 +188,10 @@ es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 				" WHERE kind = ? AND name = ?", kind, name,
 				"tombstone drop")) != ES_OK)
 			goto cleanup;
-		if ((rc = es_db_tx_commit(db)) != ES_OK)
+		if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
 			goto cleanup;
 	} else {
-		es_db_tx_rollback(db);
+		es_sqlite_rollback(db->sq);
 	}
 	if (created)
 		*created = is_new;
@@ -207,7 +206,7 @@ es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 		prev = NULL;
 	}
 cleanup:
-	es_db_tx_rollback(db);
+	es_sqlite_rollback(db->sq);
 	cJSON_Delete(prev);
 	cJSON_Delete(cur);
 	return rc;
@@ -221,36 +220,6 @@ es_err es_db_object_get(es_db *db, es_kind kind, const char *name, cJSON **out)
 	return object_load(db, es_obj_kind_name(kind), name, out);
 }
 
-/* Runs st and collects column 0 (stored JSON) of every row into *out. */
-static es_err collect_bodies(es_db *db, sqlite3_stmt *st, const char *op, cJSON **out)
-{
-	cJSON *arr = cJSON_CreateArray(), *o = NULL;
-	es_err rc = ES_OK;
-	int s;
-
-	*out = NULL;
-	if (!arr)
-		return ES_ERR_NOMEM;
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		rc = es_db_parse_stored(db, sqlite3_column_text(st, 0),
-					sqlite3_column_bytes(st, 0), op, &o);
-		if (rc == ES_OK && !o)
-			rc = ES_ERR_DB;
-		if (rc != ES_OK)
-			goto cleanup;
-		cJSON_AddItemToArray(arr, o);
-	}
-	if (s != SQLITE_DONE) {
-		rc = es_db_fail(db, op);
-		goto cleanup;
-	}
-	*out = arr;
-	arr = NULL;
-cleanup:
-	cJSON_Delete(arr);
-	return rc;
-}
-
 es_err es_db_object_list(es_db *db, es_kind kind, cJSON **out)
 {
 	sqlite3_stmt *st = NULL;
@@ -258,9 +227,9 @@ es_err es_db_object_list(es_db *db, es_kind kind, cJSON **out)
 
 	*out = NULL;
 	if (kind == ES_KIND_UNKNOWN)
-		rc = es_db_prepare(db, "SELECT body FROM objects ORDER BY kind, name", &st);
+		rc = es_sqlite_prepare(db->sq, "SELECT body FROM objects ORDER BY kind, name", &st);
 	else if (kind >= ES_KIND_COLLECTOR_CONFIG && es_obj_kind_name(kind))
-		rc = es_db_prepare(db, "SELECT body FROM objects WHERE kind = ?"
+		rc = es_sqlite_prepare(db->sq, "SELECT body FROM objects WHERE kind = ?"
 				   " ORDER BY name", &st);
 	else
 		return ES_ERR_INVAL;
@@ -268,7 +237,7 @@ es_err es_db_object_list(es_db *db, es_kind kind, cJSON **out)
 		return rc;
 	if (kind != ES_KIND_UNKNOWN)
 		sqlite3_bind_text(st, 1, es_obj_kind_name(kind), -1, SQLITE_STATIC);
-	rc = collect_bodies(db, st, "object list", out);
+	rc = es_sqlite_collect(db->sq, st, NULL, NULL, "object list", out);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -285,7 +254,7 @@ es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
 		*deleted = NULL;
 	if (kind < ES_KIND_COLLECTOR_CONFIG || !es_obj_kind_name(kind) || !name)
 		return ES_ERR_NOTFOUND;
-	if ((rc = es_db_tx_begin(db)) != ES_OK)
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
 		return rc;
 	if ((rc = object_load(db, es_obj_kind_name(kind), name, &prev)) != ES_OK)
 		goto cleanup;
@@ -294,7 +263,7 @@ es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
 	if ((rc = exec_kind_name(db, "DELETE FROM objects WHERE kind = ? AND name = ?",
 				 es_obj_kind_name(kind), name, "object delete")) != ES_OK)
 		goto cleanup;
-	if ((rc = es_db_prepare(db, "INSERT INTO tombstones (kind, name, uid,"
+	if ((rc = es_sqlite_prepare(db->sq, "INSERT INTO tombstones (kind, name, uid,"
 				" resource_version) VALUES (?,?,?,?)", &st)) != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, es_obj_kind_name(kind), -1, SQLITE_STATIC);
@@ -302,10 +271,10 @@ es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
 	sqlite3_bind_text(st, 3, es_obj_uid(prev) ? es_obj_uid(prev) : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, rv);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_db_fail(db, "tombstone insert");
+		rc = es_sqlite_fail(db->sq, "tombstone insert");
 		goto cleanup;
 	}
-	if ((rc = es_db_tx_commit(db)) != ES_OK)
+	if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
 		goto cleanup;
 	/* The deletion is committed; a failed trim (logged) only keeps more
 	 * records than asked and is retried at the next deletion. */
@@ -316,56 +285,57 @@ es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
 	}
 cleanup:
 	sqlite3_finalize(st);
-	es_db_tx_rollback(db);
+	es_sqlite_rollback(db->sq);
 	cJSON_Delete(prev);
 	return rc;
+}
+
+/* {kind, name, uid, resourceVersion} of the tombstone row st is positioned
+ * on (an es_sqlite_row_fn). */
+static es_err tombstone_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
+{
+	cJSON *t = cJSON_CreateObject();
+
+	(void)ud;
+	*out = NULL;
+	if (!t ||
+	    !cJSON_AddStringToObject(t, "kind", (const char *)sqlite3_column_text(st, 0)) ||
+	    !cJSON_AddStringToObject(t, "name", (const char *)sqlite3_column_text(st, 1)) ||
+	    !cJSON_AddStringToObject(t, "uid", (const char *)sqlite3_column_text(st, 2)) ||
+	    !es_json_add_int(t, "resourceVersion", sqlite3_column_int64(st, 3))) {
+		cJSON_Delete(t);
+		return ES_ERR_NOMEM;
+	}
+	*out = t;
+	return ES_OK;
 }
 
 es_err es_db_changes_since(es_db *db, int64_t since, cJSON **objects,
 			   cJSON **tombstones)
 {
 	sqlite3_stmt *st = NULL;
-	cJSON *objs = NULL, *tombs = NULL, *t;
+	cJSON *objs = NULL, *tombs = NULL;
 	es_err rc;
-	int s;
 
 	*objects = NULL;
 	*tombstones = NULL;
-	rc = es_db_prepare(db, "SELECT body FROM objects WHERE resource_version > ?"
+	rc = es_sqlite_prepare(db->sq, "SELECT body FROM objects WHERE resource_version > ?"
 			   " ORDER BY resource_version", &st);
 	if (rc != ES_OK)
 		goto cleanup;
 	sqlite3_bind_int64(st, 1, since);
-	if ((rc = collect_bodies(db, st, "changes since", &objs)) != ES_OK)
+	if ((rc = es_sqlite_collect(db->sq, st, NULL, NULL, "changes since", &objs)) != ES_OK)
 		goto cleanup;
 	sqlite3_finalize(st);
-	rc = es_db_prepare(db, "SELECT kind, name, uid, resource_version FROM tombstones"
+	rc = es_sqlite_prepare(db->sq, "SELECT kind, name, uid, resource_version FROM tombstones"
 			   " WHERE resource_version > ? ORDER BY resource_version", &st);
 	if (rc != ES_OK)
 		goto cleanup;
 	sqlite3_bind_int64(st, 1, since);
-	if (!(tombs = cJSON_CreateArray())) {
-		rc = ES_ERR_NOMEM;
+	rc = es_sqlite_collect(db->sq, st, tombstone_from_row, NULL, "tombstones since",
+			       &tombs);
+	if (rc != ES_OK)
 		goto cleanup;
-	}
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!(t = cJSON_CreateObject())) {
-			rc = ES_ERR_NOMEM;
-			goto cleanup;
-		}
-		cJSON_AddItemToArray(tombs, t);
-		if (!cJSON_AddStringToObject(t, "kind", (const char *)sqlite3_column_text(st, 0)) ||
-		    !cJSON_AddStringToObject(t, "name", (const char *)sqlite3_column_text(st, 1)) ||
-		    !cJSON_AddStringToObject(t, "uid", (const char *)sqlite3_column_text(st, 2)) ||
-		    !es_json_add_int(t, "resourceVersion", sqlite3_column_int64(st, 3))) {
-			rc = ES_ERR_NOMEM;
-			goto cleanup;
-		}
-	}
-	if (s != SQLITE_DONE) {
-		rc = es_db_fail(db, "tombstones since");
-		goto cleanup;
-	}
 	*objects = objs;
 	*tombstones = tombs;
 	objs = tombs = NULL;

@@ -18,7 +18,10 @@
 
 #include "config.h"
 #include "db.h"
+#include "es_cli.h"
+#include "es_lockfile.h"
 #include "es_log.h"
+#include "es_notify.h"
 #include "es_pki.h"
 #include "es_version.h"
 #include "server.h"
@@ -187,15 +190,13 @@ static int cmd_run(int argc, char **argv)
 	es_server_opts so = { 0 };
 	es_db *db = NULL;
 	es_log_level lvl = ES_LOG_INFO;
-	char lhost[256], ahost[256], err[1024];
-	struct sigaction sa;
-	int rc = 2;
+	char lhost[256], ahost[256], err[1024], lockpath[4200];
+	int rc = 2, lock_fd = -1;
 
-	for (int i = 2; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
-			return 0;
-		}
+	if (es_cli_has_help(argc, argv, 2)) {
+		usage(stdout);
+		return 0;
+	}
 	if (es_ccfg_load(&cfg, argc, argv, 2, err, sizeof(err)) != ES_OK ||
 	    es_ccfg_hostport("listen", cfg.listen, lhost, sizeof(lhost),
 			     &so.listen_port, err, sizeof(err)) != ES_OK ||
@@ -212,6 +213,12 @@ static int cmd_run(int argc, char **argv)
 	if (mkdirs(cfg.state_dir, 0700) != 0) {
 		es_log_error("main", "cannot create the state directory",
 			     "state-dir", cfg.state_dir, "error", strerror(errno), NULL);
+		goto cleanup;
+	}
+	snprintf(lockpath, sizeof(lockpath), "%s/controller.lock", cfg.state_dir);
+	if (es_lockfile_acquire(lockpath, &lock_fd, err, sizeof(err)) != ES_OK) {
+		es_log_error("main", "cannot lock the state directory", "error", err,
+			     NULL);
 		goto cleanup;
 	}
 	if (cfg.dev) {
@@ -238,18 +245,21 @@ static int cmd_run(int argc, char **argv)
 	so.client_ca = cfg.client_ca;
 	so.admin_ca = cfg.admin_ca;
 	so.trust_domain = cfg.trust_domain;
+	so.db_path = cfg.db;
 	if (es_server_new(&so, db, &g_server, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot start", "error", err, NULL);
 		goto cleanup;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	if (es_cli_signals(on_signal) != ES_OK) {
+		es_log_error("main", "cannot install signal handlers", NULL, NULL);
+		goto cleanup;
+	}
 	es_log_info("main", "serving", "version", ES_VERSION, "listen", cfg.listen,
 		    "admin-listen", cfg.admin_listen, "db", cfg.db, NULL);
+	if (es_notify_watchdog_start(es_server_context(g_server), NULL, err,
+				     sizeof(err)) != ES_OK)
+		es_log_warn("main", "systemd watchdog not started", "error", err, NULL);
+	es_notify_ready("serving");
 	if (es_server_run(g_server) != ES_OK) {
 		es_log_error("main", "service loop failed", NULL, NULL);
 		goto cleanup;
@@ -257,9 +267,12 @@ static int cmd_run(int argc, char **argv)
 	es_log_info("main", "stopping", NULL, NULL);
 	rc = 0;
 cleanup:
+	if (g_server)
+		es_notify_stopping();
 	es_server_destroy(g_server);
 	g_server = NULL;
 	es_db_close(db);
+	es_lockfile_release(lock_fd);
 	es_ccfg_free(&cfg);
 	return rc;
 }
@@ -267,19 +280,10 @@ cleanup:
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
+	int code = es_cli_common(argc, argv, PROG, usage);
 
-	if (!cmd) {
-		usage(stderr);
-		return 2;
-	}
-	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-		usage(stdout);
-		return 0;
-	}
-	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf(PROG " %s\n", ES_VERSION);
-		return 0;
-	}
+	if (code >= 0)
+		return code;
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc, argv);
 	fprintf(stderr, PROG ": unknown command \"%s\" (try " PROG " --help)\n", cmd);

@@ -59,6 +59,16 @@ def host_node_name():
     return socket.gethostname().split(".")[0].lower()
 
 
+def meminfo_total_bytes():
+    """This host's MemTotal from /proc/meminfo, in bytes (the file says kB,
+    meaning KiB): what the agent reports as capacity.memoryBytes."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no MemTotal in /proc/meminfo")
+
+
 class Proc:
     """A started program whose output goes to a log file."""
 

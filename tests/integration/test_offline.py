@@ -1,11 +1,12 @@
-"""Offline operation: with the controller gone, a restarted agent applies
+"""State that must not be lost or shared. Offline operation: with the controller gone, a restarted agent applies
 its cached desired state and queues reports; when the controller returns,
 every queued report arrives once, with contiguous sequence numbers."""
 
+import subprocess
 import time
 import unittest
 
-from harness import Cluster, main, wait_for
+from harness import Cluster, free_port, main, wait_for
 
 CC = """apiVersion: edgesync.io/v1alpha1
 kind: CollectorConfig
@@ -32,6 +33,20 @@ class OfflineTest(unittest.TestCase):
                 o["name"] == "offline" and o.get("observedGeneration") == 1
                 for o in (c.node() or {}).get("status", {}).get("objects", [])))
             acked_before = c.node()["status"]["sync"]["ackedSeq"]
+
+            # The agent goes away: the controller can no longer vouch for
+            # its conditions (the Kubernetes node lifecycle convention).
+            agent.stop()
+            ready = wait_for("Ready=Unknown at the controller", lambda: next(
+                (x for x in c.node()["status"]["conditions"]
+                 if x["type"] == "Ready" and x["status"] == "Unknown"), None))
+            self.assertEqual(ready["reason"], "NodeStatusUnknown")
+            self.assertIn("last reported Ready=True", ready["message"])
+            self.assertIn("Unknown", c.ctl("get", "nodes").stdout)
+            agent = c.start_agent(extra=["--interval", "5"])
+            wait_for("Ready again", lambda: any(
+                x["type"] == "Ready" and x["status"] == "True"
+                for x in c.node()["status"]["conditions"]))
 
             # Controller down, then the agent restarts with no controller.
             c.stop_controller()
@@ -80,6 +95,25 @@ class OfflineTest(unittest.TestCase):
             self.assertIn(s, seqs)
         # The node's state was rebuilt from the snapshot sent after connect.
         self.assertTrue(c.node()["status"]["sync"]["connected"])
+
+
+    def test_one_agent_per_state_directory(self):
+        c = Cluster(self)
+        c.start_controller()
+        first = c.start_agent()
+        state_dir = first.argv[first.argv.index("--state-dir") + 1]
+        argv = list(first.argv)
+        argv[argv.index("--http-listen") + 1] = f"127.0.0.1:{free_port()}"
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"{state_dir}/agent.lock", r.stderr)
+        self.assertIn(f"pid {first.p.pid}", r.stderr)
+        self.assertTrue(first.alive())
+        # The controller's state directory is guarded the same way.
+        r = subprocess.run(list(c.controller.argv), capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("controller.lock", r.stderr)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 
 #include "admin.h"
 #include "es_json.h"
+#include "testutil.h"
 
 #define API "/apis/edgesync.io/v1alpha1/"
 
@@ -47,9 +48,8 @@ static int setup(void **state)
 	char path[128], err[256];
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/es-test-admin-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(path, sizeof(path), "%s/controller.db", f->dir);
+	es_test_tmpdir(f->dir, sizeof(f->dir), "test-admin", path, sizeof(path),
+		       "controller.db");
 	assert_int_equal(es_db_open(path, &f->db, err, sizeof(err)), ES_OK);
 	f->hooks.object_changed = on_change;
 	f->hooks.ud = f;
@@ -60,18 +60,16 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	fx *f = *state;
-	char cmd[160];
+	int rc;
 
 	for (int i = 0; i < f->ncalls; i++) {
 		cJSON_Delete(f->calls[i].prev);
 		cJSON_Delete(f->calls[i].cur);
 	}
 	es_db_close(f->db);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	if (system(cmd) != 0)
-		return -1;
+	rc = es_test_rmtree(f->dir);
 	free(f);
-	return 0;
+	return rc;
 }
 
 /* Performs a request; returns the parsed JSON body (NULL for non-JSON). */
@@ -262,16 +260,6 @@ static void test_list_delete(void **state)
 	assert_int_equal(f->ncalls, 3);
 }
 
-static cJSON *J(const char *text)
-{
-	cJSON *v = NULL;
-	char err[128];
-
-	assert_int_equal(es_json_parse(text, strlen(text), ES_JSON_MAX_DEPTH, &v,
-				       err, sizeof(err)), ES_OK);
-	return v;
-}
-
 static void snapshot(fx *f, int64_t seq, const char *uid, int og, const char *applied)
 {
 	char buf[1024];
@@ -289,7 +277,7 @@ static void snapshot(fx *f, int64_t seq, const char *uid, int og, const char *ap
 		 "{\"kind\":\"CollectorConfig\",\"name\":\"gone\",\"uid\":\"u-gone\","
 		 "\"generation\":1,\"observedGeneration\":1,\"conditions\":[]}]}}}",
 		 (long long)seq, uid, og, og, applied);
-	msg = J(buf);
+	msg = es_test_json(buf);
 	assert_int_equal(es_db_report_store(f->db, "n1", msg, 100, &dup, &resync), ES_OK);
 	assert_int_equal(dup, 0);
 	cJSON_Delete(msg);
@@ -308,7 +296,7 @@ static const cJSON *describe_entry(const cJSON *d, const char *name)
 static void test_describe(void **state)
 {
 	fx *f = *state;
-	cJSON *labels = J("{\"site\":\"lab\"}"), *o, *d;
+	cJSON *labels = es_test_json("{\"site\":\"lab\"}"), *o, *d;
 	const cJSON *e;
 	char uid[64];
 

@@ -18,6 +18,7 @@
 
 #include "db.h"
 #include "es_json.h"
+#include "testutil.h"
 
 typedef struct fx {
 	char dir[64];
@@ -25,25 +26,14 @@ typedef struct fx {
 	es_db *db;
 } fx;
 
-static cJSON *J(const char *text)
-{
-	cJSON *v = NULL;
-	char err[128];
-
-	assert_int_equal(es_json_parse(text, strlen(text), ES_JSON_MAX_DEPTH, &v,
-				       err, sizeof(err)), ES_OK);
-	return v;
-}
-
 static int setup(void **state)
 {
 	fx *f = calloc(1, sizeof(*f));
 	char err[256];
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/es-test-db-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/controller.db", f->dir);
+	es_test_tmpdir(f->dir, sizeof(f->dir), "test-db", f->path, sizeof(f->path),
+		       "controller.db");
 	assert_int_equal(es_db_open(f->path, &f->db, err, sizeof(err)), ES_OK);
 	*state = f;
 	return 0;
@@ -52,14 +42,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	fx *f = *state;
-	char cmd[160];
+	int rc;
 
 	es_db_close(f->db);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	if (system(cmd) != 0)
-		return -1;
+	rc = es_test_rmtree(f->dir);
 	free(f);
-	return 0;
+	return rc;
 }
 
 static cJSON *cc(const char *name, int interval, const char *labels)
@@ -70,7 +58,7 @@ static cJSON *cc(const char *name, int interval, const char *labels)
 		 "{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"CollectorConfig\","
 		 "\"metadata\":{\"name\":\"%s\",\"labels\":%s},"
 		 "\"spec\":{\"intervalSeconds\":%d}}", name, labels, interval);
-	return J(buf);
+	return es_test_json(buf);
 }
 
 static void put(es_db *db, cJSON *take, cJSON **stored, int *created, int *changed)
@@ -266,7 +254,7 @@ static void test_recreate_supersedes_tombstone(void **state)
 static void test_node_hello(void **state)
 {
 	fx *f = *state;
-	cJSON *l1 = J("{\"site\":\"lab\"}"), *l2 = J("{\"site\":\"edge\"}"), *n = NULL;
+	cJSON *l1 = es_test_json("{\"site\":\"lab\"}"), *l2 = es_test_json("{\"site\":\"edge\"}"), *n = NULL;
 	int64_t acked = -1;
 	int changed = -1;
 
@@ -307,7 +295,7 @@ static cJSON *report(int64_t seq, const char *type, int64_t base, const char *bo
 		 "\"time\":\"2026-01-01T00:00:00Z\",\"reportType\":\"%s\","
 		 "\"baseSeq\":%lld,\"body\":%s}", (long long)seq, type,
 		 (long long)base, body);
-	return J(buf);
+	return es_test_json(buf);
 }
 
 static void store(es_db *db, cJSON *take, int want_dup, int want_resync)
@@ -349,14 +337,14 @@ static void test_reports(void **state)
 	store(f->db, report(1, "snapshot", 0, SNAP), 0, 0);
 	store(f->db, report(1, "snapshot", 0, SNAP), 1, 0);
 	st = node_status(f->db);
-	want = J("{\"capacity\":{\"cpu\":4},\"usage\":{\"load\":{\"load1\":0.5,\"load5\":0.25}}}");
+	want = es_test_json("{\"capacity\":{\"cpu\":4},\"usage\":{\"load\":{\"load1\":0.5,\"load5\":0.25}}}");
 	assert_true(cJSON_Compare(st, want, 1));
 	cJSON_Delete(st);
 	cJSON_Delete(want);
 
 	store(f->db, report(2, "patch", 1, "{\"status\":{\"usage\":{\"load\":"
 			    "{\"load1\":1.5,\"load5\":null}}}}"), 0, 0);
-	want = J("{\"capacity\":{\"cpu\":4},\"usage\":{\"load\":{\"load1\":1.5}}}");
+	want = es_test_json("{\"capacity\":{\"cpu\":4},\"usage\":{\"load\":{\"load1\":1.5}}}");
 	st = node_status(f->db);
 	assert_true(cJSON_Compare(st, want, 1));
 	cJSON_Delete(st);
@@ -449,42 +437,19 @@ static void test_reopen(void **state)
 	cJSON_Delete(list);
 }
 
-static char *slurp(const char *path, long *len)
-{
-	FILE *fp = fopen(path, "rb");
-	char *buf;
-
-	assert_non_null(fp);
-	fseek(fp, 0, SEEK_END);
-	*len = ftell(fp);
-	rewind(fp);
-	buf = malloc((size_t)*len + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)*len, fp), (size_t)*len);
-	fclose(fp);
-	return buf;
-}
-
 static void assert_refused_untouched(const char *path, es_err want, const char *needle)
 {
 	char err[256] = "";
-	long l1, l2;
-	char *before = slurp(path, &l1), *after;
+	size_t n = 0;
+	char *before = es_test_slurp(path, &n);
 	es_db *db = NULL;
 
 	assert_int_equal(es_db_open(path, &db, err, sizeof(err)), want);
 	assert_null(db);
 	assert_non_null(strstr(err, path));
 	assert_non_null(strstr(err, needle));
-	after = slurp(path, &l2);
-	assert_int_equal(l1, l2);
-	if (memcmp(before, after, (size_t)l1) != 0) {
-		free(before);
-		free(after);
-		fail_msg("%s was modified", path);
-	}
+	es_test_assert_file_bytes(path, before, n);
 	free(before);
-	free(after);
 }
 
 static void exec_sql(const char *path, const char *sql)

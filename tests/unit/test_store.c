@@ -9,7 +9,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "testutil.h"
 
 typedef struct fx {
 	char dir[64];
@@ -24,40 +24,26 @@ typedef struct fx {
 	es_store *st;
 } fx;
 
-static void rm_dir(const char *dir)
+/* Closes the store (if open) and opens f->path again. */
+static void reopen(fx *f)
 {
-	char p[512];
-	struct dirent *de;
-	DIR *d = opendir(dir);
+	char err[256] = "";
 
-	if (!d)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
+	es_store_close(f->st);
+	f->st = NULL;
+	if (es_store_open(f->path, &f->st, err, sizeof(err)) != ES_OK)
+		fail_msg("es_store_open %s: %s", f->path, err);
 }
 
 static int setup(void **state)
 {
 	fx *f = calloc(1, sizeof(*f));
-	char err[256] = "";
 
 	assert_non_null(f);
-	strcpy(f->dir, "/tmp/es-store-test-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/agent.db", f->dir);
-	if (es_store_open(f->path, &f->st, err, sizeof(err)) != ES_OK) {
-		print_error("es_store_open: %s\n", err);
-		rm_dir(f->dir);
-		free(f);
-		return -1;
-	}
 	*state = f;
+	es_test_tmpdir(f->dir, sizeof(f->dir), "store-test", f->path, sizeof(f->path),
+		       "agent.db");
+	reopen(f);
 	return 0;
 }
 
@@ -66,31 +52,14 @@ static int teardown(void **state)
 	fx *f = *state;
 
 	es_store_close(f->st);
-	rm_dir(f->dir);
+	es_test_rmtree(f->dir);
 	free(f);
 	return 0;
 }
 
-static void reopen(fx *f)
-{
-	char err[256] = "";
-
-	es_store_close(f->st);
-	f->st = NULL;
-	assert_int_equal(es_store_open(f->path, &f->st, err, sizeof(err)), ES_OK);
-}
-
-static cJSON *json(const char *text)
-{
-	cJSON *j = cJSON_Parse(text);
-
-	assert_non_null(j);
-	return j;
-}
-
 static void commit(es_store *st, const char *msg_text, es_err want)
 {
-	cJSON *msg = json(msg_text);
+	cJSON *msg = es_test_json(msg_text);
 
 	assert_int_equal(es_store_desired_commit(st, msg), want);
 	cJSON_Delete(msg);
@@ -125,7 +94,7 @@ static int64_t get_int(es_store *st, const char *key)
 static void put_status(es_store *st, const char *kind, const char *name,
 		       const char *text)
 {
-	cJSON *s = json(text);
+	cJSON *s = es_test_json(text);
 
 	assert_int_equal(es_store_status_put(st, kind, name, s), ES_OK);
 	cJSON_Delete(s);
@@ -259,7 +228,7 @@ static void test_desired_uid_and_refusals(void **state)
 	assert_int_equal(get_int(f->st, "desired_rv"), 5);
 	/* A status needs its object. */
 	{
-		cJSON *s = json("{}");
+		cJSON *s = es_test_json("{}");
 		assert_int_equal(es_store_status_put(f->st, "HealthRule", "nope", s),
 				 ES_ERR_NOTFOUND);
 		cJSON_Delete(s);
@@ -270,7 +239,7 @@ static void test_survives_reopen(void **state)
 {
 	fx *f = *state;
 	char names[256];
-	cJSON *node = json("{\"kind\":\"Node\",\"n\":1}"), *st_doc = NULL;
+	cJSON *node = es_test_json("{\"kind\":\"Node\",\"n\":1}"), *st_doc = NULL;
 	int64_t seq = 0, v = 0;
 
 	commit(f->st, "{\"full\":true,\"resourceVersion\":11,\"objects\":["
@@ -302,45 +271,22 @@ static void test_survives_reopen(void **state)
 	cJSON_Delete(node);
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *fp = fopen(path, "rb");
-	unsigned char *buf;
-	long n;
-
-	assert_non_null(fp);
-	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
-	n = ftell(fp);
-	assert_true(n >= 0);
-	rewind(fp);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
-	fclose(fp);
-	*len = (size_t)n;
-	return buf;
-}
-
 /* Opening path must fail with want, name the path, contain needle, and
  * leave the file byte for byte as it was. */
 static void assert_refused_unchanged(const char *path, es_err want,
 				     const char *needle)
 {
-	unsigned char *before, *after;
-	size_t nb, na;
+	size_t n = 0;
+	char *before = es_test_slurp(path, &n);
 	es_store *st = NULL;
 	char err[512] = "";
 
-	before = slurp(path, &nb);
 	assert_int_equal(es_store_open(path, &st, err, sizeof(err)), want);
 	assert_null(st);
 	assert_non_null(strstr(err, path));
 	assert_non_null(strstr(err, needle));
-	after = slurp(path, &na);
-	assert_int_equal(na, nb);
-	assert_memory_equal(before, after, nb);
+	es_test_assert_file_bytes(path, before, n);
 	free(before);
-	free(after);
 }
 
 static void test_newer_version_refused(void **state)
@@ -394,13 +340,13 @@ static void test_garbage_refused(void **state)
 	for (i = 0; i < 200; i++)
 		fputs("this is not an SQLite database, just text\n", fp);
 	fclose(fp);
-	assert_refused_unchanged(bad, ES_ERR_DB, "file is not a database");
+	assert_refused_unchanged(bad, ES_ERR_DB, "not an SQLite database");
 	/* Shorter than an SQLite header. */
 	fp = fopen(bad, "wb");
 	assert_non_null(fp);
 	fputs("garbage", fp);
 	fclose(fp);
-	assert_refused_unchanged(bad, ES_ERR_DB, "file is not a database");
+	assert_refused_unchanged(bad, ES_ERR_DB, "not an SQLite database");
 }
 
 static int64_t put_event(es_store *st, int n, size_t max)
@@ -410,7 +356,7 @@ static int64_t put_event(es_store *st, int n, size_t max)
 	int64_t seq = 0;
 
 	snprintf(text, sizeof(text), "{\"reason\":\"E%d\"}", n);
-	ev = json(text);
+	ev = es_test_json(text);
 	assert_int_equal(es_store_outbox_put_event(st, ev, 1000 + n, max, &seq), ES_OK);
 	cJSON_Delete(ev);
 	return seq;
@@ -423,7 +369,7 @@ static int64_t put_state(es_store *st, int n)
 	int64_t seq = 0;
 
 	snprintf(text, sizeof(text), "{\"kind\":\"Node\",\"n\":%d}", n);
-	node = json(text);
+	node = es_test_json(text);
 	assert_int_equal(es_store_outbox_put_state(st, node, 2000 + n, &seq), ES_OK);
 	cJSON_Delete(node);
 	return seq;
