@@ -48,6 +48,7 @@ typedef struct ctl {
 	es_print_fmt fmt;    /* -o */
 	const char **pos;    /* positional arguments, borrowed from argv */
 	int npos;
+	es_http_client *http; /* one connection for all requests of a command */
 } ctl;
 
 static void usage(FILE *f)
@@ -136,24 +137,9 @@ fail:
 	return -1;
 }
 
-/* Status message of an error response (a Kubernetes Status), or the body. */
 static void server_error(const char *what, const es_http_resp *r)
 {
-	cJSON *st = NULL;
-	const char *msg = NULL, *reason = NULL;
-
-	if (r->body_len && es_json_parse(r->body, r->body_len, ES_JSON_MAX_DEPTH, &st, NULL, 0) == ES_OK) {
-		const cJSON *m = cJSON_GetObjectItemCaseSensitive(st, "message");
-		const cJSON *rs = cJSON_GetObjectItemCaseSensitive(st, "reason");
-		msg = cJSON_IsString(m) ? m->valuestring : NULL;
-		reason = cJSON_IsString(rs) ? rs->valuestring : NULL;
-	}
-	fprintf(stderr, "error: %s: Error from server (%s): %.*s\n", what,
-		reason ? reason : "HTTP", msg ? (int)strlen(msg) : (int)(r->body_len > 400 ? 400 : r->body_len),
-		msg ? msg : (r->body ? r->body : ""));
-	if (!msg)
-		fprintf(stderr, "       (HTTP status %d)\n", r->status);
-	cJSON_Delete(st);
+	es_print_server_error(stderr, what, r->status, r->body, r->body_len);
 }
 
 /* One request; path is appended to the server URL. -1 on a transport error
@@ -161,7 +147,6 @@ static void server_error(const char *what, const es_http_resp *r)
 static int call(ctl *c, const char *method, const char *path, const char *body,
 		es_http_resp *r)
 {
-	es_http_tls tls = { c->cfg.ca, c->cfg.cert, c->cfg.key };
 	char err[768] = "", *url = NULL;
 	size_t sl = strlen(c->cfg.server);
 	es_err rc;
@@ -172,13 +157,35 @@ static int call(ctl *c, const char *method, const char *path, const char *body,
 		fprintf(stderr, "error: out of memory\n");
 		return -1;
 	}
-	rc = es_http_request(&tls, method, url, body, body ? strlen(body) : 0, r, err, sizeof(err));
+	rc = es_http_client_request(c->http, method, url, body, body ? strlen(body) : 0, r, err,
+				    sizeof(err));
 	free(url);
 	if (rc != ES_OK) {
 		fprintf(stderr, "error: %s\n", err);
 		return -1;
 	}
 	return 0;
+}
+
+/* Checks the server URL and the credential files before anything is sent:
+ * a bad one is a configuration error (exit 2) naming the setting. */
+static int open_client(ctl *c)
+{
+	es_http_tls tls = { c->cfg.ca, c->cfg.cert, c->cfg.key };
+	es_http_url u;
+	char err[768] = "";
+	es_err rc;
+
+	if (es_http_url_parse(c->cfg.server, &u, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, "error: server: %s\n", err);
+		return ES_CTL_EXIT_USAGE;
+	}
+	rc = es_http_client_new(&tls, &c->http, err, sizeof(err));
+	if (rc != ES_OK) {
+		fprintf(stderr, "error: %s\n", err);
+		return rc == ES_ERR_INVAL ? ES_CTL_EXIT_USAGE : ES_CTL_EXIT_RUNTIME;
+	}
+	return ES_CTL_EXIT_OK;
 }
 
 static int parse_json_body(const es_http_resp *r, cJSON **out)
@@ -215,6 +222,7 @@ static char *read_input(const char *path, size_t *len)
 	buf = malloc(cap);
 	if (!buf) {
 		fprintf(stderr, "error: out of memory\n");
+		errno = ENOMEM;
 		goto cleanup;
 	}
 	n = fread(buf, 1, cap, f);
@@ -223,6 +231,7 @@ static char *read_input(const char *path, size_t *len)
 			n == cap ? "larger than 8 MiB" : strerror(errno));
 		free(buf);
 		buf = NULL;
+		errno = EINVAL;
 		goto cleanup;
 	}
 	*len = n;
@@ -232,24 +241,32 @@ cleanup:
 	return buf;
 }
 
-static cJSON *load_manifest(const char *path)
+/* Reads and parses a manifest into *out. A file that cannot be read or is
+ * not a valid manifest is a usage error (exit 2): bad input, not a failure
+ * of the system. */
+static int load_manifest(const char *path, cJSON **out)
 {
 	char err[512], *text;
 	size_t len = 0;
-	cJSON *objs = NULL;
+	es_err rc;
 
+	*out = NULL;
 	text = read_input(path, &len);
 	if (!text)
-		return NULL;
-	if (es_yaml_load(text, len, strcmp(path, "-") ? path : "stdin", &objs, err, sizeof(err)) != ES_OK)
-		fprintf(stderr, "error: %s\n", err);
+		return errno == ENOMEM ? ES_CTL_EXIT_RUNTIME : ES_CTL_EXIT_USAGE;
+	rc = es_yaml_load(text, len, strcmp(path, "-") ? path : "stdin", out, err, sizeof(err));
 	free(text);
-	if (objs && cJSON_GetArraySize(objs) == 0) {
-		fprintf(stderr, "error: no objects passed (%s has none)\n", path);
-		cJSON_Delete(objs);
-		objs = NULL;
+	if (rc != ES_OK) {
+		fprintf(stderr, "error: %s\n", err);
+		return rc == ES_ERR_NOMEM ? ES_CTL_EXIT_RUNTIME : ES_CTL_EXIT_USAGE;
 	}
-	return objs;
+	if (cJSON_GetArraySize(*out) == 0) {
+		fprintf(stderr, "error: no objects passed (%s has none)\n", path);
+		cJSON_Delete(*out);
+		*out = NULL;
+		return ES_CTL_EXIT_USAGE;
+	}
+	return ES_CTL_EXIT_OK;
 }
 
 /* Resolves an object of a manifest to kind, its lower-case name and path. */
@@ -290,15 +307,15 @@ static int64_t rv_of(const es_http_resp *r)
 static int cmd_apply(ctl *c)
 {
 	cJSON *objs, *o;
-	int idx = 0, failed = 0;
+	int idx = 0, failed = 0, rc;
 
 	if (!c->file) {
 		fprintf(stderr, "error: apply needs -f FILE (- for stdin)\n");
 		return ES_CTL_EXIT_USAGE;
 	}
-	objs = load_manifest(c->file);
-	if (!objs)
-		return ES_CTL_EXIT_RUNTIME;
+	rc = load_manifest(c->file, &objs);
+	if (rc != ES_CTL_EXIT_OK)
+		return rc;
 	cJSON_ArrayForEach(o, objs) {
 		char path[512], id[400], *body = NULL;
 		es_http_resp r = { 0 };
@@ -482,14 +499,14 @@ static int cmd_delete(ctl *c)
 
 	if (c->file) {
 		cJSON *objs, *o;
-		int idx = 0, failed = 0;
+		int idx = 0, failed = 0, rc;
 		if (c->npos != 1) {
 			fprintf(stderr, "error: usage: delete -f FILE, or delete KIND NAME\n");
 			return ES_CTL_EXIT_USAGE;
 		}
-		objs = load_manifest(c->file);
-		if (!objs)
-			return ES_CTL_EXIT_RUNTIME;
+		rc = load_manifest(c->file, &objs);
+		if (rc != ES_CTL_EXIT_OK)
+			return rc;
 		cJSON_ArrayForEach(o, objs) {
 			if (object_path(o, idx++, path, sizeof(path), id, sizeof(id)) != 0 ||
 			    delete_one(c, path, id) != ES_CTL_EXIT_OK)
@@ -569,6 +586,11 @@ int es_ctl_main(int argc, char **argv)
 		goto cleanup;
 	}
 	cmd = c.pos[0];
+	if ((strcmp(cmd, "apply") == 0 || strcmp(cmd, "get") == 0 ||
+	     strcmp(cmd, "describe") == 0 || strcmp(cmd, "delete") == 0) &&
+	    (rc = open_client(&c)) != ES_CTL_EXIT_OK)
+		goto cleanup;
+	rc = ES_CTL_EXIT_USAGE;
 	if (strcmp(cmd, "version") == 0) {
 		printf("edgesyncctl %s\n", ES_VERSION);
 		rc = ES_CTL_EXIT_OK;
@@ -587,6 +609,7 @@ int es_ctl_main(int argc, char **argv)
 			"see --help)\n", cmd);
 	}
 cleanup:
+	es_http_client_free(c.http);
 	es_config_free(settings, NSETTINGS, &c.cfg);
 	free(rest);
 	free((void *)c.pos);

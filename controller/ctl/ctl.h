@@ -8,7 +8,9 @@
 /* Exit statuses (ARCHITECTURE.md, "Interfaces users see"). */
 #define ES_CTL_EXIT_OK 0
 #define ES_CTL_EXIT_RUNTIME 1 /* the server refused, not found, network/TLS */
-#define ES_CTL_EXIT_USAGE 2   /* unknown subcommand or flag, bad config */
+#define ES_CTL_EXIT_USAGE 2   /* unknown subcommand or flag, bad config: server URL,
+                                 unreadable/invalid/mismatched cert, key or ca
+                                 file, unreadable or malformed manifest */
 
 /* Default admin API URL (ARCHITECTURE.md, ports). */
 #define ES_CTL_DEFAULT_SERVER "https://127.0.0.1:7444"

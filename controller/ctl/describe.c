@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "es_egress.h"
 #include "es_time.h"
 #include "print.h"
 
@@ -144,9 +145,7 @@ static es_err usage(FILE *f, const cJSON *st)
 			es_print_bytes(sz->valuedouble, s1, sizeof(s1));
 		if (cJSON_IsNumber(av))
 			es_print_bytes(av->valuedouble, s2, sizeof(s2));
-		if (cJSON_IsNumber(sz) && cJSON_IsNumber(fr) && sz->valuedouble > 0)
-			snprintf(pct, sizeof(pct), "%.0f%%",
-				 100.0 * (sz->valuedouble - fr->valuedouble) / sz->valuedouble);
+		es_print_fs_use(sz, av, fr, pct, sizeof(pct));
 		cells[0] = str(it, "mountpoint");
 		cells[1] = str(it, "device");
 		cells[2] = str(it, "fstype");
@@ -298,6 +297,75 @@ static void difference(FILE *f, const cJSON *d)
 		have ? scalar(have, b2, sizeof(b2)) : "<none>");
 }
 
+/* Desired, reported and actual side by side for each entry whose agent
+ * reports an actual state (EgressPolicy: the rules in its kernel). */
+static es_err actual_section(FILE *f, const cJSON *list)
+{
+	const cJSON *e, *r;
+	int first = 1;
+
+	cJSON_ArrayForEach(e, list) {
+		const cJSON *a = get(e, "actual"), *des = get(e, "desired");
+		const cJSON *rep = get(e, "reported"), *c, *att;
+		const char *k = str(e, "kind"), *n = str(e, "name");
+		cJSON *canon = NULL;
+		char b1[32], b2[32], why[256], kind[64];
+		size_t i;
+
+		if (!cJSON_IsObject(a))
+			continue;
+		if (first)
+			fprintf(f, "  Desired / Reported / Actual:\n");
+		first = 0;
+		snprintf(kind, sizeof(kind), "%s", k ? k : "?");
+		for (i = 0; kind[i]; i++)
+			kind[i] = (char)tolower((unsigned char)kind[i]);
+		fprintf(f, "    %s/%s:\n", kind, n ? n : "?");
+		fprintf(f, "      Desired:   generation %s, action %s\n",
+			get(des, "generation") ? scalar(get(des, "generation"), b1, sizeof(b1)) : "-",
+			str(get(des, "spec"), "action") ? str(get(des, "spec"), "action") : "-");
+		fprintf(f, "      Reported:  observedGeneration %s",
+			get(rep, "observedGeneration") ?
+			scalar(get(rep, "observedGeneration"), b2, sizeof(b2)) : "-");
+		cJSON_ArrayForEach(c, get(rep, "conditions"))
+			if (str(c, "type") && strcmp(str(c, "type"), "Applied"))
+				fprintf(f, ", %s=%s (%s)", str(c, "type"),
+					str(c, "status") ? str(c, "status") : "?",
+					str(c, "reason") ? str(c, "reason") : "?");
+		fprintf(f, "\n      Actual:    backend %s, %s",
+			str(a, "backend") ? str(a, "backend") : "?",
+			cJSON_IsTrue(get(a, "loaded")) ? "loaded" : "not loaded");
+		if (str(a, "reason"))
+			fprintf(f, " (%s)", str(a, "reason"));
+		if (get(a, "generation"))
+			fprintf(f, ", generation %s", scalar(get(a, "generation"), b1, sizeof(b1)));
+		if (str(a, "action"))
+			fprintf(f, ", action %s", str(a, "action"));
+		if (get(a, "targetCgroups") && !cJSON_IsTrue(get(a, "nodeWide")))
+			fprintf(f, ", %s cgroup(s)", scalar(get(a, "targetCgroups"), b2, sizeof(b2)));
+		else if (cJSON_IsTrue(get(a, "nodeWide")))
+			fprintf(f, ", whole node");
+		if (get(a, "violations"))
+			fprintf(f, ", %s refused", scalar(get(a, "violations"), b1, sizeof(b1)));
+		att = get(a, "attachments");
+		if (cJSON_IsObject(att)) {
+			fprintf(f, "\n      Attached:  ");
+			cJSON_ArrayForEach(r, att)
+				fprintf(f, "%s=%s%s", r->string, scalar(r, b1, sizeof(b1)),
+					r->next ? " " : "");
+		}
+		fprintf(f, "\n      Rules in kernel:\n");
+		if (es_egress_rules_canon(get(a, "rules"), &canon, why, sizeof(why)) == ES_ERR_NOMEM)
+			return ES_ERR_NOMEM;
+		if (!canon || cJSON_GetArraySize(canon) == 0)
+			fprintf(f, "        <none>\n");
+		cJSON_ArrayForEach(r, canon)
+			fprintf(f, "        %s\n", r->valuestring);
+		cJSON_Delete(canon);
+	}
+	return ES_OK;
+}
+
 static es_err objects(FILE *f, const cJSON *st, const cJSON *desc, const char *desc_err)
 {
 	static const char *const head[] = { "KIND/NAME", "GENERATION", "OBSERVED", "APPLIED",
@@ -362,6 +430,8 @@ static es_err objects(FILE *f, const cJSON *st, const cJSON *desc, const char *d
 	if (rc == ES_OK)
 		es_print_table_write(t, f, "  ");
 	es_print_table_free(t);
+	if (rc == ES_OK)
+		rc = actual_section(f, list);
 	if (rc != ES_OK || !any_diff)
 		return rc;
 	fprintf(f, "  Differences:\n");

@@ -1,9 +1,10 @@
 /*
- * http.h - a small blocking HTTPS/1.1 client for edgesyncctl: one request
- * per connection (Connection: close), TLS 1.2 or 1.3 on mbedTLS 3.6 with a
- * client certificate, the server verified against a CA file and the URL's
- * host name (RFC 9110 for HTTP semantics, RFC 9112 for the message syntax,
- * RFC 3986 for the URL).
+ * http.h - a small blocking HTTPS/1.1 client for edgesyncctl: TLS 1.2 or 1.3
+ * on mbedTLS 3.6 with a client certificate, the server verified against a
+ * CA file and the URL's host name. One client keeps one persistent
+ * connection (RFC 9112 section 9.3) for all the requests of a command, so
+ * the handshake is paid once (RFC 9110 for HTTP semantics, RFC 9112 for the
+ * message syntax, RFC 3986 for the URL).
  */
 #ifndef ES_CTL_HTTP_H
 #define ES_CTL_HTTP_H
@@ -49,23 +50,62 @@ typedef struct es_http_resp {
 	size_t body_len; /* bytes of body, excluding the terminating NUL */
 } es_http_resp;
 
+typedef struct es_http_client es_http_client;
+
+/*
+ * Makes a client: reads and checks tls's files now, before any connection,
+ * so that a bad configuration is reported as such. ca_file is required;
+ * cert_file and key_file go together, and the key must be the
+ * certificate's (mbedtls_pk_check_pair). Nothing is connected yet.
+ * On ES_OK the caller frees *out with es_http_client_free.
+ * Errors:
+ *   ES_ERR_INVAL  a file is missing, unreadable or not PEM, only one of cert
+ *                 and key is given, or they do not match; err names the
+ *                 setting ("ca", "cert", "key") and the file(s)
+ *   ES_ERR_TLS    mbedTLS could not be initialised
+ *   ES_ERR_NOMEM
+ */
+es_err es_http_client_new(const es_http_tls *tls, es_http_client **out,
+			  char *err, size_t errsz);
+
 /*
  * Sends one request and reads the whole response. method is "GET", "PUT",
  * "POST" or "DELETE"; url an https URL (es_http_url_parse); body/len the
- * request body sent as application/json (NULL/0: none). The connection times
- * out after ES_HTTP_TIMEOUT_MS of connecting or waiting for data. Chunked
- * and Content-Length bodies are read; a body without either runs to the end
- * of the connection. Any HTTP status is ES_OK: the caller reads resp->status.
- * On ES_OK the caller frees resp->body with es_http_resp_free.
+ * request body sent as application/json (NULL/0: none). The request (head
+ * and body) is written with one TLS write on a TCP_NODELAY socket. The
+ * connection of the previous request is reused when it was to the same
+ * host and port and is still open; the server ends it with "Connection:
+ * close", a body delimited by the end of the connection, or by closing it
+ * while idle. When a reused connection fails before any byte of the
+ * response, a GET, PUT or DELETE is sent once more on a new connection.
+ * Timeouts: ES_HTTP_TIMEOUT_MS for connecting and for each wait for data.
+ * Chunked and Content-Length bodies are read. Any HTTP status is ES_OK:
+ * the caller reads resp->status and frees resp->body with
+ * es_http_resp_free.
  * Errors (err names the URL and, for TLS, mbedTLS's error text):
  *   ES_ERR_INVAL  bad URL or method
  *   ES_ERR_IO     cannot resolve, connect, send or receive; timeout
- *   ES_ERR_TLS    CA/cert/key file unreadable or invalid, handshake failed,
- *                 server certificate not trusted or not for the host
+ *   ES_ERR_TLS    handshake failed, server certificate not trusted or not
+ *                 for the host
  *   ES_ERR_PROTO  the response is not HTTP/1.x or is malformed
  *   ES_ERR_TOOBIG the body exceeds ES_HTTP_MAX_BODY or the head
  *                 ES_HTTP_MAX_HEAD
  *   ES_ERR_NOMEM
+ */
+es_err es_http_client_request(es_http_client *c, const char *method,
+			      const char *url, const char *body, size_t len,
+			      es_http_resp *resp, char *err, size_t errsz);
+
+/* TCP connections the client has opened so far (for tests and figures). */
+unsigned long es_http_client_connections(const es_http_client *c);
+
+/* Closes the connection (TLS close_notify) and frees c. NULL-safe. */
+void es_http_client_free(es_http_client *c);
+
+/*
+ * One request on a client of its own (es_http_client_new, then
+ * es_http_client_request, then es_http_client_free); errors as those, a
+ * credential problem's message prefixed with the URL.
  */
 es_err es_http_request(const es_http_tls *tls, const char *method,
 		       const char *url, const char *body, size_t len,

@@ -4,9 +4,11 @@
 #include "print.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "es_json.h"
 #include "es_time.h"
 #include "yaml.h"
 
@@ -395,4 +397,58 @@ es_err es_print_value(FILE *f, const cJSON *v, es_print_fmt fmt, char *err,
 	fputc('\n', f);
 	free(s);
 	return ES_OK;
+}
+
+void es_print_server_error(FILE *f, const char *what, int status,
+			   const char *body, size_t len)
+{
+	const cJSON *m = NULL, *rs = NULL;
+	cJSON *st = NULL;
+
+	if (body && len &&
+	    es_json_parse(body, len, ES_JSON_MAX_DEPTH, &st, NULL, 0) == ES_OK) {
+		m = cJSON_GetObjectItemCaseSensitive(st, "message");
+		rs = cJSON_GetObjectItemCaseSensitive(st, "reason");
+	}
+	if (cJSON_IsString(m) && m->valuestring[0]) {
+		if (cJSON_IsString(rs) && rs->valuestring[0])
+			fprintf(f, "Error from server (%s): %s\n", rs->valuestring, m->valuestring);
+		else
+			fprintf(f, "Error from server: %s\n", m->valuestring);
+	} else {
+		fprintf(f, "Error from server (HTTP %d): %s: %.*s\n", status,
+			what ? what : "request", body ? (int)(len > 400 ? 400 : len) : 0,
+			body ? body : "");
+	}
+	cJSON_Delete(st);
+}
+
+static int whole_bytes(const cJSON *v, unsigned long long *out)
+{
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
+	    v->valuedouble > (double)ES_JSON_MAX_INT || v->valuedouble != floor(v->valuedouble))
+		return 0;
+	*out = (unsigned long long)v->valuedouble;
+	return 1;
+}
+
+const char *es_print_fs_use(const cJSON *size, const cJSON *avail,
+			    const cJSON *free_bytes, char *buf, size_t bufsz)
+{
+	unsigned long long sz, av, fr, used, total;
+
+	if (!whole_bytes(size, &sz) || !whole_bytes(avail, &av) ||
+	    !whole_bytes(free_bytes, &fr) || fr > sz) {
+		snprintf(buf, bufsz, "<unknown>");
+		return buf;
+	}
+	used = sz - fr;
+	total = used + av;
+	if (total == 0) {
+		snprintf(buf, bufsz, "-");
+		return buf;
+	}
+	/* both below 2^53, so used * 100 fits in 64 bits */
+	snprintf(buf, bufsz, "%llu%%", (used * 100 + total - 1) / total);
+	return buf;
 }

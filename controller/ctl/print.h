@@ -81,4 +81,27 @@ es_err es_print_objects(FILE *f, const cJSON *v, int wide, time_t now);
 es_err es_print_value(FILE *f, const cJSON *v, es_print_fmt fmt, char *err,
 		      size_t errsz);
 
+/*
+ * Prints an error response of the admin API to f the way kubectl does, one
+ * line: "Error from server (REASON): MESSAGE" from a Kubernetes Status body
+ * (reason and message members; "Error from server: MESSAGE" without a
+ * reason), e.g. `Error from server (NotFound): collectorconfigs "x" not
+ * found`. A body that is not a Status gives "Error from server (HTTP
+ * STATUS): what: BODY" with at most 400 bytes of the body. body may be
+ * NULL; what names the request's object.
+ */
+void es_print_server_error(FILE *f, const char *what, int status,
+			   const char *body, size_t len);
+
+/*
+ * Writes a filesystem's use as df(1) computes it (GNU coreutils df, "Use%"):
+ * used = size - free, percent = used / (used + avail), rounded up, so
+ * blocks reserved for root count neither as used nor as available. Sizes
+ * are bytes (JSON numbers, 0..2^53). Writes "-" when used + avail is 0 and
+ * "<unknown>" when a size is missing, negative, not whole or free exceeds
+ * size. Returns buf.
+ */
+const char *es_print_fs_use(const cJSON *size, const cJSON *avail,
+			    const cJSON *free_bytes, char *buf, size_t bufsz);
+
 #endif

@@ -1,268 +1,341 @@
 /*
- * yaml.c - YAML/JSON manifests to cJSON and back (see yaml.h).
+ * yaml.c - YAML/JSON manifests to cJSON (see yaml.h, es_yaml_load).
  */
 #include "yaml.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
 #include "es_json.h"
+#include "yaml_int.h"
 
-enum scalar_kind {
-	SK_STR = 0,
-	SK_NULL,
-	SK_TRUE,
-	SK_FALSE,
-	SK_NUM,
-	SK_RANGE, /* looks like a number but JSON cannot carry it exactly */
-};
+/*
+ * The tree is built from libyaml's event stream (yaml_parser_parse), not
+ * from yaml_parser_load's node graph: nesting is refused at the first event
+ * deeper than ES_YAML_MAX_DEPTH, before the rest of the input is scanned,
+ * so a hostile document costs time in proportion to what was read.
+ */
 
-static int all_in(const char *s, size_t len, const char *set)
-{
-	size_t i;
+typedef struct anchor {
+	struct anchor *next;
+	char *name;
+	const cJSON *node; /* a container in the document's tree (borrowed) */
+	char *raw;         /* a scalar's text; aliases re-resolve it */
+	size_t raw_len;
+	int plain;         /* the scalar was plain (resolved by the core schema) */
+	size_t count;      /* values in the node, aliases expanded */
+	int height;        /* levels in the node: 1 for a scalar */
+	int open;          /* 1 until the node's end event */
+} anchor;
 
-	if (!len)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (!s[i] || !strchr(set, s[i]))
-			return 0;
-	return 1;
-}
+typedef struct frame {
+	cJSON *v;     /* open sequence or mapping (owned by the tree) */
+	char *key;    /* mapping: key whose value has not come yet */
+	anchor *anc;  /* anchor of v, or NULL */
+	size_t first; /* builder.nodes before v */
+	int height;   /* tallest child so far */
+} frame;
 
-static int is_one_of(const char *s, size_t len, const char *const *words)
-{
-	for (; *words; words++)
-		if (strlen(*words) == len && memcmp(*words, s, len) == 0)
-			return 1;
-	return 0;
-}
-
-/* Matches [-+]? ( \.[0-9]+ | [0-9]+ ( \.[0-9]* )? ) ( [eE][-+]?[0-9]+ )? */
-static int is_core_float(const char *s, size_t len)
-{
-	size_t i = 0, digits = 0;
-
-	if (i < len && (s[i] == '-' || s[i] == '+'))
-		i++;
-	while (i < len && isdigit((unsigned char)s[i])) {
-		i++;
-		digits++;
-	}
-	if (i < len && s[i] == '.') {
-		size_t frac = 0;
-		i++;
-		while (i < len && isdigit((unsigned char)s[i])) {
-			i++;
-			frac++;
-		}
-		if (!digits && !frac)
-			return 0;
-		digits += frac;
-	}
-	if (!digits)
-		return 0;
-	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
-		size_t ed = 0;
-		i++;
-		if (i < len && (s[i] == '-' || s[i] == '+'))
-			i++;
-		while (i < len && isdigit((unsigned char)s[i])) {
-			i++;
-			ed++;
-		}
-		if (!ed)
-			return 0;
-	}
-	return i == len;
-}
-
-/* Resolves a plain scalar with the YAML 1.2 core schema; *num gets numbers. */
-static enum scalar_kind resolve_plain(const char *s, size_t len, double *num)
-{
-	static const char *const nulls[] = { "null", "Null", "NULL", "~", NULL };
-	static const char *const trues[] = { "true", "True", "TRUE", NULL };
-	static const char *const falses[] = { "false", "False", "FALSE", NULL };
-	char tmp[64];
-	size_t off = 0;
-
-	if (len == 0 || is_one_of(s, len, nulls))
-		return SK_NULL;
-	if (is_one_of(s, len, trues))
-		return SK_TRUE;
-	if (is_one_of(s, len, falses))
-		return SK_FALSE;
-	if (len > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x')) {
-		const char *set = s[1] == 'o' ? "01234567" : "0123456789abcdefABCDEF";
-		unsigned long long v;
-		if (!all_in(s + 2, len - 2, set))
-			return SK_STR;
-		if (len >= sizeof(tmp))
-			return SK_RANGE;
-		memcpy(tmp, s + 2, len - 2);
-		tmp[len - 2] = '\0';
-		errno = 0;
-		v = strtoull(tmp, NULL, s[1] == 'o' ? 8 : 16);
-		if (errno || v > (unsigned long long)ES_JSON_MAX_INT)
-			return SK_RANGE;
-		*num = (double)v;
-		return SK_NUM;
-	}
-	if (s[0] == '-' || s[0] == '+')
-		off = 1;
-	if (all_in(s + off, len - off, "0123456789")) {
-		long long v;
-		if (len >= sizeof(tmp))
-			return SK_RANGE;
-		memcpy(tmp, s, len);
-		tmp[len] = '\0';
-		errno = 0;
-		v = strtoll(tmp, NULL, 10);
-		if (errno || v > ES_JSON_MAX_INT || v < -ES_JSON_MAX_INT)
-			return SK_RANGE;
-		*num = (double)v;
-		return SK_NUM;
-	}
-	if (is_core_float(s, len)) {
-		char *buf = malloc(len + 1);
-		double d;
-		if (!buf)
-			return SK_RANGE;
-		memcpy(buf, s, len);
-		buf[len] = '\0';
-		d = strtod(buf, NULL);
-		free(buf);
-		if (!isfinite(d))
-			return SK_RANGE;
-		*num = d;
-		return SK_NUM;
-	}
-	return SK_STR;
-}
-
-typedef struct loader {
-	yaml_document_t *doc;
+typedef struct builder {
 	const char *what;
-	size_t nodes;
 	char *err;
 	size_t errsz;
-} loader;
+	cJSON *root; /* the document being built */
+	frame stack[ES_YAML_MAX_DEPTH];
+	int depth;    /* open containers */
+	size_t nodes; /* values of the manifest so far */
+	anchor *anchors;
+} builder;
 
-static es_err node_err(loader *l, es_err code, const yaml_node_t *n, const char *msg)
+static es_err at(builder *b, es_err code, yaml_mark_t m, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static es_err at(builder *b, es_err code, yaml_mark_t m, const char *fmt, ...)
 {
-	return es_errf(code, l->err, l->errsz, "%s:%zu:%zu: %s", l->what,
-		       (size_t)n->start_mark.line + 1, (size_t)n->start_mark.column + 1, msg);
+	char msg[320];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return es_errf(code, b->err, b->errsz, "%s:%zu:%zu: %s", b->what,
+		       (size_t)m.line + 1, (size_t)m.column + 1, msg);
 }
 
-static es_err to_json(loader *l, yaml_node_t *n, int depth, cJSON **out)
+static es_err nomem(builder *b)
 {
-	cJSON *v = NULL;
-	es_err rc = ES_OK;
+	return es_errf(ES_ERR_NOMEM, b->err, b->errsz, "out of memory");
+}
+
+/* Frees the document being built and its anchors. */
+static void builder_reset(builder *b)
+{
+	anchor *a, *next;
+
+	for (a = b->anchors; a; a = next) {
+		next = a->next;
+		free(a->name);
+		free(a->raw);
+		free(a);
+	}
+	b->anchors = NULL;
+	while (b->depth > 0) {
+		b->depth--;
+		free(b->stack[b->depth].key);
+		b->stack[b->depth].key = NULL;
+	}
+	cJSON_Delete(b->root);
+	b->root = NULL;
+}
+
+static anchor *find_anchor(builder *b, const char *name)
+{
+	anchor *a;
+
+	for (a = b->anchors; a; a = a->next)
+		if (strcmp(a->name, name) == 0)
+			return a;
+	return NULL;
+}
+
+/* Registers anchor name (NULL: none) of a node starting at m. */
+static es_err new_anchor(builder *b, const yaml_char_t *name, yaml_mark_t m,
+			 anchor **out)
+{
+	anchor *a;
 
 	*out = NULL;
-	if (++l->nodes > ES_YAML_MAX_NODES)
-		return node_err(l, ES_ERR_TOOBIG, n, "document expands to too many values (aliases?)");
-	if (depth > ES_YAML_MAX_DEPTH)
-		return node_err(l, ES_ERR_PARSE, n, "nesting deeper than 64");
-	switch (n->type) {
-	case YAML_SCALAR_NODE: {
-		const char *s = (const char *)n->data.scalar.value;
-		size_t len = n->data.scalar.length;
-		double d = 0;
-		enum scalar_kind k = SK_STR;
-		if (memchr(s, '\0', len))
-			return node_err(l, ES_ERR_PARSE, n, "NUL character in a scalar");
-		if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
-			k = resolve_plain(s, len, &d);
-		switch (k) {
-		case SK_NULL: v = cJSON_CreateNull(); break;
-		case SK_TRUE: v = cJSON_CreateTrue(); break;
-		case SK_FALSE: v = cJSON_CreateFalse(); break;
-		case SK_NUM: v = cJSON_CreateNumber(d); break;
-		case SK_RANGE:
-			return node_err(l, ES_ERR_PARSE, n,
-					"number out of range (JSON integers are within +-2^53-1; quote it for a string)");
-		case SK_STR: {
-			char *tmp = malloc(len + 1);
-			if (!tmp)
-				return es_errf(ES_ERR_NOMEM, l->err, l->errsz, "out of memory");
-			memcpy(tmp, s, len);
-			tmp[len] = '\0';
-			v = cJSON_CreateString(tmp);
-			free(tmp);
-			break;
-		}
-		}
-		break;
+	if (!name)
+		return ES_OK;
+	if (find_anchor(b, (const char *)name))
+		return at(b, ES_ERR_PARSE, m, "duplicate anchor &%.200s", (const char *)name);
+	a = calloc(1, sizeof(*a));
+	if (!a || !(a->name = strdup((const char *)name))) {
+		free(a);
+		return nomem(b);
 	}
-	case YAML_SEQUENCE_NODE: {
-		yaml_node_item_t *it;
-		v = cJSON_CreateArray();
-		if (!v)
-			break;
-		for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-			cJSON *c = NULL;
-			rc = to_json(l, yaml_document_get_node(l->doc, *it), depth + 1, &c);
-			if (rc != ES_OK)
-				goto fail;
-			cJSON_AddItemToArray(v, c);
-		}
-		break;
-	}
-	case YAML_MAPPING_NODE: {
-		yaml_node_pair_t *pr;
-		v = cJSON_CreateObject();
-		if (!v)
-			break;
-		for (pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-			yaml_node_t *kn = yaml_document_get_node(l->doc, pr->key);
-			cJSON *c = NULL;
-			char *key;
-			if (kn->type != YAML_SCALAR_NODE) {
-				rc = node_err(l, ES_ERR_PARSE, kn, "mapping key is not a scalar");
-				goto fail;
-			}
-			key = strndup((const char *)kn->data.scalar.value, kn->data.scalar.length);
-			if (!key) {
-				rc = es_errf(ES_ERR_NOMEM, l->err, l->errsz, "out of memory");
-				goto fail;
-			}
-			if (cJSON_GetObjectItemCaseSensitive(v, key)) {
-				char msg[300];
-				snprintf(msg, sizeof(msg), "duplicate key \"%.200s\"", key);
-				free(key);
-				rc = node_err(l, ES_ERR_PARSE, kn, msg);
-				goto fail;
-			}
-			rc = to_json(l, yaml_document_get_node(l->doc, pr->value), depth + 1, &c);
-			if (rc != ES_OK) {
-				free(key);
-				goto fail;
-			}
-			if (!cJSON_AddItemToObject(v, key, c)) {
-				cJSON_Delete(c);
-				free(key);
-				rc = es_errf(ES_ERR_NOMEM, l->err, l->errsz, "out of memory");
-				goto fail;
-			}
-			free(key);
-		}
-		break;
-	}
-	default:
-		return node_err(l, ES_ERR_PARSE, n, "empty node");
-	}
-	if (!v)
-		return es_errf(ES_ERR_NOMEM, l->err, l->errsz, "out of memory");
-	*out = v;
+	a->open = 1;
+	a->next = b->anchors;
+	b->anchors = a;
+	*out = a;
 	return ES_OK;
-fail:
-	cJSON_Delete(v);
-	return rc;
+}
+
+/* Admits a node of `height` levels and `count` values at the next level. */
+static es_err room(builder *b, yaml_mark_t m, int height, size_t count)
+{
+	if (b->depth + height > ES_YAML_MAX_DEPTH)
+		return at(b, ES_ERR_PARSE, m, "nesting deeper than %d levels",
+			  ES_YAML_MAX_DEPTH);
+	if (count > ES_YAML_MAX_NODES - b->nodes)
+		return at(b, ES_ERR_TOOBIG, m, "document expands to more than %d values (aliases?)",
+			  ES_YAML_MAX_NODES);
+	b->nodes += count;
+	return ES_OK;
+}
+
+/* The open mapping when it waits for a key, else NULL. */
+static frame *wants_key(builder *b)
+{
+	frame *f = b->depth ? &b->stack[b->depth - 1] : NULL;
+
+	return f && cJSON_IsObject(f->v) && !f->key ? f : NULL;
+}
+
+static es_err take_key(builder *b, frame *f, const char *s, size_t len, yaml_mark_t m)
+{
+	char *key;
+
+	if (memchr(s, '\0', len))
+		return at(b, ES_ERR_PARSE, m, "NUL character in a mapping key");
+	key = strndup(s, len);
+	if (!key)
+		return nomem(b);
+	if (cJSON_GetObjectItemCaseSensitive(f->v, key)) {
+		es_err rc = at(b, ES_ERR_PARSE, m, "duplicate key \"%.200s\"", key);
+		free(key);
+		return rc;
+	}
+	f->key = key;
+	return ES_OK;
+}
+
+/* Puts v (taken) into the open container, or makes it the root. */
+static es_err attach(builder *b, cJSON *v, int height)
+{
+	frame *f;
+
+	if (b->depth == 0) {
+		b->root = v;
+		return ES_OK;
+	}
+	f = &b->stack[b->depth - 1];
+	if (cJSON_IsArray(f->v)) {
+		if (!cJSON_AddItemToArray(f->v, v)) {
+			cJSON_Delete(v);
+			return nomem(b);
+		}
+	} else {
+		if (!cJSON_AddItemToObject(f->v, f->key, v)) {
+			cJSON_Delete(v);
+			return nomem(b);
+		}
+		free(f->key);
+		f->key = NULL;
+	}
+	if (height > f->height)
+		f->height = height;
+	return ES_OK;
+}
+
+static es_err make_scalar(builder *b, const char *s, size_t len, int plain,
+			  yaml_mark_t m, cJSON **out)
+{
+	enum es_yaml_scalar_kind k = SK_STR;
+	double d = 0;
+	char *tmp;
+
+	*out = NULL;
+	if (memchr(s, '\0', len))
+		return at(b, ES_ERR_PARSE, m, "NUL character in a scalar");
+	if (plain)
+		k = es_yaml_resolve_plain(s, len, &d);
+	switch (k) {
+	case SK_NULL: *out = cJSON_CreateNull(); break;
+	case SK_TRUE: *out = cJSON_CreateTrue(); break;
+	case SK_FALSE: *out = cJSON_CreateFalse(); break;
+	case SK_NUM: *out = cJSON_CreateNumber(d); break;
+	case SK_RANGE:
+		return at(b, ES_ERR_PARSE, m,
+			  "number out of range (JSON integers are within +-2^53-1; quote it for a string)");
+	case SK_STR:
+		tmp = strndup(s, len);
+		if (tmp)
+			*out = cJSON_CreateString(tmp);
+		free(tmp);
+		break;
+	}
+	return *out ? ES_OK : nomem(b);
+}
+
+static es_err on_scalar(builder *b, const yaml_event_t *ev)
+{
+	const char *s = (const char *)ev->data.scalar.value;
+	size_t len = ev->data.scalar.length;
+	int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+	frame *kf = wants_key(b);
+	anchor *a = NULL;
+	cJSON *v = NULL;
+	es_err rc;
+
+	rc = new_anchor(b, ev->data.scalar.anchor, ev->start_mark, &a);
+	if (rc != ES_OK)
+		return rc;
+	if (a) {
+		a->raw = malloc(len + 1);
+		if (!a->raw)
+			return nomem(b);
+		memcpy(a->raw, s, len);
+		a->raw[len] = '\0';
+		a->raw_len = len;
+		a->plain = plain;
+		a->count = 1;
+		a->height = 1;
+		a->open = 0;
+	}
+	if (kf)
+		return take_key(b, kf, s, len, ev->start_mark);
+	rc = room(b, ev->start_mark, 1, 1);
+	if (rc == ES_OK)
+		rc = make_scalar(b, s, len, plain, ev->start_mark, &v);
+	return rc == ES_OK ? attach(b, v, 1) : rc;
+}
+
+static es_err on_alias(builder *b, const yaml_event_t *ev)
+{
+	const char *name = (const char *)ev->data.alias.anchor;
+	anchor *a = find_anchor(b, name);
+	frame *kf = wants_key(b);
+	cJSON *v = NULL;
+	es_err rc;
+
+	if (!a)
+		return at(b, ES_ERR_PARSE, ev->start_mark, "undefined alias *%.200s", name);
+	if (a->open)
+		return at(b, ES_ERR_PARSE, ev->start_mark,
+			  "alias *%.200s refers to a node that contains it", name);
+	if (kf) {
+		if (!a->raw)
+			return at(b, ES_ERR_PARSE, ev->start_mark, "mapping key is not a scalar");
+		return take_key(b, kf, a->raw, a->raw_len, ev->start_mark);
+	}
+	rc = room(b, ev->start_mark, a->height, a->count);
+	if (rc != ES_OK)
+		return rc;
+	if (a->raw) {
+		rc = make_scalar(b, a->raw, a->raw_len, a->plain, ev->start_mark, &v);
+		if (rc != ES_OK)
+			return rc;
+	} else if (!(v = cJSON_Duplicate(a->node, 1))) {
+		return nomem(b);
+	}
+	return attach(b, v, a->height);
+}
+
+static es_err on_start(builder *b, const yaml_event_t *ev, int mapping)
+{
+	const yaml_char_t *name = mapping ? ev->data.mapping_start.anchor
+					  : ev->data.sequence_start.anchor;
+	anchor *a = NULL;
+	cJSON *v;
+	frame *f;
+	es_err rc;
+
+	if (wants_key(b))
+		return at(b, ES_ERR_PARSE, ev->start_mark, "mapping key is not a scalar");
+	rc = room(b, ev->start_mark, 1, 1);
+	if (rc == ES_OK)
+		rc = new_anchor(b, name, ev->start_mark, &a);
+	if (rc != ES_OK)
+		return rc;
+	v = mapping ? cJSON_CreateObject() : cJSON_CreateArray();
+	if (!v)
+		return nomem(b);
+	rc = attach(b, v, 1);
+	if (rc != ES_OK)
+		return rc;
+	f = &b->stack[b->depth++];
+	memset(f, 0, sizeof(*f));
+	f->v = v;
+	f->anc = a;
+	f->first = b->nodes - 1;
+	if (a)
+		a->node = v;
+	return ES_OK;
+}
+
+static void on_end(builder *b)
+{
+	frame *f;
+	int h;
+
+	if (b->depth == 0)
+		return;
+	f = &b->stack[--b->depth];
+	h = f->height + 1;
+	if (f->anc) {
+		f->anc->open = 0;
+		f->anc->height = h;
+		f->anc->count = b->nodes - f->first;
+	}
+	free(f->key);
+	f->key = NULL;
+	if (b->depth && h > b->stack[b->depth - 1].height)
+		b->stack[b->depth - 1].height = h;
 }
 
 /* Moves obj (or its items when it is a List / a JSON array) into out. */
@@ -315,49 +388,77 @@ static es_err add_doc(cJSON *out, cJSON *obj, const char *what, int docno,
 	return ES_OK;
 }
 
+static es_err parse_failed(const yaml_parser_t *p, const char *what, char *err,
+			   size_t errsz)
+{
+	if (p->error == YAML_MEMORY_ERROR)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	if (p->error == YAML_READER_ERROR)
+		return es_errf(ES_ERR_PARSE, err, errsz, "%s: byte %zu: %s", what,
+			       p->problem_offset, p->problem ? p->problem : "unreadable");
+	return es_errf(ES_ERR_PARSE, err, errsz, "%s:%zu:%zu: %s%s%s", what,
+		       (size_t)p->problem_mark.line + 1, (size_t)p->problem_mark.column + 1,
+		       p->problem ? p->problem : "syntax error",
+		       p->context ? " " : "", p->context ? p->context : "");
+}
+
 static es_err load_yaml(const char *text, size_t len, const char *what,
 			cJSON *out, char *err, size_t errsz)
 {
 	yaml_parser_t p;
+	builder b;
 	es_err rc = ES_OK;
-	int docno = 0;
+	int docno = 0, done = 0;
 
+	memset(&b, 0, sizeof(b));
+	b.what = what;
+	b.err = err;
+	b.errsz = errsz;
 	if (!yaml_parser_initialize(&p))
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-	for (;;) {
-		yaml_document_t doc;
-		yaml_node_t *root;
-		loader l = { &doc, what, 0, err, errsz };
-		cJSON *obj = NULL;
+	while (rc == ES_OK && !done) {
+		yaml_event_t ev;
 
-		if (!yaml_parser_load(&p, &doc)) {
-			if (p.error == YAML_MEMORY_ERROR)
-				rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-			else if (p.error == YAML_READER_ERROR)
-				rc = es_errf(ES_ERR_PARSE, err, errsz, "%s: byte %zu: %s", what,
-					     p.problem_offset, p.problem ? p.problem : "unreadable");
-			else
-				rc = es_errf(ES_ERR_PARSE, err, errsz, "%s:%zu:%zu: %s%s%s", what,
-					     (size_t)p.problem_mark.line + 1,
-					     (size_t)p.problem_mark.column + 1,
-					     p.problem ? p.problem : "syntax error",
-					     p.context ? " " : "", p.context ? p.context : "");
+		if (!yaml_parser_parse(&p, &ev)) {
+			rc = parse_failed(&p, what, err, errsz);
 			break;
 		}
-		root = yaml_document_get_root_node(&doc);
-		if (!root) {
-			yaml_document_delete(&doc);
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = 1;
+			break;
+		case YAML_DOCUMENT_START_EVENT:
+			docno++;
+			break;
+		case YAML_DOCUMENT_END_EVENT:
+			if (b.root)
+				rc = add_doc(out, b.root, what, docno, err, errsz);
+			b.root = NULL;
+			builder_reset(&b);
+			break;
+		case YAML_SCALAR_EVENT:
+			rc = on_scalar(&b, &ev);
+			break;
+		case YAML_ALIAS_EVENT:
+			rc = on_alias(&b, &ev);
+			break;
+		case YAML_SEQUENCE_START_EVENT:
+			rc = on_start(&b, &ev, 0);
+			break;
+		case YAML_MAPPING_START_EVENT:
+			rc = on_start(&b, &ev, 1);
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			on_end(&b);
+			break;
+		default:
 			break;
 		}
-		docno++;
-		rc = to_json(&l, root, 1, &obj);
-		yaml_document_delete(&doc);
-		if (rc == ES_OK)
-			rc = add_doc(out, obj, what, docno, err, errsz);
-		if (rc != ES_OK)
-			break;
+		yaml_event_delete(&ev);
 	}
+	builder_reset(&b);
 	yaml_parser_delete(&p);
 	return rc;
 }
@@ -400,165 +501,3 @@ cleanup:
 	return ES_OK;
 }
 
-/* ---- emitter ---- */
-
-typedef struct obuf {
-	char *p;
-	size_t len, cap;
-	int nomem;
-} obuf;
-
-static int write_cb(void *data, unsigned char *buf, size_t size)
-{
-	obuf *b = data;
-
-	if (b->len + size + 1 > b->cap) {
-		size_t ncap = b->cap ? b->cap : 1024;
-		char *np;
-		while (ncap < b->len + size + 1)
-			ncap *= 2;
-		np = realloc(b->p, ncap);
-		if (!np) {
-			b->nomem = 1;
-			return 0;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, buf, size);
-	b->len += size;
-	b->p[b->len] = '\0';
-	return 1;
-}
-
-/* Style for a string: plain when it reads back as the same string. */
-static yaml_scalar_style_t str_style(const char *s)
-{
-	static const char *const yaml11[] = { "y", "Y", "yes", "Yes", "YES", "n", "N",
-					      "no", "No", "NO", "on", "On", "ON", "off",
-					      "Off", "OFF", ".inf", ".Inf", ".INF", "-.inf",
-					      ".nan", ".NaN", ".NAN", "=", "<<", NULL };
-	size_t len = strlen(s);
-	double d;
-	const unsigned char *u;
-
-	for (u = (const unsigned char *)s; *u; u++)
-		if (*u < 0x20 || *u == 0x7f)
-			return YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-	if (resolve_plain(s, len, &d) != SK_STR || is_one_of(s, len, yaml11))
-		return YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-	return YAML_ANY_SCALAR_STYLE;
-}
-
-static int emit_scalar(yaml_emitter_t *em, const char *s, yaml_scalar_style_t st)
-{
-	yaml_event_t ev;
-
-	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s,
-					  (int)strlen(s), 1, 1, st))
-		return 0;
-	return yaml_emitter_emit(em, &ev);
-}
-
-static int format_number(double d, char *buf, size_t bufsz)
-{
-	int prec;
-
-	if (!isfinite(d))
-		return 0;
-	if (d == trunc(d) && fabs(d) <= (double)ES_JSON_MAX_INT) {
-		snprintf(buf, bufsz, "%.0f", d);
-		return 1;
-	}
-	for (prec = 15; prec <= 17; prec++) {
-		snprintf(buf, bufsz, "%.*g", prec, d);
-		if (strtod(buf, NULL) == d)
-			break;
-	}
-	if (!strpbrk(buf, ".eE"))
-		strncat(buf, ".0", bufsz - strlen(buf) - 1);
-	return 1;
-}
-
-static int emit_value(yaml_emitter_t *em, const cJSON *v, char *err, size_t errsz)
-{
-	yaml_event_t ev;
-	const cJSON *c;
-	char num[64];
-
-	if (cJSON_IsObject(v)) {
-		if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE) ||
-		    !yaml_emitter_emit(em, &ev))
-			return 0;
-		for (c = v->child; c; c = c->next) {
-			if (!emit_scalar(em, c->string ? c->string : "", str_style(c->string ? c->string : "")) ||
-			    !emit_value(em, c, err, errsz))
-				return 0;
-		}
-		return yaml_mapping_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev);
-	}
-	if (cJSON_IsArray(v)) {
-		if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE) ||
-		    !yaml_emitter_emit(em, &ev))
-			return 0;
-		for (c = v->child; c; c = c->next)
-			if (!emit_value(em, c, err, errsz))
-				return 0;
-		return yaml_sequence_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev);
-	}
-	if (cJSON_IsString(v))
-		return emit_scalar(em, v->valuestring, str_style(v->valuestring));
-	if (cJSON_IsNumber(v)) {
-		if (!format_number(v->valuedouble, num, sizeof(num))) {
-			es_errf(ES_ERR_INVAL, err, errsz, "number is not finite");
-			return 0;
-		}
-		return emit_scalar(em, num, YAML_PLAIN_SCALAR_STYLE);
-	}
-	if (cJSON_IsTrue(v))
-		return emit_scalar(em, "true", YAML_PLAIN_SCALAR_STYLE);
-	if (cJSON_IsFalse(v))
-		return emit_scalar(em, "false", YAML_PLAIN_SCALAR_STYLE);
-	return emit_scalar(em, "null", YAML_PLAIN_SCALAR_STYLE);
-}
-
-char *es_yaml_emit(const cJSON *v, char *err, size_t errsz)
-{
-	yaml_emitter_t em;
-	yaml_event_t ev;
-	obuf b = { 0 };
-	int ok;
-
-	if (err && errsz)
-		err[0] = '\0';
-	if (!yaml_emitter_initialize(&em)) {
-		es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-		return NULL;
-	}
-	yaml_emitter_set_output(&em, write_cb, &b);
-	yaml_emitter_set_unicode(&em, 1);
-	yaml_emitter_set_width(&em, -1);
-	yaml_emitter_set_indent(&em, 2);
-	ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) &&
-	     yaml_emitter_emit(&em, &ev) &&
-	     yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) &&
-	     yaml_emitter_emit(&em, &ev) &&
-	     emit_value(&em, v, err, errsz) &&
-	     yaml_document_end_event_initialize(&ev, 1) &&
-	     yaml_emitter_emit(&em, &ev) &&
-	     yaml_stream_end_event_initialize(&ev) &&
-	     yaml_emitter_emit(&em, &ev) &&
-	     yaml_emitter_flush(&em);
-	if (!ok && err && errsz && !err[0])
-		es_errf(b.nomem || em.error == YAML_MEMORY_ERROR ? ES_ERR_NOMEM : ES_ERR_INVAL,
-			err, errsz, "YAML output failed: %s",
-			em.problem ? em.problem : "out of memory");
-	yaml_emitter_delete(&em);
-	if (!ok) {
-		free(b.p);
-		return NULL;
-	}
-	if (!b.p)
-		b.p = strdup("");
-	return b.p;
-}

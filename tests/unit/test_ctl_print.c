@@ -1,4 +1,5 @@
-/* test_ctl_print.c - controller/ctl/print.c: ages, sizes, node tables. */
+/* test_ctl_print.c - controller/ctl/print.c: ages, sizes, node tables,
+ * server errors, filesystem use (and its place in describe node). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl/describe.h"
 #include "ctl/print.h"
 #include "es_json.h"
 
@@ -83,12 +85,114 @@ static void test_nodes_table(void **state)
 	free(out);
 }
 
+static char *capture_error(int status, const char *body)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	es_print_server_error(f, "collectorconfig/nosuch", status, body, body ? strlen(body) : 0);
+	fclose(f);
+	return buf;
+}
+
+/* kubectl's form: the Status reason, then its message, nothing before. */
+static void test_server_error(void **state)
+{
+	char *out;
+	(void)state;
+
+	out = capture_error(404, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+			    "\"message\":\"collectorconfigs \\\"nosuch\\\" not found\","
+			    "\"reason\":\"NotFound\",\"code\":404}");
+	assert_string_equal(out, "Error from server (NotFound): collectorconfigs \"nosuch\" not found\n");
+	free(out);
+	out = capture_error(500, "{\"message\":\"disk full\"}");
+	assert_string_equal(out, "Error from server: disk full\n");
+	free(out);
+	out = capture_error(502, "<html>bad gateway</html>");
+	assert_string_equal(out, "Error from server (HTTP 502): collectorconfig/nosuch: <html>bad gateway</html>\n");
+	free(out);
+	out = capture_error(503, NULL);
+	assert_string_equal(out, "Error from server (HTTP 503): collectorconfig/nosuch: \n");
+	free(out);
+}
+
+static const char *use(const char *fs, char *buf, size_t bufsz)
+{
+	cJSON *v = NULL;
+	assert_int_equal(es_json_parse(fs, strlen(fs), 8, &v, NULL, 0), ES_OK);
+	es_print_fs_use(cJSON_GetObjectItem(v, "sizeBytes"), cJSON_GetObjectItem(v, "availBytes"),
+			cJSON_GetObjectItem(v, "freeBytes"), buf, bufsz);
+	cJSON_Delete(v);
+	return buf;
+}
+
+/* df's Use%: used / (used + avail), rounded up; reserved blocks excluded. */
+static void test_fs_use(void **state)
+{
+	char b[32];
+	(void)state;
+
+	/* 100 GB, 10 free of which 5 reserved: df says 95% (90/95 = 94.7), not 90% */
+	assert_string_equal(use("{\"sizeBytes\":100000000000,\"freeBytes\":10000000000,"
+				"\"availBytes\":5000000000}", b, sizeof(b)), "95%");
+	/* exactly half stays 50%; the smallest use rounds up to 1% */
+	assert_string_equal(use("{\"sizeBytes\":200,\"freeBytes\":100,\"availBytes\":100}", b,
+				sizeof(b)), "50%");
+	assert_string_equal(use("{\"sizeBytes\":1000000,\"freeBytes\":999999,\"availBytes\":999999}",
+				b, sizeof(b)), "1%");
+	/* full to the reserve: avail 0 is 100% although free > 0 */
+	assert_string_equal(use("{\"sizeBytes\":1000,\"freeBytes\":50,\"availBytes\":0}", b,
+				sizeof(b)), "100%");
+	/* largest JSON integers do not overflow */
+	assert_string_equal(use("{\"sizeBytes\":9007199254740991,\"freeBytes\":0,"
+				"\"availBytes\":9007199254740991}", b, sizeof(b)), "50%");
+	assert_string_equal(use("{\"sizeBytes\":0,\"freeBytes\":0,\"availBytes\":0}", b,
+				sizeof(b)), "-");
+	assert_string_equal(use("{\"sizeBytes\":10,\"freeBytes\":20,\"availBytes\":0}", b,
+				sizeof(b)), "<unknown>");
+	assert_string_equal(use("{\"sizeBytes\":10,\"availBytes\":0}", b, sizeof(b)), "<unknown>");
+	assert_string_equal(use("{\"sizeBytes\":10.5,\"freeBytes\":1,\"availBytes\":0}", b,
+				sizeof(b)), "<unknown>");
+}
+
+/* describe node's Filesystems table uses df's figure. */
+static void test_describe_fs_use(void **state)
+{
+	const char *node = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":{\"usage\":"
+			   "{\"filesystems\":[{\"device\":\"/dev/sda1\",\"mountpoint\":\"/\","
+			   "\"fstype\":\"ext4\",\"sizeBytes\":100000000000,\"freeBytes\":10000000000,"
+			   "\"availBytes\":5000000000}]}}}";
+	cJSON *v = NULL;
+	char *buf = NULL, *line;
+	size_t len = 0;
+	FILE *f;
+	(void)state;
+
+	assert_int_equal(es_json_parse(node, strlen(node), 16, &v, NULL, 0), ES_OK);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(es_describe_node(f, v, NULL, NULL, 0), ES_OK);
+	fclose(f);
+	line = strstr(buf, "/dev/sda1");
+	assert_non_null(line);
+	*strchr(line, '\n') = '\0';
+	assert_non_null(strstr(line, " 95%"));
+	free(buf);
+	cJSON_Delete(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_age),
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_nodes_table),
+		cmocka_unit_test(test_server_error),
+		cmocka_unit_test(test_fs_use),
+		cmocka_unit_test(test_describe_fs_use),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

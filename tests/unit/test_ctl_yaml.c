@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,105 @@ static void test_errors(void **state)
 	}
 }
 
+/* Writes "spec:\n  a: " and depth '[' then depth ']' into a new string. */
+static char *nested(size_t depth, size_t *len)
+{
+	static const char head[] = "spec:\n  a: ";
+	size_t hl = sizeof(head) - 1;
+	char *s = malloc(hl + 2 * depth + 2);
+
+	assert_non_null(s);
+	memcpy(s, head, hl);
+	memset(s + hl, '[', depth);
+	memset(s + hl + depth, ']', depth);
+	s[hl + 2 * depth] = '\n';
+	s[hl + 2 * depth + 1] = '\0';
+	*len = hl + 2 * depth + 1;
+	return s;
+}
+
+/* A 400 KB document 200 000 levels deep is refused at level 65, before the
+ * rest is read (the node-graph loader took over a minute on it). */
+static void test_deep_nesting_refused(void **state)
+{
+	char err[256] = "";
+	cJSON *out = (cJSON *)1;
+	size_t len;
+	char *s;
+	(void)state;
+
+	s = nested(200000, &len);
+	assert_int_equal(es_yaml_load(s, len, "deep.yaml", &out, err, sizeof(err)), ES_ERR_PARSE);
+	assert_null(out);
+	assert_non_null(strstr(err, "nesting deeper than 64"));
+	/* the document is level 1, spec's mapping level 2, the first '[' (column
+	 * 6) level 3: the 63rd, at column 68, opens level 65 */
+	assert_non_null(strstr(err, "deep.yaml:2:"));
+	assert_non_null(strstr(err, "deep.yaml:2:68: "));
+	free(s);
+
+	/* level 64 is allowed: two mappings, then 62 sequences */
+	s = nested(62, &len);
+	assert_int_equal(es_yaml_load(s, len, "ok", &out, err, sizeof(err)), ES_OK);
+	cJSON_Delete(out);
+	free(s);
+	/* a scalar at level 65 is refused like a container */
+	{
+		char *t = malloc(200);
+		size_t n;
+		assert_non_null(t);
+		strcpy(t, "spec:\n  a: ");
+		n = strlen(t);
+		memset(t + n, '[', 62);
+		t[n + 62] = '1';
+		memset(t + n + 63, ']', 62);
+		t[n + 125] = '\0';
+		assert_int_equal(es_yaml_load(t, strlen(t), "s", &out, err, sizeof(err)), ES_ERR_PARSE);
+		assert_non_null(strstr(err, "nesting deeper than 64"));
+		free(t);
+	}
+}
+
+/* An alias counts with the height and size of the node it copies. */
+static void test_aliases(void **state)
+{
+	char err[256] = "";
+	cJSON *out = NULL;
+	const char *ok = "kind: A\nmetadata: &m {name: x, labels: {k: &v \"10\"}}\n"
+			 "spec: {copy: *m, v: *v, n: &n 5, m: *n, *v : key}\n";
+	const char *self = "kind: A\nspec: &s {a: *s}\n";
+	const char *undef = "kind: A\nspec: *nope\n";
+	const char *mapkey = "kind: A\nspec: {[a]: 1}\n";
+	(void)state;
+
+	assert_int_equal(es_yaml_load(ok, strlen(ok), "ok", &out, err, sizeof(err)), ES_OK);
+	assert_json_eq(cJSON_GetArrayItem(out, 0),
+		"{\"kind\":\"A\",\"metadata\":{\"name\":\"x\",\"labels\":{\"k\":\"10\"}},"
+		"\"spec\":{\"copy\":{\"name\":\"x\",\"labels\":{\"k\":\"10\"}},\"v\":\"10\","
+		"\"n\":5,\"m\":5,\"10\":\"key\"}}");
+	cJSON_Delete(out);
+	assert_int_equal(es_yaml_load(self, strlen(self), "self", &out, err, sizeof(err)), ES_ERR_PARSE);
+	assert_non_null(strstr(err, "self:2:14: alias *s refers to a node that contains it"));
+	assert_int_equal(es_yaml_load(undef, strlen(undef), "u", &out, err, sizeof(err)), ES_ERR_PARSE);
+	assert_non_null(strstr(err, "u:2:7: undefined alias *nope"));
+	assert_int_equal(es_yaml_load(mapkey, strlen(mapkey), "k", &out, err, sizeof(err)), ES_ERR_PARSE);
+	assert_non_null(strstr(err, "mapping key is not a scalar"));
+	/* an alias of a 59-level node placed at level 7 would reach level 65 */
+	{
+		size_t len, n;
+		char *s = nested(59, &len), *t;
+		/* "spec:\n  a: &d [[...]]" is levels 3..61; *d is at level 7 */
+		t = malloc(len + 64);
+		assert_non_null(t);
+		n = (size_t)snprintf(t, len + 64, "spec:\n  a: &d %s", s + 11);
+		n += (size_t)snprintf(t + n, len + 64 - n, "  b: [[[[*d]]]]\n");
+		assert_int_equal(es_yaml_load(t, n, "h", &out, err, sizeof(err)), ES_ERR_PARSE);
+		assert_non_null(strstr(err, "h:3:10: nesting deeper than 64"));
+		free(s);
+		free(t);
+	}
+}
+
 static void roundtrip(const char *json_text)
 {
 	char err[256] = "";
@@ -205,6 +305,8 @@ int main(void)
 		cmocka_unit_test(test_list_expands),
 		cmocka_unit_test(test_json_input),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_deep_nesting_refused),
+		cmocka_unit_test(test_aliases),
 		cmocka_unit_test(test_emit_roundtrip),
 		cmocka_unit_test(test_emit_layout),
 	};
