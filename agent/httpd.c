@@ -40,83 +40,6 @@ static int text_body(const char *s, char **body, size_t *len)
 	return 0;
 }
 
-/* Appends printf output to a growing buffer. Returns -1 on OOM. */
-static int bprintf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int bprintf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		size_t room = *cap - *len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(*buf + *len, room, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return -1;
-		if ((size_t)n < room) {
-			*len += (size_t)n;
-			return 0;
-		}
-		{
-			size_t ncap = *cap * 2 + (size_t)n;
-			char *nb = realloc(*buf, ncap);
-
-			if (!nb)
-				return -1;
-			*buf = nb;
-			*cap = ncap;
-		}
-	}
-}
-
-/* Prometheus exposition: HELP and TYPE lines then the sample (metric names
- * follow the Prometheus naming guide: units in the name, _total counters). */
-static int metrics_body(const es_httpd_metrics *m, char **body, size_t *len)
-{
-	size_t cap = 1024;
-	char *b = malloc(cap);
-	int rc = 0;
-
-	*len = 0;
-	if (!b)
-		return -1;
-	b[0] = '\0';
-	rc |= bprintf(&b, len, &cap,
-		      "# HELP edgesync_agent_reports_queued Reports in the outbox, not yet acknowledged.\n"
-		      "# TYPE edgesync_agent_reports_queued gauge\n"
-		      "edgesync_agent_reports_queued %lld\n",
-		      (long long)m->reports_queued);
-	rc |= bprintf(&b, len, &cap,
-		      "# HELP edgesync_agent_reports_dropped_total Events dropped from the full outbox.\n"
-		      "# TYPE edgesync_agent_reports_dropped_total counter\n"
-		      "edgesync_agent_reports_dropped_total %lld\n",
-		      (long long)m->reports_dropped);
-	rc |= bprintf(&b, len, &cap,
-		      "# HELP edgesync_agent_reconnects_total Connection attempts to the controller after the first.\n"
-		      "# TYPE edgesync_agent_reconnects_total counter\n"
-		      "edgesync_agent_reconnects_total %lld\n",
-		      (long long)m->reconnects);
-	rc |= bprintf(&b, len, &cap,
-		      "# HELP edgesync_agent_connected 1 when the sync connection is up.\n"
-		      "# TYPE edgesync_agent_connected gauge\n"
-		      "edgesync_agent_connected %d\n", m->connected ? 1 : 0);
-	if (m->have_mem_available)
-		rc |= bprintf(&b, len, &cap,
-			      "# HELP node_memory_MemAvailable_bytes Memory information field MemAvailable_bytes.\n"
-			      "# TYPE node_memory_MemAvailable_bytes gauge\n"
-			      "node_memory_MemAvailable_bytes %.17g\n",
-			      m->mem_available_bytes);
-	if (rc) {
-		free(b);
-		return -1;
-	}
-	*body = b;
-	return 0;
-}
-
 int es_httpd_respond(const es_httpd_source *src, const char *method,
 		     const char *path, char **body, size_t *body_len,
 		     const char **ctype)
@@ -154,12 +77,9 @@ int es_httpd_respond(const es_httpd_source *src, const char *method,
 			}
 		}
 	} else if (!strcmp(path, "/metrics")) {
-		es_httpd_metrics m;
-
-		memset(&m, 0, sizeof(m));
 		r = -1;
-		if (src->metrics && src->metrics(src->user, &m) == 0) {
-			r = metrics_body(&m, body, body_len);
+		if (src->metrics && src->metrics(src->user, body, body_len) == 0) {
+			r = 0;
 			*ctype = CT_PROM;
 		}
 	} else {

@@ -21,23 +21,14 @@
 
 typedef struct es_httpd es_httpd;
 
-/* Figures for /metrics. have_mem_available: 0 when memory was not
- * collected (the sample is then left out). */
-typedef struct es_httpd_metrics {
-	int64_t reports_queued;
-	int64_t reports_dropped;
-	int64_t reconnects;
-	int connected;
-	int have_mem_available;
-	double mem_available_bytes;
-} es_httpd_metrics;
-
 /* Where the endpoint gets its answers (the agent). */
 typedef struct es_httpd_source {
 	void *user;
 	int (*ready)(void *user);                 /* 1 when ready */
 	cJSON *(*state)(void *user);              /* new tree, or NULL (then 500) */
-	int (*metrics)(void *user, es_httpd_metrics *m); /* 0 ok, -1 then 500 */
+	/* The /metrics body (metrics.h): 0 with *body malloc'd (the endpoint
+	 * frees it) and *len set, or -1 (then 500). */
+	int (*metrics)(void *user, char **body, size_t *len);
 } es_httpd_source;
 
 /*

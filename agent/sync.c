@@ -356,6 +356,7 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 		goto cleanup;
 	s->ctx = ctx;
 	s->st = st;
+	s->metrics = opts->metrics;
 	if (hooks)
 		s->hooks = *hooks;
 	s->url = strdup(opts->url);

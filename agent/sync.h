@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include <libwebsockets.h>
 #include "es_err.h"
+#include "metrics.h"
 #include "store.h"
 
 typedef struct es_sync es_sync;
@@ -27,6 +28,8 @@ typedef struct es_sync_opts {
 	const char *agent_version;
 	const char *boot_id;       /* "" when unknown */
 	const cJSON *labels;       /* object of strings, copied */
+	es_agent_metrics *metrics; /* borrowed, may be NULL: reports sent and
+				    * acknowledged, last sync (metrics.h) */
 } es_sync_opts;
 
 typedef struct es_sync_hooks {

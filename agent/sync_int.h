@@ -37,6 +37,7 @@ struct es_sync {
 	struct lws_vhost *vh;
 	es_store *st;
 	es_sync_hooks hooks;
+	es_agent_metrics *metrics;
 	char *url, *node, *agent_version, *boot_id;
 	cJSON *labels;
 	es_agent_url u;

@@ -113,6 +113,7 @@ int sync__send_next_report(es_sync *s, struct lws *wsi)
 		rv = -1;
 		goto cleanup;
 	}
+	es_agent_metrics_report_sent(s->metrics, row.seq);
 	s->sent_after = row.seq;
 	if (row.is_state)
 		s->state_inflight = row.seq;
@@ -177,6 +178,8 @@ static void on_welcome(es_sync *s, const cJSON *msg)
 		es_store_set_int(s->st, "next_seq", acked + 1);
 	}
 	set_acked(s, acked);
+	es_agent_metrics_acked(s->metrics, acked);
+	es_agent_metrics_synced(s->metrics, time(NULL));
 	s->state = ST_READY;
 	s->last_connected = time(NULL);
 	s->last_error[0] = '\0';
@@ -214,6 +217,7 @@ static void on_desired(es_sync *s, const cJSON *msg)
 	if (more)
 		return;
 	sync__queue_msg(s, es_proto_desired_ack(rv));
+	es_agent_metrics_synced(s->metrics, time(NULL));
 	if (s->hooks.desired_changed)
 		s->hooks.desired_changed(s->hooks.user);
 }
@@ -257,6 +261,8 @@ void sync__on_message(es_sync *s, const char *buf, size_t len)
 		}
 		if (seq > s->last_acked_seq)
 			set_acked(s, seq);
+		es_agent_metrics_acked(s->metrics, seq);
+		es_agent_metrics_synced(s->metrics, time(NULL));
 		if (s->state_inflight && seq >= s->state_inflight)
 			s->state_inflight = 0;
 		lws_callback_on_writable(s->wsi);

@@ -14,6 +14,7 @@
 #include "es_json.h"
 #include "es_log.h"
 #include "es_time.h"
+#include "es_version.h"
 
 /* Largest peer certificate (DER) accepted. */
 #define DER_MAX 16384
@@ -364,6 +365,9 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 		goto cleanup;
 	}
 	s->db = db;
+	rc = es_ctrl_metrics_new(o->db_path, ES_VERSION, &s->metrics, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
 	s->hooks.object_changed = es_server_object_changed;
 	s->hooks.ud = s;
 
@@ -434,6 +438,11 @@ es_err es_server_run(es_server *s)
 	return ES_OK;
 }
 
+struct lws_context *es_server_context(es_server *s)
+{
+	return s->ctx;
+}
+
 void es_server_stop(es_server *s)
 {
 	if (!s)
@@ -451,6 +460,7 @@ void es_server_destroy(es_server *s)
 		lws_sul_cancel(&s->sweep);
 		lws_context_destroy(s->ctx);
 	}
+	es_ctrl_metrics_free(s->metrics);
 	free(s->trust_domain);
 	free(s);
 }

@@ -32,6 +32,7 @@
  * node (private-use range, RFC 6455 section 7.4.2). */
 #define ES_SERVER_CLOSE_REPLACED 4000
 
+struct lws_context;
 typedef struct es_server es_server;
 
 typedef struct es_server_opts {
@@ -43,6 +44,7 @@ typedef struct es_server_opts {
 	const char *client_ca;    /* verifies agents' certificates */
 	const char *admin_ca;     /* verifies admin certificates */
 	const char *trust_domain; /* SPIFFE trust domain of both identities */
+	const char *db_path;      /* the store's file, for /metrics (may be NULL) */
 } es_server_opts;
 
 /*
@@ -61,6 +63,10 @@ es_err es_server_new(const es_server_opts *opts, es_db *db, es_server **out,
  * a stop, ES_ERR_IO when the service loop failed.
  */
 es_err es_server_run(es_server *srv);
+
+/* The server's libwebsockets context (owned by srv), for timers that must
+ * run on its event loop (the systemd watchdog, lib/es_notify.h). */
+struct lws_context *es_server_context(es_server *srv);
 
 /* Asks es_server_run to return. Async-signal-safe: may be called from a
  * signal handler. */

@@ -93,36 +93,6 @@ static int respond_status(struct lws *wsi, http_req *r, int code,
 		       close_now);
 }
 
-/* Prometheus text exposition format 0.0.4. */
-static char *metrics_text(es_server *s, size_t *len)
-{
-	size_t cap = 4096, n = 0;
-	char *b = malloc(cap);
-
-	if (!b)
-		return NULL;
-	n += (size_t)snprintf(b + n, cap - n,
-		"# HELP edgesync_controller_connected_agents Agents whose hello was accepted and that are still connected.\n"
-		"# TYPE edgesync_controller_connected_agents gauge\n"
-		"edgesync_controller_connected_agents %d\n"
-		"# HELP edgesync_controller_messages_received_total Protocol messages received from agents and decoded, by type.\n"
-		"# TYPE edgesync_controller_messages_received_total counter\n",
-		s->n_ready);
-	for (int t = ES_MSG_HELLO; t <= ES_MSG_ERROR && n < cap; t++)
-		n += (size_t)snprintf(b + n, cap - n,
-			"edgesync_controller_messages_received_total{type=\"%s\"} %llu\n",
-			es_proto_type_name((es_msg_type)t),
-			(unsigned long long)s->rx_by_type[t]);
-	if (n < cap)
-		n += (size_t)snprintf(b + n, cap - n,
-			"# HELP edgesync_controller_reports_duplicate_total Reports dropped as duplicates (seq already stored).\n"
-			"# TYPE edgesync_controller_reports_duplicate_total counter\n"
-			"edgesync_controller_reports_duplicate_total %llu\n",
-			(unsigned long long)s->reports_dup);
-	*len = n < cap ? n : cap - 1;
-	return b;
-}
-
 static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 {
 	es_admin_resp resp = { 0 };
@@ -134,8 +104,7 @@ static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 		if (strcmp(r->method, "GET") != 0)
 			return respond_status(wsi, r, 405, "MethodNotAllowed",
 					      "/metrics: only GET", 0);
-		m = metrics_text(s, &len);
-		if (!m)
+		if (es_ctrl_metrics_render(s->metrics, s->n_ready, &m, &len) != ES_OK)
 			return respond_status(wsi, r, 500, "InternalError",
 					      "out of memory", 0);
 		return respond(wsi, r, 200,

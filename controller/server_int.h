@@ -19,6 +19,7 @@
 #include "es_obj.h"
 #include "es_pki.h"
 #include "es_proto.h"
+#include "metrics.h"
 #include "server.h"
 
 /* Largest admin response piece written per LWS_CALLBACK_HTTP_WRITEABLE. */
@@ -45,6 +46,7 @@ typedef struct conn {
 	int close_code;
 	char close_reason[32];
 	int64_t last_rx_ms;
+	es_ctrl_pending acks; /* writes pushed, awaiting desiredAck (metrics.h) */
 } conn;
 
 struct es_server {
@@ -53,8 +55,7 @@ struct es_server {
 	char *trust_domain;
 	conn *conns;
 	int n_ready;
-	uint64_t rx_by_type[ES_MSG_ERROR + 1];
-	uint64_t reports_dup;
+	es_ctrl_metrics *metrics;
 	volatile sig_atomic_t stop;
 	lws_sorted_usec_list_t sweep;
 	es_admin_hooks hooks;

@@ -155,7 +155,7 @@ cleanup:
 void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 {
 	es_server *s = ud;
-	int64_t rv = 0, compacted = 0;
+	int64_t rv = 0, compacted = 0, now_us = es_ctrl_metrics_now_us();
 
 	if (es_db_rv(s->db, &rv, &compacted) != ES_OK)
 		rv = es_obj_resource_version(cur ? cur : prev);
@@ -179,8 +179,10 @@ void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 			cJSON_AddItemToArray(del ? dels : objs, item);
 			item = NULL;
 			if (server__queue_msg(c, es_proto_desired(0, rv, objs,
-								  dels, 0)) == ES_OK)
+								  dels, 0)) == ES_OK) {
+				es_ctrl_metrics_pushed(&c->acks, rv, now_us);
 				continue;
+			}
 		} else {
 			cJSON_Delete(objs);
 			cJSON_Delete(dels);
@@ -262,7 +264,7 @@ static void on_report(conn *c, const cJSON *msg)
 		return;
 	}
 	if (dup)
-		c->srv->reports_dup++;
+		es_ctrl_metrics_duplicate(c->srv->metrics);
 	if (server__queue_msg(c, es_proto_ack(seq)) != ES_OK ||
 	    (resync && server__queue_msg(c, es_proto_resync()) != ES_OK))
 		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
@@ -286,7 +288,7 @@ void server__handle_message(conn *c, const char *buf, size_t len)
 		server__queue_error(c, code, e);
 		return;
 	}
-	c->srv->rx_by_type[t]++;
+	es_ctrl_metrics_message(c->srv->metrics, es_proto_type_name(t));
 	if (t != ES_MSG_HELLO && !c->helloed) {
 		snprintf(e, sizeof(e), "%s before hello", es_proto_type_name(t));
 		server__queue_error(c, ES_PC_PROTOCOL, e);
@@ -302,6 +304,8 @@ void server__handle_message(conn *c, const char *buf, size_t len)
 	case ES_MSG_DESIRED_ACK:
 		es_json_get_int(msg, "desiredAck", "resourceVersion", 1, 0,
 				ES_JSON_MAX_INT, &rv, NULL, 0);
+		es_ctrl_metrics_acked(c->srv->metrics, &c->acks, rv,
+				      es_ctrl_metrics_now_us());
 		if (es_db_node_desired_ack(c->srv->db, c->node, rv, time(NULL)) !=
 		    ES_OK)
 			server__queue_error(c, ES_PC_INTERNAL,

@@ -41,6 +41,20 @@ static void put_str(line_buf *lb, const char *s)
 		put_char(lb, *s++);
 }
 
+/* A logfmt key is a bare word: bytes that would end it or start a value
+ * (space, control characters, '=', '"', 0x7f) are written as '_'; an
+ * empty key as "_". */
+static void put_key(line_buf *lb, const char *k)
+{
+	if (*k == '\0') {
+		put_char(lb, '_');
+		return;
+	}
+	for (const unsigned char *p = (const unsigned char *)k; *p; p++)
+		put_char(lb, *p <= ' ' || *p == '=' || *p == '"' || *p == 0x7f
+				     ? '_' : (char)*p);
+}
+
 static int needs_quotes(const char *v)
 {
 	if (*v == '\0')
@@ -123,7 +137,7 @@ static void log_v(es_log_level level, const char *component, const char *msg,
 		const char *val = va_arg(ap, const char *);
 
 		put_char(&lb, ' ');
-		put_str(&lb, key);
+		put_key(&lb, key);
 		put_char(&lb, '=');
 		put_value(&lb, val, 0);
 	}
@@ -157,18 +171,27 @@ int es_log_parse_level(const char *s, es_log_level *out)
 	return -1;
 }
 
-/* lws levels shown for each of ours. */
+/* lws levels shown for each of ours (see lws_level_map). */
 static int lws_mask(es_log_level level)
 {
 	int mask = LLL_ERR;
 
 	if (level >= ES_LOG_WARN)
 		mask |= LLL_WARN;
-	if (level >= ES_LOG_INFO)
-		mask |= LLL_NOTICE;
 	if (level >= ES_LOG_DEBUG)
-		mask |= LLL_INFO;
+		mask |= LLL_NOTICE | LLL_INFO;
 	return mask;
+}
+
+/* libwebsockets logs every connection, vhost and TLS setup at LLL_NOTICE
+ * and LLL_INFO: per-connection chatter, so both are debug here. */
+static es_log_level lws_level_map(int level)
+{
+	if (level & LLL_ERR)
+		return ES_LOG_ERROR;
+	if (level & LLL_WARN)
+		return ES_LOG_WARN;
+	return ES_LOG_DEBUG;
 }
 
 /* Length of lws's own "[YYYY/MM/DD HH:MM:SS:FFFF] L: " or "[S:FFFF] L: "
@@ -197,14 +220,7 @@ static void lws_emit(int level, const char *line)
 
 	if (line == NULL)
 		return;
-	if (level & LLL_ERR)
-		ours = ES_LOG_ERROR;
-	else if (level & LLL_WARN)
-		ours = ES_LOG_WARN;
-	else if (level & LLL_NOTICE)
-		ours = ES_LOG_INFO;
-	else
-		ours = ES_LOG_DEBUG;
+	ours = lws_level_map(level);
 	line += lws_prefix_len(line);
 	len = strlen(line);
 	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))

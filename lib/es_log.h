@@ -4,9 +4,14 @@
  *
  *   time=2026-11-30T04:07:12.123Z level=info component=sync msg="connected" url=wss://...
  *
- * Values with spaces, quotes, '=' or control characters are quoted and
- * escaped. The process is single-threaded around one event loop, so the
- * logger keeps no lock.
+ * Every line has time (RFC 3339, UTC, milliseconds), level (error, warn,
+ * info, debug), component and msg (always quoted), then the event's fields
+ * in the order given. Values with spaces, quotes, '=', backslashes or
+ * control characters are double-quoted, with \" \\ \n \r \t and \u00XX
+ * escapes; other values are bare. Keys are bare words (a byte that could
+ * not be in one is written '_'). A line is at most 8192 bytes; a longer one
+ * ends in "..." (still one line). The process is single-threaded around
+ * one event loop, so the logger keeps no lock.
  */
 #ifndef ES_LOG_H
 #define ES_LOG_H
@@ -25,8 +30,11 @@ void es_log_set_level(es_log_level level);
 int es_log_parse_level(const char *s, es_log_level *out);
 
 /* Routes libwebsockets' own log lines through this logger with component
- * "lws", mapping LLL_ERR→error, LLL_WARN→warn, LLL_NOTICE→info,
- * LLL_INFO→debug, according to the current level. */
+ * "lws", mapping LLL_ERR→error, LLL_WARN→warn, and LLL_NOTICE and
+ * LLL_INFO→debug (lws reports every connection and TLS setup at those two,
+ * which would flood the default info level); lws is asked only for the
+ * levels the current level prints. LLL_DEBUG and finer are never asked
+ * for. lws's own "[time] L: " prefix is removed. */
 void es_log_route_lws(void);
 
 /*

@@ -1,0 +1,91 @@
+/*
+ * metrics.h - the controller's Prometheus metrics (served at the admin
+ * listener's /metrics; README.md "Metrics" lists them with types, labels
+ * and units):
+ *
+ *   edgesync_controller_build_info{version}            gauge, always 1
+ *   edgesync_controller_connected_agents               gauge
+ *   edgesync_controller_messages_received_total{type}  counter
+ *   edgesync_controller_reports_duplicate_total        counter
+ *   edgesync_controller_desired_ack_latency_seconds    histogram
+ *   edgesync_controller_store_size_bytes               gauge
+ *
+ * The ack latency is the time from an object write through the admin API
+ * to the desiredAck of each connected agent the write was pushed to that
+ * covers it (a resourceVersion at or above the pushed one). Objects an
+ * agent gets in the sync after its hello are not measured: the write time
+ * of those is not known, and the figure would be the agent's time offline.
+ *
+ * Everything runs on the server's event-loop thread.
+ */
+#ifndef ES_CTRL_METRICS_H
+#define ES_CTRL_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "es_err.h"
+#include "es_metrics.h"
+
+/* Upper bounds, seconds, of the ack latency histogram: a push on loopback
+ * is milliseconds; a busy or distant agent takes seconds. */
+#define ES_CTRL_METRICS_ACK_BUCKETS \
+	{ 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 }
+
+/* Pushed writes one connection remembers until acknowledged; past it the
+ * oldest is forgotten (not measured). */
+#define ES_CTRL_METRICS_PENDING_MAX 64
+
+typedef struct es_ctrl_metrics es_ctrl_metrics;
+
+/* Writes pushed to one agent connection and not yet acknowledged, oldest
+ * first. Lives in the connection; zeroed means empty. */
+typedef struct es_ctrl_pending {
+	int64_t rv[ES_CTRL_METRICS_PENDING_MAX];    /* resourceVersion pushed */
+	int64_t at_us[ES_CTRL_METRICS_PENDING_MAX]; /* monotonic time of the write */
+	size_t n;
+} es_ctrl_pending;
+
+/*
+ * Creates the registry. db_path: the SQLite database file (its size, and
+ * its "-wal" file's, is edgesync_controller_store_size_bytes; NULL leaves
+ * the metric out); version: for build_info. Both copied.
+ * Errors: ES_ERR_NOMEM.
+ */
+es_err es_ctrl_metrics_new(const char *db_path, const char *version,
+			   es_ctrl_metrics **out, char *err, size_t errsz);
+
+/* Frees m. NULL-safe. */
+void es_ctrl_metrics_free(es_ctrl_metrics *m);
+
+/* The registry, for other parts of the controller to add families to. */
+es_metrics *es_ctrl_metrics_registry(es_ctrl_metrics *m);
+
+/* One message of this type (es_proto_type_name) was received and decoded.
+ * m may be NULL (no-op), as in every hook below. */
+void es_ctrl_metrics_message(es_ctrl_metrics *m, const char *type);
+
+/* A report was dropped as a duplicate (its seq was already stored). */
+void es_ctrl_metrics_duplicate(es_ctrl_metrics *m);
+
+/* A write at monotonic time at_us was pushed to a connection in a desired
+ * message of resourceVersion rv. */
+void es_ctrl_metrics_pushed(es_ctrl_pending *p, int64_t rv, int64_t at_us);
+
+/* The connection's agent sent desiredAck rv at monotonic time now_us: every
+ * pending write with a resourceVersion <= rv is observed and forgotten. */
+void es_ctrl_metrics_acked(es_ctrl_metrics *m, es_ctrl_pending *p, int64_t rv,
+			   int64_t now_us);
+
+/* Monotonic microseconds (CLOCK_MONOTONIC), the clock of the two above. */
+int64_t es_ctrl_metrics_now_us(void);
+
+/*
+ * Sets the scrape-time gauges (connected_agents; the store size from
+ * stat(2), left out when the file cannot be stat'ed) and renders the
+ * registry (es_metrics_render). *out malloc'd, caller frees.
+ * Errors: ES_ERR_NOMEM.
+ */
+es_err es_ctrl_metrics_render(es_ctrl_metrics *m, int connected_agents,
+			      char **out, size_t *len);
+
+#endif
