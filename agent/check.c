@@ -2,6 +2,7 @@
  * check.c - host probes for `edgesync-agent check` (see check.h).
  */
 #include "check.h"
+#include "kcollect.h"
 
 #include <errno.h>
 #include <dirent.h>
@@ -197,9 +198,10 @@ int es_check_run(FILE *out)
 		int ok = readable(collectors[i].source);
 
 		snprintf(name, sizeof(name), "collector/%s", collectors[i].name);
-		snprintf(d, sizeof(d), "procfs (eBPF collectors not built)%s%s",
+		snprintf(d, sizeof(d), "procfs%s%s",
 			 ok ? "" : ": cannot read ", ok ? "" : collectors[i].source);
 		row(out, name, ok ? RES_OK : RES_FAIL, d);
 	}
+	es_kcollectors_check(out);
 	return procfs_ok ? 0 : 1;
 }

@@ -1,0 +1,429 @@
+/*
+ * kcollect.c - the set of kernel collectors (kcollect.h): the registry,
+ * choosing each collector's backend, reporting, and the event-loop hooks.
+ * The host probes are in kenv.c.
+ */
+#define _GNU_SOURCE
+#include "kcollect.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <libwebsockets.h>
+
+#include "es_json.h"
+#include "es_log.h"
+
+/* One line per collector; the order is the report order and the mask bit. */
+static const es_kcollector_ops *const registry[] = {
+	&es_kc_process_ops,
+	&es_kc_tcp_ops,
+	&es_kc_cgnet_ops,
+	&es_kc_oom_ops,
+	&es_kc_blockio_ops,
+};
+
+#define NREG (sizeof(registry) / sizeof(registry[0]))
+
+typedef struct kc_slot {
+	es_kcollector kc;
+	int enabled;
+	struct lws *wsi;
+	lws_sorted_usec_list_t sul;
+	struct es_kcollectors *set;
+} kc_slot;
+
+struct es_kcollectors {
+	const es_kenv *env;
+	struct lws_context *ctx;
+	struct lws_vhost *vh;
+	size_t n;
+	kc_slot slots[NREG];
+};
+
+const es_kcollector_ops *const *es_kcollectors_registry(size_t *n)
+{
+	*n = NREG;
+	return registry;
+}
+
+const char *es_kbackend_str(es_kbackend b)
+{
+	switch (b) {
+	case ES_KBACKEND_EBPF:
+		return "ebpf";
+	case ES_KBACKEND_PROCFS:
+		return "procfs";
+	default:
+		return "unavailable";
+	}
+}
+
+es_err es_kcollectors_mask(const char *names, unsigned *mask, char *err,
+			   size_t errsz)
+{
+	const char *p = names;
+	unsigned m = 0;
+
+	if (!names || !*names || strcmp(names, "all") == 0) {
+		*mask = ES_KC_ALL;
+		return ES_OK;
+	}
+	while (*p) {
+		size_t len = strcspn(p, ","), i;
+
+		while (len > 0 && *p == ' ') {
+			p++;
+			len--;
+		}
+		for (i = 0; i < NREG; i++)
+			if (strlen(registry[i]->name) == len &&
+			    strncmp(registry[i]->name, p, len) == 0)
+				break;
+		if (i == NREG)
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "unknown kernel collector \"%.*s\"",
+				       (int)(len > 64 ? 64 : len), p);
+		m |= 1u << i;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	*mask = m;
+	return ES_OK;
+}
+
+/* Chooses and starts the backend of one collector. */
+static void start_one(es_kcollector *kc, const es_kenv *env)
+{
+	char why[256] = "", ferr[256] = "";
+	es_err rc;
+
+	kc->fd = -1;
+	kc->env = env;
+	if (kc->ops->start_ebpf) {
+		rc = kc->ops->start_ebpf(kc, env, why, sizeof(why));
+		if (rc == ES_OK) {
+			kc->backend = ES_KBACKEND_EBPF;
+			kc->reason[0] = '\0';
+			es_log_info("kcollect", "collector started", "collector",
+				    kc->ops->name, "backend", "ebpf", NULL);
+			return;
+		}
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s", es_strerror(rc));
+		kc->priv = NULL;
+		kc->fd = -1;
+		kc->poll_ms = 0;
+	} else {
+		snprintf(why, sizeof(why), "no eBPF backend");
+	}
+	snprintf(kc->reason, sizeof(kc->reason), "%s", why);
+	if (kc->ops->start_procfs) {
+		rc = kc->ops->start_procfs(kc, env, ferr, sizeof(ferr));
+		if (rc == ES_OK) {
+			kc->backend = ES_KBACKEND_PROCFS;
+			es_log_info("kcollect", "collector started", "collector",
+				    kc->ops->name, "backend", "procfs",
+				    "reason", kc->reason, NULL);
+			return;
+		}
+		kc->priv = NULL;
+		kc->fd = -1;
+		kc->poll_ms = 0;
+		snprintf(kc->reason + strlen(kc->reason),
+			 sizeof(kc->reason) - strlen(kc->reason),
+			 "; fallback: %s", ferr[0] ? ferr : es_strerror(rc));
+	}
+	kc->backend = ES_KBACKEND_UNAVAILABLE;
+	es_log_warn("kcollect", "collector unavailable", "collector",
+		    kc->ops->name, "reason", kc->reason, NULL);
+}
+
+es_err es_kcollectors_start(const es_kenv *env, unsigned mask,
+			    es_kcollectors **out, char *err, size_t errsz)
+{
+	es_kcollectors *set;
+	size_t i;
+
+	*out = NULL;
+	set = calloc(1, sizeof(*set));
+	if (!set)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	set->env = env;
+	set->n = NREG;
+	for (i = 0; i < NREG; i++) {
+		kc_slot *s = &set->slots[i];
+
+		s->set = set;
+		s->kc.ops = registry[i];
+		s->kc.fd = -1;
+		s->kc.env = env;
+		s->enabled = (mask >> i) & 1u;
+		if (!s->enabled) {
+			snprintf(s->kc.reason, sizeof(s->kc.reason), "disabled");
+			continue;
+		}
+		start_one(&s->kc, env);
+	}
+	/* libbpf frees the kernel BTF it parsed once an object is loaded;
+	 * give the freed heap back to the kernel. */
+	malloc_trim(0);
+	*out = set;
+	return ES_OK;
+}
+
+static int running(const kc_slot *s)
+{
+	return s->enabled && s->kc.backend != ES_KBACKEND_UNAVAILABLE;
+}
+
+void es_kcollectors_poll(es_kcollectors *set)
+{
+	size_t i;
+
+	if (!set)
+		return;
+	for (i = 0; i < set->n; i++)
+		if (running(&set->slots[i]) && set->slots[i].kc.ops->poll)
+			set->slots[i].kc.ops->poll(&set->slots[i].kc);
+}
+
+size_t es_kcollectors_count(const es_kcollectors *set)
+{
+	return set ? set->n : 0;
+}
+
+es_kcollector *es_kcollectors_get(es_kcollectors *set, size_t i)
+{
+	return set && i < set->n ? &set->slots[i].kc : NULL;
+}
+
+static es_err report_entry(const kc_slot *s, cJSON *list)
+{
+	const es_kcollector *kc = &s->kc;
+	cJSON *e = cJSON_CreateObject();
+	int healthy = s->enabled && kc->backend != ES_KBACKEND_UNAVAILABLE;
+
+	if (!e || !cJSON_AddItemToArray(list, e)) {
+		cJSON_Delete(e);
+		return ES_ERR_NOMEM;
+	}
+	if (!cJSON_AddStringToObject(e, "name", kc->ops->name) ||
+	    !cJSON_AddStringToObject(e, "backend", es_kbackend_str(kc->backend)) ||
+	    !cJSON_AddBoolToObject(e, "enabled", s->enabled) ||
+	    !cJSON_AddBoolToObject(e, "healthy", healthy) ||
+	    (kc->reason[0] &&
+	     !cJSON_AddStringToObject(e, "reason", kc->reason)) ||
+	    !es_json_add_int(e, "events", (int64_t)kc->events) ||
+	    !es_json_add_int(e, "eventsLost", (int64_t)kc->lost))
+		return ES_ERR_NOMEM;
+	return ES_OK;
+}
+
+es_err es_kcollectors_report(es_kcollectors *set, cJSON *status)
+{
+	cJSON *act, *list;
+	es_err rc;
+	size_t i;
+
+	if (!set)
+		return ES_OK;
+	es_kcollectors_poll(set);
+	act = cJSON_GetObjectItemCaseSensitive(status, "activity");
+	if (!act)
+		act = cJSON_AddObjectToObject(status, "activity");
+	list = cJSON_GetObjectItemCaseSensitive(status, "collectors");
+	if (!list)
+		list = cJSON_AddArrayToObject(status, "collectors");
+	if (!act || !list)
+		return ES_ERR_NOMEM;
+	for (i = 0; i < set->n; i++) {
+		kc_slot *s = &set->slots[i];
+
+		if (running(s) && s->kc.ops->report) {
+			rc = s->kc.ops->report(&s->kc, act);
+			if (rc != ES_OK)
+				return rc;
+		}
+		rc = report_entry(s, list);
+		if (rc != ES_OK)
+			return rc;
+	}
+	return ES_OK;
+}
+
+static int kc_callback(struct lws *wsi, enum lws_callback_reasons reason,
+		       void *user, void *in, size_t len)
+{
+	kc_slot *s = lws_get_opaque_user_data(wsi);
+
+	(void)user;
+	(void)in;
+	(void)len;
+	switch (reason) {
+	case LWS_CALLBACK_RAW_RX_FILE:
+		if (s && running(s) && s->kc.ops->poll)
+			s->kc.ops->poll(&s->kc);
+		return 0;
+	case LWS_CALLBACK_RAW_CLOSE_FILE:
+		if (s)
+			s->wsi = NULL;
+		lws_set_opaque_user_data(wsi, NULL);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static const struct lws_protocols kc_protocols[] = {
+	{ "es-kcollect", kc_callback, 0, 0, 0, NULL, 0 },
+	LWS_PROTOCOL_LIST_TERM
+};
+
+static void kc_timer(lws_sorted_usec_list_t *sul)
+{
+	kc_slot *s = lws_container_of(sul, kc_slot, sul);
+
+	if (running(s) && s->kc.ops->poll)
+		s->kc.ops->poll(&s->kc);
+	lws_sul_schedule(s->set->ctx, 0, &s->sul, kc_timer,
+			 (lws_usec_t)s->kc.poll_ms * LWS_US_PER_MS);
+}
+
+es_err es_kcollectors_watch(es_kcollectors *set, struct lws_context *ctx,
+			    char *err, size_t errsz)
+{
+	struct lws_context_creation_info info;
+	size_t i;
+
+	if (!set)
+		return ES_OK;
+	set->ctx = ctx;
+	for (i = 0; i < set->n; i++) {
+		kc_slot *s = &set->slots[i];
+		lws_sock_file_fd_type u;
+		int fd;
+
+		if (!running(s))
+			continue;
+		if (s->kc.poll_ms)
+			lws_sul_schedule(ctx, 0, &s->sul, kc_timer,
+					 (lws_usec_t)s->kc.poll_ms * LWS_US_PER_MS);
+		if (s->kc.fd < 0)
+			continue;
+		if (!set->vh) {
+			memset(&info, 0, sizeof(info));
+			info.vhost_name = "kcollect";
+			info.port = CONTEXT_PORT_NO_LISTEN;
+			info.protocols = kc_protocols;
+			set->vh = lws_create_vhost(ctx, &info);
+			if (!set->vh)
+				return es_errf(ES_ERR_IO, err, errsz,
+					       "kernel collectors: cannot create "
+					       "the event-loop vhost");
+		}
+		/* lws closes an adopted descriptor with its wsi; the collector
+		 * keeps (and closes) its own. */
+		fd = fcntl(s->kc.fd, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			return es_errf(ES_ERR_IO, err, errsz,
+				       "kernel collector %s: dup: %s",
+				       s->kc.ops->name, strerror(errno));
+		u.filefd = fd;
+		s->wsi = lws_adopt_descriptor_vhost(set->vh, LWS_ADOPT_RAW_FILE_DESC,
+						    u, "es-kcollect", NULL);
+		if (!s->wsi) {
+			close(fd);
+			return es_errf(ES_ERR_IO, err, errsz,
+				       "kernel collector %s: cannot watch its "
+				       "ring buffer from the event loop",
+				       s->kc.ops->name);
+		}
+		lws_set_opaque_user_data(s->wsi, s);
+	}
+	return ES_OK;
+}
+
+void es_kcollectors_stop(es_kcollectors *set)
+{
+	size_t i;
+
+	if (!set)
+		return;
+	for (i = 0; i < set->n; i++) {
+		kc_slot *s = &set->slots[i];
+
+		if (set->ctx)
+			lws_sul_cancel(&s->sul);
+		if (s->wsi) {
+			struct lws *w = s->wsi;
+
+			lws_set_opaque_user_data(w, NULL);
+			s->wsi = NULL;
+			lws_wsi_close(w, LWS_TO_KILL_SYNC);
+		}
+		if (running(s) && s->kc.ops->stop)
+			s->kc.ops->stop(&s->kc);
+		s->kc.priv = NULL;
+	}
+	free(set);
+}
+
+int es_kcollectors_check(FILE *out)
+{
+	es_kenv env;
+	es_kcollectors *set = NULL;
+	char d[400];
+	int bad = 0;
+	size_t i;
+
+	memset(&env, 0, sizeof(env));
+	es_kenv_probe(&env, 0, NULL, 0);
+	es_kenv_print(&env, out);
+	if (es_kcollectors_start(&env, ES_KC_ALL, &set, NULL, 0) != ES_OK)
+		return (int)NREG;
+	for (i = 0; i < set->n; i++) {
+		const es_kcollector *kc = &set->slots[i].kc;
+		char name[64];
+
+		snprintf(name, sizeof(name), "collector/%s", kc->ops->name);
+		snprintf(d, sizeof(d), "%s%s%s", es_kbackend_str(kc->backend),
+			 kc->reason[0] ? ": " : "", kc->reason);
+		fprintf(out, "%-22s %-8s %s\n", name,
+			kc->backend == ES_KBACKEND_UNAVAILABLE ? "missing" : "ok", d);
+		bad += kc->backend == ES_KBACKEND_UNAVAILABLE;
+	}
+	es_kcollectors_stop(set);
+	return bad;
+}
+
+int es_kc_map_sum_u64(int map_fd, uint32_t key, int percpu, uint64_t *out)
+{
+	uint64_t one = 0, *vals;
+	int ncpu, i, rc;
+
+	*out = 0;
+	if (!percpu) {
+		if (bpf_map_lookup_elem(map_fd, &key, &one) != 0)
+			return -errno;
+		*out = one;
+		return 0;
+	}
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return ncpu < 0 ? ncpu : -EINVAL;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	rc = bpf_map_lookup_elem(map_fd, &key, vals) != 0 ? -errno : 0;
+	for (i = 0; rc == 0 && i < ncpu; i++)
+		*out += vals[i];
+	free(vals);
+	return rc;
+}
