@@ -111,7 +111,11 @@ static void test_validate_desired(void **state)
 		     "\"metadata\":{\"name\":\"hot\",\"uid\":\"u\",\"generation\":2,"
 		     "\"resourceVersion\":7,\"creationTimestamp\":\"2026-01-02T03:04:05Z\","
 		     "\"labels\":{\"example.com/team\":\"a_b.c\",\"empty\":\"\"}},"
-		     "\"spec\":{\"anything\":1}}");
+		     "\"spec\":{\"metric\":\"processes.count\",\"operator\":\"Gt\","
+		     "\"threshold\":400,\"for\":\"2s\",\"conditionType\":\"ManyProcesses\"}}");
+	expect_invalid("{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"HealthRule\","
+		       "\"metadata\":{\"name\":\"x\"},\"spec\":{\"anything\":1}}",
+		       "spec.anything: unknown member of a HealthRule spec");
 
 	expect_invalid(CC_HEAD "\"spec\":{\"intervalSeconds\":0}}",
 		       "spec.intervalSeconds: must be an integer in 1..3600");
