@@ -1,7 +1,8 @@
 /*
  * admin_describe.c - a node's desired objects beside what its agent reports
- * for them (PROTOCOL.md "Status of desired objects"), with the differences
- * spelled out.
+ * for them (PROTOCOL.md "Status of desired objects") and, where the agent
+ * reports it, the actual state it reads back from the kernel (EgressPolicy:
+ * the rules loaded), with the differences spelled out.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 
 #include "admin_int.h"
 #include "es_cond.h"
+#include "es_egress.h"
 #include "es_json.h"
 #include "es_obj.h"
 
@@ -165,6 +167,11 @@ static cJSON *entry(const cJSON *d, const cJSON *r, const char *orphan_why)
 	if (!c)
 		goto fail;
 	cJSON_AddItemToObject(e, "reported", c);
+	c = r && cJSON_IsObject(member(r, "actual")) ?
+		cJSON_Duplicate(member(r, "actual"), 1) : cJSON_CreateNull();
+	if (!c)
+		goto fail;
+	cJSON_AddItemToObject(e, "actual", c);
 	if (!(diffs = cJSON_CreateArray()))
 		goto fail;
 	if (!d) {
@@ -174,6 +181,9 @@ static cJSON *entry(const cJSON *d, const cJSON *r, const char *orphan_why)
 		if (add_diff(diffs, "not reported by the agent"))
 			goto fail;
 	} else if (compare(d, r, diffs)) {
+		goto fail;
+	} else if (es_obj_kind(d) == ES_KIND_EGRESS_POLICY &&
+		   es_egress_diff(member(d, "spec"), member(r, "actual"), diffs)) {
 		goto fail;
 	}
 	if (!cJSON_AddBoolToObject(e, "inSync", cJSON_GetArraySize(diffs) == 0))

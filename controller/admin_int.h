@@ -15,7 +15,11 @@
  * *out (caller owns):
  *   {node, objects: [{kind, name, uid, deleted, desired: {generation, spec}
  *   | null, reported: {generation?, observedGeneration, conditions} | null,
+ *   actual: the agent's actual state of the object (status.objects[].actual,
+ *   EgressPolicy: rules read back from the kernel) | null,
  *   inSync, differences: [string]}], conditions, sync}
+ * EgressPolicy entries also list where actual differs from the spec
+ * (es_egress_diff).
  * Errors: ES_ERR_NOMEM.
  */
 es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,

@@ -124,6 +124,8 @@ class Checker:
         full = load(os.path.join(g, "desired-full.json"))
         delta = load(os.path.join(g, "desired-delta.json"))
         cc = load(os.path.join(g, "objects", "collectorconfig.json"))
+        ep = load(os.path.join(g, "objects", "egresspolicy.json"))
+        hr = load(os.path.join(g, "objects", "healthrule.json"))
 
         def mut(base, fn):
             m = copy.deepcopy(base)
@@ -170,6 +172,30 @@ class Checker:
             ("healthrule", mut(cc, lambda m: m.update(kind="HealthRule") or
                                m["spec"].update(nodeSelector={"matchExpressions": []})),
              "HealthRule with unsupported nodeSelector member"),
+            ("egresspolicy", mut(ep, lambda m: m["spec"].update(defaultAction="allow")),
+             "EgressPolicy with unknown spec member"),
+            ("egresspolicy", mut(ep, lambda m: m["spec"]["rules"][0].update(protocol="tcp")),
+             "EgressPolicy with lower-case protocol"),
+            ("egresspolicy", mut(ep, lambda m: m["spec"]["rules"][0].update(ports=[0])),
+             "EgressPolicy with port 0"),
+            ("egresspolicy", mut(ep, lambda m: m["spec"].pop("action")),
+             "EgressPolicy without action"),
+            ("healthrule", mut(hr, lambda m: m["spec"].update(metric="foo")),
+             "HealthRule with unknown metric"),
+            ("healthrule", mut(hr, lambda m: m["spec"].update(operator=">")),
+             "HealthRule with operator >"),
+            ("healthrule", mut(hr, lambda m: m["spec"].update(**{"for": "-5s"})),
+             "HealthRule with negative for"),
+            ("healthrule", mut(hr, lambda m: m["spec"].update(**{"for": "5"})),
+             "HealthRule with for without unit"),
+            ("healthrule", mut(hr, lambda m: m["spec"].update(conditionType="Ready")),
+             "HealthRule setting Ready"),
+            ("healthrule", mut(hr, lambda m: m["spec"].update(conditionType="many_procs")),
+             "HealthRule with conditionType not CamelCase"),
+            ("healthrule", mut(hr, lambda m: m["spec"].pop("threshold")),
+             "HealthRule without threshold"),
+            ("healthrule", mut(hr, lambda m: m["spec"].update(severity="critical")),
+             "HealthRule with unknown severity"),
         ]
         for schema_name, inst, label in bad:
             self.expect_invalid(schema_name, inst, label)

@@ -8,7 +8,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "es_cond.h"
 #include "es_time.h"
 #include "reconcile.h"
+#include "testutil.h"
 
 #define T0 1700000000
 #define VERSION "9.8.7"
@@ -30,39 +30,15 @@ typedef struct fx {
 	int applied, skipped;
 } fx;
 
-static void rm_dir(const char *dir)
-{
-	char p[512];
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 static int setup(void **state)
 {
 	fx *f = calloc(1, sizeof(*f));
 	char err[256] = "";
 
 	assert_non_null(f);
-	strcpy(f->dir, "/tmp/es-reconcile-test-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/agent.db", f->dir);
-	if (es_store_open(f->path, &f->st, err, sizeof(err)) != ES_OK) {
-		print_error("es_store_open: %s\n", err);
-		rm_dir(f->dir);
-		free(f);
-		return -1;
-	}
+	es_test_tmpdir(f->dir, sizeof(f->dir), "reconcile-test", f->path,
+		       sizeof(f->path), "agent.db");
+	assert_int_equal(es_store_open(f->path, &f->st, err, sizeof(err)), ES_OK);
 	*state = f;
 	return 0;
 }
@@ -73,7 +49,7 @@ static int teardown(void **state)
 
 	cJSON_Delete(f->events);
 	es_store_close(f->st);
-	rm_dir(f->dir);
+	es_test_rmtree(f->dir);
 	free(f);
 	return 0;
 }
@@ -260,19 +236,19 @@ static void test_defaults_and_unsupported(void **state)
 	assert_int_equal(f->applied, 0);
 	assert_int_equal(f->skipped, 0);
 
-	put_obj(f, "HealthRule", "hot", "u-h", 1, "{}");
-	put_obj(f, "EgressPolicy", "deny", "u-e", 1, "{}");
+	put_obj(f, "Widget", "hot", "u-h", 1, "{}");
+	put_obj(f, "Gadget", "deny", "u-e", 1, "{}");
 	run(f, T0);
 	assert_int_equal(f->applied, 2);
 	assert_int_equal(f->eff.interval_s, ES_COLLECT_DEFAULT_INTERVAL);
 	assert_int_equal(f->eff.mask, ES_COLLECT_ALL);
-	c = applied_cond(f, "HealthRule", "hot", &status);
+	c = applied_cond(f, "Widget", "hot", &status);
 	assert_string_equal(sget(c, "status"), "False");
 	assert_string_equal(sget(c, "reason"), "KindNotSupported");
-	assert_non_null(strstr(sget(c, "message"), "HealthRule"));
+	assert_non_null(strstr(sget(c, "message"), "Widget"));
 	assert_non_null(strstr(sget(c, "message"), VERSION));
 	cJSON_Delete(status);
-	c = applied_cond(f, "EgressPolicy", "deny", &status);
+	c = applied_cond(f, "Gadget", "deny", &status);
 	assert_string_equal(sget(c, "reason"), "KindNotSupported");
 	cJSON_Delete(status);
 	assert_int_equal(cJSON_GetArraySize(f->events), 2);
@@ -286,12 +262,12 @@ static void test_defaults_and_unsupported(void **state)
 	assert_int_equal(cJSON_GetArraySize(f->events), 0);
 
 	/* A generation bump with the same outcome is still observed. */
-	put_obj(f, "HealthRule", "hot", "u-h", 2, "{\"threshold\":1}");
+	put_obj(f, "Widget", "hot", "u-h", 2, "{\"threshold\":1}");
 	run(f, T0 + 2);
 	assert_int_equal(f->applied, 1);
 	assert_int_equal(f->skipped, 1);
 	assert_int_equal(cJSON_GetArraySize(f->events), 1);
-	c = applied_cond(f, "HealthRule", "hot", &status);
+	c = applied_cond(f, "Widget", "hot", &status);
 	assert_int_equal(cJSON_GetObjectItem(status, "observedGeneration")->valueint, 2);
 	assert_int_equal(cJSON_GetObjectItem(c, "observedGeneration")->valueint, 2);
 	cJSON_Delete(status);
