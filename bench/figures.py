@@ -16,34 +16,9 @@ Usage: bench/figures.py [--build DIR] [--cpu-seconds N] [--applies N]
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
-
-import harness  # noqa: E402
-
-
-class _Owner:
-    def __init__(self):
-        self.cleanups = []
-
-    def addCleanup(self, fn, *a):
-        self.cleanups.append((fn, a))
-
-    def run_cleanups(self):
-        for fn, a in reversed(self.cleanups):
-            fn(*a)
-
-
-def proc_status(pid, key):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])  # kB
-    return None
+from benchlib import HERE, Owner, harness, proc_status, use_build
 
 
 def cpu_ticks(pid):
@@ -63,10 +38,9 @@ def main():
     ap.add_argument("--cpu-seconds", type=int, default=60)
     ap.add_argument("--applies", type=int, default=100)
     args = ap.parse_args()
-    harness.BIN_DIR = os.path.join(os.path.abspath(args.build), "bin")
-    harness.TOOLS_DIR = harness.BIN_DIR
+    use_build(args.build)
 
-    owner = _Owner()
+    owner = Owner()
     try:
         c = harness.Cluster(owner)
         c.start_controller(extra=["--log-level", "warn"])

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Prints edgesync's footprint figures (never pass/fail), the source of the
+DaemonSet's requests and limits and of the README's size claims:
+
+- stripped sizes of edgesync-agent, edgesync-controller and edgesyncctl
+  (strip(1) of this build's binaries, as the packages ship them);
+- the packages of <build>/packages (`cmake --build BUILD --target
+  packages`): file size, Installed-Size, and the size of the data archive;
+- resident memory (VmRSS, VmHWM) of the agent at steady state holding 100
+  cached desired objects, and of the controller serving it, on loopback
+  (tests/integration/harness.py).
+
+Usage: bench/footprint.py [--build DIR] [--settle SECONDS]
+"""
+
+import argparse
+import io
+import os
+import subprocess
+import tarfile
+import tempfile
+import time
+
+from benchlib import HERE, Owner, harness, proc_status, use_build
+
+PROGRAMS = ("edgesync-agent", "edgesync-controller", "edgesyncctl")
+
+
+def kib(n):
+    return f"{n / 1024:.0f} KiB"
+
+
+def stripped_sizes(bindir):
+    with tempfile.TemporaryDirectory() as tmp:
+        for p in PROGRAMS:
+            src = os.path.join(bindir, p)
+            if not os.path.exists(src):
+                print(f"binary_stripped_bytes{{program=\"{p}\"}} missing ({src})")
+                continue
+            out = os.path.join(tmp, p)
+            subprocess.run(["strip", "-o", out, src], check=True)
+            print(f"binary_stripped_bytes{{program=\"{p}\"}} {os.path.getsize(out)}  "
+                  f"({kib(os.path.getsize(out))}; unstripped {kib(os.path.getsize(src))})")
+
+
+def ar_members(path):
+    """{name: bytes} of an ar archive (the format of .deb and .ipk)."""
+    out = {}
+    with open(path, "rb") as f:
+        if f.read(8) != b"!<arch>\n":
+            raise ValueError(f"{path}: not an ar archive")
+        while True:
+            hdr = f.read(60)
+            if len(hdr) < 60:
+                return out
+            name = hdr[:16].decode().strip().rstrip("/")
+            size = int(hdr[48:58].decode().strip())
+            out[name] = f.read(size)
+            if size % 2:
+                f.read(1)
+
+
+def control_field(text, key):
+    for line in text.splitlines():
+        if line.startswith(key + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def package_sizes(pkgdir):
+    if not os.path.isdir(pkgdir):
+        print(f"packages: none in {pkgdir} (cmake --build BUILD --target packages)")
+        return
+    for name in sorted(os.listdir(pkgdir)):
+        path = os.path.join(pkgdir, name)
+        if not name.endswith((".deb", ".ipk")):
+            continue
+        members = ar_members(path)
+        data = next(k for k in members if k.startswith("data.tar"))
+        ctrl_name = next(k for k in members if k.startswith("control.tar"))
+        with tarfile.open(fileobj=io.BytesIO(members[ctrl_name])) as t:
+            control = t.extractfile("./control").read().decode()
+        inst = int(control_field(control, "Installed-Size"))
+        # dpkg counts Installed-Size in KiB; opkg (ipkg-build) in bytes.
+        inst_bytes = inst * 1024 if name.endswith(".deb") else inst
+        with tarfile.open(fileobj=io.BytesIO(members[data])) as t:
+            unpacked = sum(m.size for m in t.getmembers() if m.isfile())
+        print(f"package_bytes{{file=\"{name}\"}} {os.path.getsize(path)}  "
+              f"(installed {kib(inst_bytes)} per Installed-Size; {data} {kib(len(members[data]))} "
+              f"compressed, {kib(unpacked)} of files)")
+
+
+def resident(settle):
+    owner = Owner()
+    try:
+        c = harness.Cluster(owner)
+        ctl = c.start_controller(extra=["--log-level", "warn"])
+        agent = c.start_agent(extra=["--interval", "10", "--log-level", "warn"])
+        harness.wait_for("first report", lambda: c.node(), timeout=60)
+        docs = ["apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
+                "metadata: {name: a-interval}\nspec: {intervalSeconds: 10}\n"]
+        for i in range(99):
+            docs.append("apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
+                        f"metadata: {{name: cc-{i:03d}}}\nspec: {{intervalSeconds: 10}}\n")
+        c.ctl("apply", "-f", "-", stdin="---\n".join(docs))
+        harness.wait_for("100 objects reported", lambda: len(
+            c.node()["status"].get("objects", [])) >= 100, timeout=120)
+        time.sleep(settle)
+        for name, p in (("agent", agent), ("controller", ctl)):
+            rss = proc_status(p.p.pid, "VmRSS")
+            hwm = proc_status(p.p.pid, "VmHWM")
+            print(f"{name}_rss_steady_100_objects_kib {rss}  ({rss / 1024:.2f} MiB; "
+                  f"peak VmHWM {hwm / 1024:.2f} MiB; after {settle} s at a 10 s interval)")
+    finally:
+        owner.run_cleanups()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--settle", type=int, default=25,
+                    help="seconds of steady state before measuring (default 25)")
+    args = ap.parse_args()
+    build = use_build(args.build)
+    stripped_sizes(harness.BIN_DIR)
+    package_sizes(os.path.join(build, "packages"))
+    resident(args.settle)
+
+
+if __name__ == "__main__":
+    main()

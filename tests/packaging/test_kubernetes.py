@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""The Kubernetes manifests (packaging/kubernetes/): they parse, have the
+expected kinds and API versions, and every name they refer to exists:
+ConfigMap and Secret keys (the Secrets' layout is secrets.example.yaml),
+volumes and mounts, container ports and probe ports, Service target
+ports and selectors, environment variables and config-file keys (against
+the programs' --help), and the files the settings name (under a mounted
+Secret or ConfigMap, with that key)."""
+
+import os
+import re
+import unittest
+
+import yaml
+
+import pkgtest
+
+KDIR = os.path.join(pkgtest.PACKAGING, "kubernetes")
+API = {"Namespace": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1",
+       "PersistentVolumeClaim": "v1", "DaemonSet": "apps/v1",
+       "Deployment": "apps/v1"}
+PROGRAM = {"agent": "edgesync-agent", "controller": "edgesync-controller"}
+PATH_SETTINGS = ("cert", "key", "ca", "client-ca", "admin-ca")
+
+
+def load(name):
+    with open(os.path.join(KDIR, name)) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+class TestKubernetes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.kust = load("kustomization.yaml")[0]
+        cls.objs = []
+        for r in cls.kust["resources"]:
+            cls.objs += load(r)
+        cls.secrets = {s["metadata"]["name"]: s for s in load("secrets.example.yaml")}
+        cls.by_kind = {}
+        for o in cls.objs:
+            cls.by_kind.setdefault(o["kind"], {})[o["metadata"]["name"]] = o
+
+    def test_every_manifest_is_listed_and_parses(self):
+        files = sorted(f for f in os.listdir(KDIR) if f.endswith(".yaml"))
+        listed = set(self.kust["resources"]) | {"kustomization.yaml", "secrets.example.yaml"}
+        self.assertEqual(set(files), listed)
+        self.assertEqual(self.kust["apiVersion"], "kustomize.config.k8s.io/v1beta1")
+        self.assertEqual(self.kust["kind"], "Kustomization")
+
+    def test_kinds_and_api_versions(self):
+        for o in self.objs + list(self.secrets.values()):
+            self.assertIn(o["kind"], API)
+            self.assertEqual(o["apiVersion"], API[o["kind"]], o["kind"])
+            if o["kind"] != "Namespace":
+                self.assertEqual(o["metadata"]["namespace"], self.kust["namespace"])
+        self.assertIn("edgesync-agent", self.by_kind["DaemonSet"])
+        self.assertIn("edgesync-controller", self.by_kind["Deployment"])
+        self.assertIn("edgesync-controller", self.by_kind["Service"])
+        images = {i["name"] for i in self.kust["images"]}
+        for w in self.workloads():
+            for c in w["spec"]["template"]["spec"]["containers"]:
+                self.assertIn(c["image"].split(":")[0], images)
+
+    def workloads(self):
+        return list(self.by_kind["DaemonSet"].values()) + \
+            list(self.by_kind["Deployment"].values())
+
+    def key_exists(self, vol, key):
+        if "configMap" in vol:
+            cm = self.by_kind["ConfigMap"][vol["configMap"]["name"]]
+            return key in cm["data"]
+        if "secret" in vol:
+            data = self.secrets[vol["secret"]["secretName"]]["stringData"]
+            if key in data:
+                return True
+            # Per-node keys: <node-name>.crt / .key.
+            return ("NODE-NAME." + key.rsplit(".", 1)[-1]) in data and "$(" in key
+        return False
+
+    def check_workload(self, w):
+        name = w["metadata"]["name"]
+        spec = w["spec"]["template"]["spec"]
+        labels = w["spec"]["template"]["metadata"]["labels"]
+        for k, v in w["spec"]["selector"]["matchLabels"].items():
+            self.assertEqual(labels.get(k), v, name)
+        vols = {v["name"]: v for v in spec["volumes"]}
+        self.assertEqual(len(vols), len(spec["volumes"]), f"{name}: duplicate volume")
+        used = set()
+        for c in spec["containers"]:
+            role = c["name"]
+            prog = PROGRAM[role]
+            known = pkgtest.settings(prog)
+            env_names = set(known.values()) | {"EDGESYNC_CONFIG"}
+            env = {}
+            for e in c.get("env", []):
+                self.assertIn(e["name"], env_names, f"{name}: env {e['name']}")
+                v = e.get("value")
+                if v is not None:
+                    # $(VAR) must name an earlier variable of this container.
+                    for ref in re.findall(r"\$\((\w+)\)", v):
+                        self.assertIn(ref, env, f"{name}: {e['name']} uses $({ref})")
+                env[e["name"]] = v if v is not None else "$(" + e["name"] + ")"
+            mounts = {}
+            for m in c.get("volumeMounts", []):
+                self.assertIn(m["name"], vols, f"{name}: mount of unknown volume {m['name']}")
+                used.add(m["name"])
+                mounts[m["mountPath"]] = m
+                if "subPath" in m:
+                    vol = vols[m["name"]]
+                    items = {i["path"]: i["key"] for i in vol.get("configMap", vol.get("secret", {})).get("items", [])}
+                    key = items.get(m["subPath"], m["subPath"])
+                    self.assertTrue(self.key_exists(vol, key), f"{name}: {m['subPath']}")
+            for vol in vols.values():
+                for i in vol.get("configMap", vol.get("secret", {})).get("items", []):
+                    self.assertTrue(self.key_exists(vol, i["key"]), f"{name}: key {i['key']}")
+            ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+            for probe in ("livenessProbe", "readinessProbe"):
+                self.assertIn(probe, c, f"{name}: {probe}")
+                p = c[probe]
+                port = (p.get("httpGet") or p.get("tcpSocket"))["port"]
+                self.assertIn(port if isinstance(port, str) else None, ports,
+                              f"{name}: {probe} port {port}")
+            # The settings: config file from a mount, then the environment.
+            settings = {}
+            conf = env.get("EDGESYNC_CONFIG")
+            if conf:
+                m = mounts.get(conf)
+                self.assertIsNotNone(m, f"{name}: EDGESYNC_CONFIG {conf} is not mounted")
+                cm = self.by_kind["ConfigMap"][vols[m["name"]]["configMap"]["name"]]
+                settings = pkgtest.parse_conf(cm["data"][m["subPath"]])
+                for k in settings:
+                    self.assertIn(k, known, f"{name}: config key {k}")
+            by_env = {v: k for k, v in known.items()}
+            for e, v in env.items():
+                if e in by_env:
+                    settings[by_env[e]] = v
+            for k in PATH_SETTINGS:
+                if k not in settings:
+                    continue
+                path = settings[k]
+                d, base = os.path.split(path)
+                m = mounts.get(d)
+                self.assertIsNotNone(m, f"{name}: {k} = {path}: {d} is not mounted")
+                self.assertTrue(self.key_exists(vols[m["name"]], base),
+                                f"{name}: {k} = {path}: no key {base}")
+            if role == "agent":
+                _, port = settings["http-listen"].rsplit(":", 1)
+                self.assertEqual(int(port), ports["http"])
+                for probe in ("livenessProbe", "readinessProbe"):
+                    self.assertEqual(c[probe]["httpGet"]["path"],
+                                     "/healthz" if probe == "livenessProbe" else "/readyz")
+                    # Loopback listener: only reachable as 127.0.0.1 with host networking.
+                    if settings["http-listen"].startswith("127."):
+                        self.assertTrue(spec.get("hostNetwork"))
+                        self.assertEqual(c[probe]["httpGet"]["host"], "127.0.0.1")
+                self.assertEqual(settings["state-dir"], "/var/lib/edgesync")
+                self.assertIn("/var/lib/edgesync", mounts)
+                node = [e for e in c["env"] if e["name"] == "EDGESYNC_NODE_NAME"][0]
+                self.assertEqual(node["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName")
+            else:
+                for k in ("listen", "admin-listen"):
+                    _, port = settings[k].rsplit(":", 1)
+                    self.assertIn(int(port), ports.values(), f"{name}: {k}")
+                self.assertIn(settings["state-dir"], mounts)
+        self.assertEqual(used, set(vols), f"{name}: unused volumes")
+        return spec
+
+    def test_agent_daemonset(self):
+        ds = self.by_kind["DaemonSet"]["edgesync-agent"]
+        spec = self.check_workload(ds)
+        self.assertEqual(spec["tolerations"], [{"operator": "Exists"}])
+        c = spec["containers"][0]
+        sc = c["securityContext"]
+        self.assertFalse(sc.get("privileged", False))
+        self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
+        self.assertEqual(set(sc["capabilities"]["add"]),
+                         {"BPF", "PERFMON", "NET_ADMIN", "SYS_ADMIN", "DAC_READ_SEARCH"})
+        host = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+        self.assertTrue({"/sys/fs/bpf", "/sys/kernel/btf", "/sys/kernel/tracing",
+                         "/var/lib/edgesync"} <= host)
+        res = c["resources"]
+        self.assertEqual(res["requests"], {"cpu": "10m", "memory": "16Mi"})
+        self.assertEqual(res["limits"], {"memory": "64Mi"})
+        # Bidirectional propagation is refused for unprivileged containers.
+        for m in c["volumeMounts"]:
+            self.assertNotEqual(m.get("mountPropagation"), "Bidirectional")
+
+    def test_controller(self):
+        dep = self.by_kind["Deployment"]["edgesync-controller"]
+        spec = self.check_workload(dep)
+        svc = self.by_kind["Service"]["edgesync-controller"]
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        for k, v in svc["spec"]["selector"].items():
+            self.assertEqual(labels.get(k), v)
+        ports = {p["name"]: p["containerPort"] for p in spec["containers"][0]["ports"]}
+        got = {p["port"]: p["targetPort"] for p in svc["spec"]["ports"]}
+        self.assertEqual(got, {7443: "sync", 7444: "admin"})
+        for tp in got.values():
+            self.assertIn(tp, ports)
+        claims = {v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"]
+                  if "persistentVolumeClaim" in v}
+        self.assertTrue(claims <= set(self.by_kind["PersistentVolumeClaim"]))
+        # The agents dial the Service by name.
+        agent_conf = pkgtest.parse_conf(self.by_kind["ConfigMap"]["edgesync-agent"]["data"]["agent.conf"])
+        url = agent_conf["controller-url"]
+        self.assertEqual(url, f"wss://{svc['metadata']['name']}.{self.kust['namespace']}.svc:7443")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

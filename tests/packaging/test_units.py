@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The systemd units (packaging/systemd/) pass `systemd-analyze verify`
+with no message at all, with ExecStart pointed at this build's binaries;
+and they keep the properties the README and ARCHITECTURE.md promise."""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import pkgtest
+
+UNITS = ["edgesync-agent.service", "edgesync-controller.service"]
+
+
+def unit_text(name):
+    with open(os.path.join(pkgtest.PACKAGING, "systemd", name)) as f:
+        return f.read()
+
+
+def directives(text):
+    """[(key, value)] of the [Service] section."""
+    out, section = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            section = line
+            continue
+        if section == "[Service]":
+            k, v = line.split("=", 1)
+            out.append((k, v))
+    return out
+
+
+def values(text, key):
+    return [v for k, v in directives(text) if k == key]
+
+
+class TestUnits(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="es-units-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def verify(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text.replace("/usr/bin/", pkgtest.BIN_DIR + "/"))
+        return subprocess.run(["systemd-analyze", "verify", path],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_verify_clean(self):
+        for name in UNITS:
+            r = self.verify(name, unit_text(name))
+            self.assertEqual(r.returncode, 0, f"{name}: {r.stdout}{r.stderr}")
+            self.assertEqual(r.stdout + r.stderr, "", f"{name}: verify said something")
+
+    def test_verify_catches_a_bad_unit(self):
+        """The check above can fail: an unknown key and a missing binary."""
+        text = unit_text(UNITS[0]).replace("NoNewPrivileges=yes", "NoNewPrivilege=yes")
+        r = self.verify(UNITS[0], text)
+        self.assertIn("NoNewPrivilege", r.stdout + r.stderr)
+        text = unit_text(UNITS[0]).replace("/usr/bin/edgesync-agent", "/usr/bin/edgesync-nope")
+        r = self.verify(UNITS[0], text)
+        self.assertNotEqual(r.stdout + r.stderr, "")
+
+    def test_service_properties(self):
+        for name in UNITS:
+            t = unit_text(name)
+            prog = name.replace(".service", "")
+            conf = prog.replace("edgesync-", "")
+            self.assertEqual(values(t, "Type"), ["notify"], name)
+            self.assertEqual(len(values(t, "WatchdogSec")), 1, name)
+            self.assertEqual(values(t, "Restart"), ["on-failure"], name)
+            self.assertEqual(values(t, "NoNewPrivileges"), ["yes"], name)
+            self.assertEqual(values(t, "ProtectSystem"), ["strict"], name)
+            self.assertTrue(values(t, "ProtectHome"), name)
+            self.assertEqual(len(values(t, "CapabilityBoundingSet")), 1, name)
+            start = values(t, "ExecStart")[0].split()
+            self.assertEqual(start[:2], [f"/usr/bin/{prog}", "run"], name)
+            self.assertIn(f"/etc/edgesync/{conf}.conf", start, name)
+            # Every flag in ExecStart is a setting of the program.
+            known = pkgtest.settings(prog)
+            for arg in start[2:]:
+                if arg.startswith("--") and arg != "--config":
+                    self.assertIn(arg[2:], known, f"{name}: {arg}")
+
+        agent = unit_text(UNITS[0])
+        self.assertEqual(values(agent, "StateDirectory"), ["edgesync"])
+        caps = set(values(agent, "CapabilityBoundingSet")[0].split())
+        self.assertEqual(caps, {"CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN",
+                                "CAP_SYS_ADMIN", "CAP_DAC_READ_SEARCH"})
+        rw = values(agent, "ReadWritePaths")[0].split()
+        self.assertIn("-/sys/fs/bpf", rw)
+        # Each capability is explained beside the bounding set.
+        for c in caps:
+            self.assertRegex(agent, rf"#\s+{c}\s+\S")
+        # The agent's default state-dir is the StateDirectory.
+        self.assertIn("/var/lib/edgesync]", subprocess.run(
+            [os.path.join(pkgtest.BIN_DIR, "edgesync-agent"), "--help"],
+            capture_output=True, text=True).stdout)
+
+        ctl = unit_text(UNITS[1])
+        self.assertEqual(values(ctl, "StateDirectory"), ["edgesync-controller"])
+        self.assertEqual(values(ctl, "CapabilityBoundingSet"), [""])
+        self.assertEqual(values(ctl, "DynamicUser"), ["yes"])
+        creds = {v.split(":", 1)[0] for v in values(ctl, "LoadCredential")}
+        used = set(re.findall(r"%d/([\w.-]+)", values(ctl, "ExecStart")[0]))
+        self.assertEqual(creds, used)
+
+    def test_conffiles_parse(self):
+        """The shipped config files hold only settings of their program."""
+        for prog, conf in (("edgesync-agent", "agent.conf"),
+                           ("edgesync-controller", "controller.conf")):
+            with open(os.path.join(pkgtest.PACKAGING, "etc", conf)) as f:
+                kv = pkgtest.parse_conf(f.read())
+            known = pkgtest.settings(prog)
+            for k in kv:
+                self.assertIn(k, known, f"{conf}: {k}")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
