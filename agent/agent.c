@@ -15,7 +15,9 @@
 #include "agent_int.h"
 #include "collect.h"
 #include "es_json.h"
+#include "es_lockfile.h"
 #include "es_log.h"
+#include "es_notify.h"
 #include "es_obj.h"
 #include "es_proto.h"
 #include "es_time.h"
@@ -99,6 +101,8 @@ static void collect_now(es_agent *a)
 
 	lws_sul_cancel(&a->sul_collect);
 	rc = es_collect_run(a->col, a->eff.mask, &status);
+	if (rc == ES_OK)
+		agent__kc_report(a, status);
 	if (rc != ES_OK) {
 		es_log_error("agent", "collection failed", "error", es_strerror(rc), NULL);
 	} else {
@@ -126,10 +130,19 @@ static void reconcile_now(es_agent *a)
 	cJSON *events = cJSON_CreateArray(), *list = NULL, *o, *ev;
 	int applied = 0, skipped = 0;
 	char na[16], ns[16], iv[16];
+	struct timespec t0, t1;
 	es_err rc;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = es_reconcile_run(a->st, time(NULL), ES_VERSION, &eff, events,
 			      &applied, &skipped);
+	if (rc == ES_OK && es_egress_reconcile(a->egress, a->st, time(NULL),
+					       events) != ES_OK)
+		es_log_error("agent", "EgressPolicy reconcile failed", NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	es_agent_metrics_apply_duration(a->metrics,
+					(double)(t1.tv_sec - t0.tv_sec) +
+					(double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	if (rc != ES_OK) {
 		es_log_error("agent", "reconcile failed", "error", es_strerror(rc), NULL);
 	} else {
@@ -143,6 +156,9 @@ static void reconcile_now(es_agent *a)
 			cJSON_ArrayForEach(o, list)
 				if (es_obj_kind(o) == ES_KIND_COLLECTOR_CONFIG)
 					a->has_cc = 1;
+			if (es_health_eval_set_rules(a->health, list) != ES_OK)
+				es_log_error("agent", "cannot load the health rules",
+					     "error", "out of memory", NULL);
 		}
 		if (a->has_cc) {
 			a->eff = eff;
@@ -159,6 +175,16 @@ static void reconcile_now(es_agent *a)
 	cJSON_Delete(list);
 	cJSON_Delete(events);
 	collect_now(a);
+}
+
+/* After an EgressPolicy check changed a status or made events. */
+static void hook_egress(void *user, const cJSON *events)
+{
+	const cJSON *ev;
+
+	cJSON_ArrayForEach(ev, events)
+		agent__queue_event(user, cJSON_Duplicate(ev, 1));
+	collect_now(user);
 }
 
 static void hook_queue_state(void *user)
@@ -183,23 +209,22 @@ static cJSON *src_state(void *user)
 	return es_agent_state_json(user);
 }
 
-static int src_metrics(void *user, es_httpd_metrics *m)
+static int src_metrics(void *user, char **body, size_t *len)
 {
 	es_agent *a = user;
+	es_agent_metrics_input in = { a->node, 0, 0, "disabled", 0 };
 
-	if (es_store_outbox_depth(a->st, &m->reports_queued) != ES_OK ||
-	    es_store_dropped(a->st, &m->reports_dropped) != ES_OK)
+	if (es_store_outbox_depth(a->st, &in.reports_queued) != ES_OK ||
+	    es_store_dropped(a->st, &in.reports_dropped) != ES_OK)
 		return -1;
 	if (a->sync) {
-		es_sync_info in;
+		es_sync_info si;
 
-		es_sync_get_info(a->sync, &in);
-		m->reconnects = in.reconnects;
-		m->connected = in.connected;
+		es_sync_get_info(a->sync, &si);
+		in.sync_state = si.state;
+		in.reconnects = si.reconnects;
 	}
-	m->have_mem_available = a->have_mem;
-	m->mem_available_bytes = a->mem_available;
-	return 0;
+	return es_agent_metrics_render(a->metrics, &in, body, len) == ES_OK ? 0 : -1;
 }
 
 cJSON *es_agent_state_json(es_agent *a)
@@ -267,17 +292,22 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	if (!a)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	a->cfg = cfg;
+	a->lock_fd = -1;
 	a->eff.interval_s = (int)cfg->interval;
 	a->eff.mask = ES_COLLECT_ALL;
 	rc = es_agent_labels_parse(cfg->labels, &a->labels, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	a->conditions = cJSON_CreateArray();
-	if (!a->conditions) {
+	if (!a->conditions || es_health_eval_new(&a->health) != ES_OK) {
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 		goto cleanup;
 	}
 	rc = mkdir_p(cfg->state_dir, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	snprintf(path, sizeof(path), "%s/agent.lock", cfg->state_dir);
+	rc = es_lockfile_acquire(path, &a->lock_fd, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/agent.db", cfg->state_dir);
@@ -299,6 +329,21 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "cannot create the event loop");
 		goto cleanup;
 	}
+	agent__kc_start(a);
+	{
+		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
+				      (int)cfg->egress_check_interval,
+				      cfg->node_name };
+
+		rc = es_egress_new(&eo, &a->egress, err, errsz);
+		if (rc == ES_OK)
+			rc = es_egress_start(a->egress, a->ctx, a->st, hook_egress, a);
+		if (rc != ES_OK)
+			goto cleanup;
+	}
+	rc = es_agent_metrics_new(NULL, ES_VERSION, &a->metrics, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
 	if (cfg->http_listen && *cfg->http_listen) {
 		es_httpd_source src = { a, src_ready, src_state, src_metrics };
 
@@ -320,6 +365,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		so.agent_version = ES_VERSION;
 		so.boot_id = boot_id;
 		so.labels = a->labels;
+		so.metrics = a->metrics;
 		rc = es_sync_new(a->ctx, a->st, &so, &hooks, &a->sync, err, errsz);
 		if (rc != ES_OK)
 			goto cleanup;
@@ -349,9 +395,19 @@ es_err es_agent_run(es_agent *a, volatile sig_atomic_t *stop)
 	}
 	reconcile_now(a);
 	es_sync_start(a->sync);
+	{
+		char e[160];
+
+		if (es_notify_watchdog_start(a->ctx, NULL, e, sizeof(e)) != ES_OK)
+			es_log_warn("agent", "systemd watchdog not started", "error", e, NULL);
+		es_notify_ready(a->ready ? "serving" : "serving; the first collection failed");
+	}
 	while (!*stop)
-		if (lws_service(a->ctx, 0) < 0)
+		if (lws_service(a->ctx, 0) < 0) {
+			es_notify_stopping();
 			return ES_ERR_IO;
+		}
+	es_notify_stopping();
 	es_log_info("agent", "stopping", NULL);
 	return ES_OK;
 }
@@ -361,16 +417,21 @@ void es_agent_free(es_agent *a)
 	if (!a)
 		return;
 	es_sync_stop(a->sync);
+	agent__kc_stop(a);
+	es_egress_free(a->egress);
 	if (a->ctx) {
 		lws_sul_cancel(&a->sul_collect);
 		lws_context_destroy(a->ctx);
 	}
 	es_sync_free(a->sync);
 	es_httpd_free(a->httpd);
+	es_agent_metrics_free(a->metrics);
 	es_collect_free(a->col);
 	es_store_close(a->st);
+	es_lockfile_release(a->lock_fd);
 	cJSON_Delete(a->labels);
 	cJSON_Delete(a->conditions);
+	es_health_eval_free(a->health);
 	cJSON_Delete(a->node);
 	free(a);
 }

@@ -11,18 +11,24 @@
 #include <libwebsockets.h>
 #include "agent.h"
 #include "collect.h"
+#include "egress.h"
 #include "es_obj.h"
+#include "health.h"
 #include "httpd.h"
+#include "kcollect.h"
+#include "metrics.h"
 #include "store.h"
 #include "sync.h"
 
 struct es_agent {
 	const es_agent_config *cfg;
+	int lock_fd;               /* es_lockfile on <state-dir>/agent.lock */
 	struct lws_context *ctx;
 	es_store *st;
 	es_collect *col;
 	es_sync *sync;
 	es_httpd *httpd;
+	es_agent_metrics *metrics; /* /metrics (metrics.h) */
 	lws_sorted_usec_list_t sul_collect;
 	cJSON *labels;
 	cJSON *conditions;  /* node conditions, kept across rounds */
@@ -32,7 +38,24 @@ struct es_agent {
 	int ready;          /* the first round is done */
 	int have_mem;
 	double mem_available;
+	es_health_eval *health; /* the applied HealthRules (health.h) */
+	es_kenv *kenv;          /* kernel collectors' host probe (agent_kc.c) */
+	es_kcollectors *kcs;    /* the kernel collectors (kcollect.h) */
+	es_egress *egress;      /* EgressPolicy enforcement (egress.h) */
 };
+
+/* agent_kc.c: the kernel collectors (kcollect.h) */
+
+/* Probes the host (mounting tracefs / cgroup2 when missing), starts the
+ * kernel collectors and hooks them into a->ctx. Never fails the agent: a
+ * problem is logged and the collectors report it. */
+void agent__kc_start(es_agent *a);
+/* Adds status.activity and the kernel collectors' status.collectors
+ * entries; logs an allocation failure. */
+void agent__kc_report(es_agent *a, cJSON *status);
+/* Stops the kernel collectors, undoes the agent's own mounts. NULL-safe
+ * members; call before lws_context_destroy. */
+void agent__kc_stop(es_agent *a);
 
 /* agent.c */
 
@@ -41,8 +64,9 @@ void agent__queue_event(es_agent *a, cJSON *ev);
 
 /* agent_node.c */
 
-/* Updates a->conditions; queues ConditionChanged events for conditions
- * that existed before and changed status. */
+/* Updates a->conditions (built-in defaults, HealthRules, Ready; removes
+ * the conditions of rules that are gone); queues ConditionChanged events
+ * for conditions that changed status, or are new and True. */
 void agent__update_conditions(es_agent *a, const cJSON *status, time_t now);
 /* Builds the Node object around one round's status (consumed). */
 cJSON *agent__build_node(es_agent *a, cJSON *status);

@@ -2,7 +2,8 @@
  * agent_node.c - the Node object the agent reports each round (agent.h;
  * PROTOCOL.md "Node") and its node conditions (Ready, MemoryPressure,
  * DiskPressure, PIDPressure, NetworkUnavailable) with kubelet's eviction
- * thresholds.
+ * thresholds, which HealthRules (health.h) override and extend; Ready
+ * summarises them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,8 @@ static int collector_ok(const cJSON *status, const char *name, const char **why)
 typedef struct cond_spec {
 	const char *type, *status, *reason;
 	char message[256];
+	int64_t generation;  /* the HealthRule's, 0 for built-in defaults */
+	int blocks_ready;    /* True makes Ready False */
 } cond_spec;
 
 /* Computes the five node conditions from one round's status. */
@@ -186,29 +189,93 @@ static void compute_conditions(es_agent *a, const cJSON *status, cond_spec c[5])
 	}
 }
 
+/* Applies HealthRule results (health.h) over the built-in defaults in c[1..4]
+ * (a rule of the same type replaces its default) and after them; returns
+ * the number of entries of c in use. */
+static size_t apply_rules(cond_spec *c, const es_health_result *res, size_t nres)
+{
+	size_t n = 5, i, j;
+
+	for (i = 1; i < 5; i++)
+		c[i].blocks_ready = 1;
+	for (j = 0; j < nres; j++) {
+		cond_spec *s = NULL;
+
+		for (i = 1; i < 5 && !s; i++)
+			if (strcmp(c[i].type, res[j].type) == 0)
+				s = &c[i];
+		if (!s) {
+			s = &c[n++];
+			s->blocks_ready = res[j].critical;
+		}
+		s->type = res[j].type;
+		s->status = res[j].status;
+		s->reason = res[j].reason;
+		s->generation = res[j].generation;
+		snprintf(s->message, sizeof(s->message), "%s", res[j].message);
+	}
+	return n;
+}
+
+/* Ready (c[0]) is False while a built-in condition or a Critical rule's
+ * condition is True. */
+static void summarise_ready(cond_spec *c, size_t n)
+{
+	char list[200] = "";
+	size_t i;
+
+	if (strcmp(c[0].status, "True") != 0)
+		return;
+	for (i = 1; i < n; i++) {
+		if (!c[i].blocks_ready || strcmp(c[i].status, "True") != 0 ||
+		    strlen(list) + strlen(c[i].type) + 3 >= sizeof(list))
+			continue;
+		if (list[0])
+			strcat(list, ", ");
+		strcat(list, c[i].type);
+	}
+	if (!list[0])
+		return;
+	c[0].status = "False";
+	c[0].reason = "UnhealthyConditions";
+	snprintf(c[0].message, sizeof(c[0].message), "conditions True: %s", list);
+}
+
 void agent__update_conditions(es_agent *a, const cJSON *status, time_t now)
 {
-	cond_spec c[5];
+	const es_health_result *res = NULL;
+	cond_spec *c;
 	char t[ES_TIME_RFC3339_LEN], msg[400];
-	int i, changed;
+	size_t i, n, nres;
+	int changed;
 
-	memset(c, 0, sizeof(c));
+	nres = es_health_eval_run(a->health, status, read_pid_max(),
+				  es_time_mono_ms(), a->conditions, &res);
+	c = calloc(5 + nres, sizeof(*c));
+	if (!c) {
+		es_log_error("agent", "cannot compute the node conditions", "error",
+			     "out of memory", NULL);
+		return;
+	}
 	compute_conditions(a, status, c);
-	for (i = 0; i < 5; i++) {
+	n = apply_rules(c, res, nres);
+	summarise_ready(c, n);
+	for (i = 0; i < n; i++) {
 		int existed = es_cond_find(a->conditions, c[i].type) != NULL;
 		int bad;
 
 		changed = 0;
 		if (es_cond_set(a->conditions, c[i].type, c[i].status, c[i].reason,
-				c[i].message, 0, now, &changed) != ES_OK) {
+				c[i].message, c[i].generation, now, &changed) != ES_OK) {
 			es_log_error("agent", "cannot set a condition", "type",
 				     c[i].type, NULL);
 			continue;
 		}
-		if (!changed || !existed)
-			continue;
 		bad = i == 0 ? strcmp(c[i].status, "True") != 0
 			     : strcmp(c[i].status, "False") != 0;
+		/* A new condition is news only when it starts True (a problem). */
+		if (!changed || (!existed && (i == 0 || strcmp(c[i].status, "True") != 0)))
+			continue;
 		snprintf(msg, sizeof(msg), "%s is now %s (%s): %s", c[i].type,
 			 c[i].status, c[i].reason, c[i].message);
 		es_log_info("agent", "condition changed", "type", c[i].type,
@@ -218,6 +285,8 @@ void agent__update_conditions(es_agent *a, const cJSON *status, time_t now)
 						     a->cfg->node_name, NULL,
 						     es_time_rfc3339(now, t)));
 	}
+	es_health_eval_prune(a->health, a->conditions);
+	free(c);
 }
 
 cJSON *agent__build_node(es_agent *a, cJSON *status)
@@ -248,6 +317,8 @@ cJSON *agent__build_node(es_agent *a, cJSON *status)
 		if (!objs)
 			goto fail;
 	}
+	if (es_egress_annotate(a->egress, objs) != 0)
+		es_log_error("agent", "cannot add the EgressPolicy actual state", NULL);
 	if (!cJSON_AddItemToObject(status, "objects", objs)) {
 		cJSON_Delete(objs);
 		goto fail;

@@ -41,6 +41,18 @@ static const es_setting settings[] = {
 	  "error, warn, info or debug"),
 	S("max-events", "MAX_EVENTS", ES_SET_INT, "1000", 1, 1000000, max_events,
 	  "events kept in the outbox before the oldest are dropped"),
+	S("collector-backend", "COLLECTOR_BACKEND", ES_SET_STRING, "auto", 0, 0,
+	  collector_backend,
+	  "kernel collectors: auto (eBPF where it works) or procfs (force the fallback)"),
+	S("ringbuf-bytes", "RINGBUF_BYTES", ES_SET_INT, "131072", 4096, 67108864,
+	  ringbuf_bytes,
+	  "BPF ring buffer size per kernel collector (rounded up to a power of 2)"),
+	S("egress-pin-dir", "EGRESS_PIN_DIR", ES_SET_STRING, "/sys/fs/bpf/edgesync/egress",
+	  0, 0, egress_pin_dir,
+	  "bpffs directory where EgressPolicy programs and maps are pinned"),
+	S("egress-check-interval", "EGRESS_CHECK_INTERVAL", ES_SET_INT, "30", 1, 3600,
+	  egress_check_interval,
+	  "seconds between checks (and repairs) of the EgressPolicy kernel state"),
 };
 #undef S
 
@@ -386,5 +398,11 @@ es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "log-level: \"%s\": expected error, warn, info or debug",
 			       cfg->log_level ? cfg->log_level : "");
+	if (!cfg->collector_backend ||
+	    (strcmp(cfg->collector_backend, "auto") != 0 &&
+	     strcmp(cfg->collector_backend, "procfs") != 0))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "collector-backend: \"%s\": expected auto or procfs",
+			       cfg->collector_backend ? cfg->collector_backend : "");
 	return ES_OK;
 }

@@ -25,6 +25,10 @@ typedef struct es_agent_config {
 	int64_t interval;      /* seconds between collections, 1..3600 */
 	char *log_level;       /* error, warn, info, debug */
 	int64_t max_events;    /* events kept in the outbox */
+	char *collector_backend; /* "auto" or "procfs" (kernel collectors) */
+	int64_t ringbuf_bytes; /* BPF ring buffer bytes per kernel collector */
+	char *egress_pin_dir;  /* bpffs directory of the EgressPolicy pins */
+	int64_t egress_check_interval; /* seconds between EgressPolicy drift checks */
 } es_agent_config;
 
 /* The settings table (for help output and tests); *n gets its length. */

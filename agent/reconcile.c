@@ -12,10 +12,12 @@
 #include <string.h>
 
 #include "es_cond.h"
+#include "es_egress.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_proto.h"
 #include "es_time.h"
+#include "health.h"
 
 /* What reconciling one object decided; compared with the stored Applied
  * condition to tell whether the outcome changed. */
@@ -243,6 +245,26 @@ es_err es_reconcile_run(es_store *st, time_t now, const char *agent_version,
 			snprintf(oc.message, sizeof(oc.message),
 				 "superseded by CollectorConfig %s",
 				 es_obj_name(winner));
+		} else if (es_obj_kind(obj) == ES_KIND_HEALTH_RULE) {
+			es_health_applied ha;
+
+			es_health_applied_outcome(list, obj, &ha);
+			outcome_set(&oc, ha.applied ? "True" : "False", ha.reason,
+				    ha.event_type, ha.event_reason);
+			snprintf(oc.message, sizeof(oc.message), "%s", ha.message);
+		} else if (es_obj_kind(obj) == ES_KIND_EGRESS_POLICY) {
+			char why[400];
+
+			if (es_egress_spec_validate(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
+						    why, sizeof(why)) == ES_OK) {
+				outcome_set(&oc, "True", "Applied", "Normal", "Applied");
+				snprintf(oc.message, sizeof(oc.message), "accepted; "
+					 "condition Enforced says what the kernel enforces");
+			} else {
+				outcome_set(&oc, "False", "InvalidSpec", "Warning",
+					    "ApplyFailed");
+				snprintf(oc.message, sizeof(oc.message), "invalid spec: %s", why);
+			}
 		} else {
 			outcome_set(&oc, "False", "KindNotSupported", "Warning",
 				    "KindNotSupported");

@@ -19,7 +19,9 @@
  *   *effective (defaults when no CollectorConfig targets the node:
  *   10 s, all collectors); it gets Applied=True reason Applied; the others
  *   Applied=False reason Superseded, naming the winner.
- * - HealthRule, EgressPolicy and any other kind: Applied=False reason
+ * - HealthRule: es_health_applied_outcome (health.h): Applied=True, or
+ *   Applied=False reason InvalidSpec (naming the field) or Superseded.
+ * - EgressPolicy and any other kind: Applied=False reason
  *   KindNotSupported, message naming the kind and this agent's version.
  * - An object is rewritten (status put, event queued) only when its
  *   generation differs from its stored observedGeneration or its outcome

@@ -10,6 +10,8 @@
 #include <sys/random.h>
 
 #include "es_obj.h"
+#include "es_health.h"
+#include "es_egress.h"
 #include "es_json.h"
 #include "es_time.h"
 
@@ -349,6 +351,10 @@ es_err es_obj_validate_desired(const cJSON *obj, char *err, size_t errsz)
 		return rc;
 	if (kind == ES_KIND_COLLECTOR_CONFIG)
 		return check_collector_spec(spec, err, errsz);
+	if (kind == ES_KIND_HEALTH_RULE)
+		return es_health_rule_parse(spec, NULL, err, errsz);
+	if (kind == ES_KIND_EGRESS_POLICY)
+		return es_egress_spec_validate(spec, err, errsz);
 	return ES_OK;
 }
 

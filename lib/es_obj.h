@@ -47,7 +47,8 @@ int es_obj_name_valid(const char *s);
  * metadata.name, metadata.labels (object of strings; keys and values at most
  * 63 bytes for the name part), spec (an object), spec.nodeSelector.matchLabels
  * (object of strings), and the kind's own spec members (CollectorConfig:
- * intervalSeconds 1..3600, collectors from the known names, no duplicates).
+ * intervalSeconds 1..3600, collectors from the known names, no duplicates;
+ * HealthRule: es_health_rule_parse of es_health.h).
  * Unknown top-level spec members are refused, naming them.
  * Returns ES_OK, or ES_ERR_INVAL with err naming the field, e.g.
  * "spec.intervalSeconds: must be an integer in 1..3600".

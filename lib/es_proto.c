@@ -14,7 +14,8 @@
 
 /* Capabilities this implementation announces in `hello` (PROTOCOL.md,
  * "hello"): the desired kinds the agent handles and merge-patch reports. */
-static const char *const hello_capabilities[] = {"CollectorConfig", "merge-patch"};
+static const char *const hello_capabilities[] = {"CollectorConfig", "HealthRule",
+						   "EgressPolicy", "merge-patch"};
 
 /* Bounds of welcome.heartbeatSeconds accepted from a controller. */
 #define HEARTBEAT_MIN_S 1

@@ -9,7 +9,7 @@ import statistics
 import time
 import unittest
 
-from harness import API, Cluster, host_node_name, main, wait_for
+from harness import API, Cluster, host_node_name, main, meminfo_total_bytes, wait_for
 
 CC = """apiVersion: edgesync.io/v1alpha1
 kind: CollectorConfig
@@ -19,14 +19,6 @@ spec:
   intervalSeconds: {interval}
   collectors: [cpu, memory, filesystem, network, processes]
 """
-
-
-def meminfo_total_bytes():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no MemTotal in /proc/meminfo")
 
 
 def applied(obj_status):
@@ -162,9 +154,11 @@ class SyncTest(unittest.TestCase):
         except AssertionError as e:
             self.fail_with_logs(e)
 
-    def test_unsupported_kind_gets_condition(self):
+    def test_health_rule_gets_applied_condition(self):
         body = {"apiVersion": "edgesync.io/v1alpha1", "kind": "HealthRule",
-                "metadata": {"name": "later"}, "spec": {}}
+                "metadata": {"name": "later"},
+                "spec": {"metric": "load.load1", "operator": "Ge", "threshold": 0,
+                         "conditionType": "LoadKnown"}}
         st, _ = self.c.admin("PUT", f"{API}/healthrules/later", body)
         self.assertIn(st, (200, 201))
         try:
@@ -174,9 +168,14 @@ class SyncTest(unittest.TestCase):
         except AssertionError as e:
             self.fail_with_logs(e)
         cond = applied(o)
-        self.assertEqual(cond["status"], "False")
-        self.assertEqual(cond["reason"], "KindNotSupported")
-        self.assertIn("HealthRule", cond["message"])
+        self.assertEqual(cond["status"], "True")
+        self.assertEqual(cond["reason"], "Applied")
+        self.assertIn("LoadKnown", cond["message"])
+        # An invalid spec never reaches the agents.
+        body["spec"] = {}
+        st, err = self.c.admin("PUT", f"{API}/healthrules/later", body)
+        self.assertEqual(st, 422, err)
+        self.assertIn("spec.metric", str(err))
 
     def test_invalid_object_refused_naming_field(self):
         r = self.c.ctl("apply", "-f", "-", check=False,
