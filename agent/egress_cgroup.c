@@ -126,11 +126,23 @@ typedef struct walk {
 	size_t n, cap;
 } walk;
 
+/* 1 when the cgroup path rel is prefix or below it, by whole path
+ * components: "/kubepods/pod1" holds "/kubepods/pod1/c" but not
+ * "/kubepods/pod10". prefix has no trailing '/' (except the root "/"). */
+static int path_within(const char *rel, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (n == 1 && prefix[0] == '/')
+		return rel[0] == '/';
+	return !strncmp(rel, prefix, n) && (rel[n] == '\0' || rel[n] == '/');
+}
+
 static int selects(const walk *w, const char *rel, const char *base)
 {
 	const es_egress_targets *t = w->t;
 
-	if (t->cgroup_prefix[0] && !strncmp(rel, w->prefix, strlen(w->prefix)))
+	if (t->cgroup_prefix[0] && path_within(rel, w->prefix))
 		return 1;
 	if (t->systemd_unit[0] && !strcmp(base, t->systemd_unit))
 		return 1;

@@ -33,6 +33,16 @@ es_err es_egress_cidr_parse(const char *s, es_egress_cidr *out, char *err,
 		out->family = 4;
 		bits = 32;
 	} else if (inet_pton(AF_INET6, addr, out->addr) == 1) {
+		static const unsigned char v4mapped[12] = {
+			0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+		/* Sockets see IPv4 peers of dual-stack sockets as IPv4
+		 * (connect4/sendmsg4), so an IPv4-mapped CIDR (RFC 4291
+		 * section 2.5.5.2) would never match: ask for the IPv4 form. */
+		if (!memcmp(out->addr, v4mapped, sizeof(v4mapped)))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "\"%.80s\" is an IPv4-mapped IPv6 address: "
+				       "write the IPv4 CIDR (e.g. 10.0.0.0/8)", s);
 		out->family = 6;
 		bits = 128;
 	} else {
@@ -376,9 +386,11 @@ es_err es_egress_spec_parse(const cJSON *spec, es_egress_spec *out, char *err,
 	out->action = strcmp(action->valuestring, "Allow") ? ES_EGRESS_DENY
 							   : ES_EGRESS_ALLOW;
 	rules = cJSON_GetObjectItemCaseSensitive(spec, "rules");
-	if (!cJSON_IsArray(rules))
+	if (!cJSON_IsArray(rules) || cJSON_GetArraySize(rules) == 0)
 		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "spec.rules: required, an array of rules");
+			       "spec.rules: required, a non-empty array of rules "
+			       "(an empty Allow list would cut the targets off "
+			       "every destination, the controller included)");
 	if (cJSON_GetArraySize(rules) > ES_EGRESS_RULES_MAX)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "spec.rules: at most %d rules", ES_EGRESS_RULES_MAX);

@@ -10,6 +10,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "egress_cgroup.h"
 #include "egress_plan.h"
 #include "es_egress.h"
 #include "es_json.h"
@@ -48,6 +52,8 @@ static void test_cidr_parse(void **state)
 		{ "example.com/8", "not an IPv4 or IPv6" },
 		{ "/8", "not a CIDR" },
 		{ "2001:db8::1/32", "host bits" },
+		{ "::ffff:10.0.0.0/104", "IPv4-mapped" },
+		{ "::ffff:127.0.0.2", "IPv4-mapped" },
 	};
 	es_egress_cidr c;
 	char err[256], buf[64];
@@ -162,8 +168,11 @@ static void test_spec_refused_naming_field(void **state)
 		{ "{\"rules\": []}", "spec.action" },
 		{ "{\"action\": \"deny\", \"rules\": []}", "spec.action" },
 		{ "{\"action\": \"Deny\"}", "spec.rules" },
+		{ "{\"action\": \"Allow\", \"rules\": []}", "spec.rules" },
+		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"::ffff:10.0.0.0/104\"}]}",
+		  "spec.rules[0].cidr" },
 		{ "{\"action\": \"Deny\", \"rules\": {}}", "spec.rules" },
-		{ "{\"action\": \"Deny\", \"rules\": [], \"defaultAction\": \"x\"}",
+		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\"}], \"defaultAction\": \"x\"}",
 		  "spec.defaultAction" },
 		{ "{\"action\": \"Deny\", \"rules\": [{}]}", "spec.rules[0].cidr" },
 		{ "{\"action\": \"Deny\", \"rules\": [1]}", "spec.rules[0]" },
@@ -177,18 +186,18 @@ static void test_spec_refused_naming_field(void **state)
 		  "\"ports\": 80}]}", "spec.rules[0].ports" },
 		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\", "
 		  "\"port\": 80}]}", "spec.rules[0].port" },
-		{ "{\"action\": \"Deny\", \"rules\": [], \"targets\": {}}", "spec.targets" },
-		{ "{\"action\": \"Deny\", \"rules\": [], \"targets\": {\"pod\": \"x\"}}",
+		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\"}], \"targets\": {}}", "spec.targets" },
+		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\"}], \"targets\": {\"pod\": \"x\"}}",
 		  "spec.targets.pod" },
-		{ "{\"action\": \"Deny\", \"rules\": [], \"targets\": "
+		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\"}], \"targets\": "
 		  "{\"cgroupPathPrefix\": \"/a/../b\"}}", "spec.targets.cgroupPathPrefix" },
-		{ "{\"action\": \"Deny\", \"rules\": [], \"targets\": "
+		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\"}], \"targets\": "
 		  "{\"systemdUnit\": \"a/b.service\"}}", "spec.targets.systemdUnit" },
-		{ "{\"action\": \"Deny\", \"rules\": [], \"targets\": "
+		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\"}], \"targets\": "
 		  "{\"podUID\": \"not-a-uuid\"}}", "spec.targets.podUID" },
-		{ "{\"action\": \"Deny\", \"rules\": [], \"targets\": "
+		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\"}], \"targets\": "
 		  "{\"containerID\": \"xyz\"}}", "spec.targets.containerID" },
-		{ "{\"action\": \"Deny\", \"rules\": [], \"targets\": "
+		{ "{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\"}], \"targets\": "
 		  "{\"systemdUnit\": \"\"}}", "spec.targets.systemdUnit" },
 	};
 	char err[256];
@@ -268,6 +277,39 @@ static void test_rules_canon_and_diff(void **state)
 
 /* Two policies with nested CIDRs: each stored prefix carries the entries of
  * every rule whose CIDR contains it, own only for its own rules. */
+/* cgroupPathPrefix selects a cgroup and what lies below it, by whole path
+ * components: a sibling whose name merely starts the same is not a target. */
+static void test_resolve_prefix_by_component(void **state)
+{
+	char root[] = "/tmp/es-egcg-XXXXXX", path[256], err[256];
+	const char *dirs[] = { "app", "app/child", "appX", "other" };
+	es_egress_targets t;
+	uint64_t *ids = NULL, want[1];
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+		assert_int_equal(mkdir(path, 0700), 0);
+	}
+	snprintf(path, sizeof(path), "%s/app", root);
+	assert_int_equal(es_egcg_id(path, &want[0], err, sizeof(err)), ES_OK);
+	memset(&t, 0, sizeof(t));
+	snprintf(t.cgroup_prefix, sizeof(t.cgroup_prefix), "/app/");
+	/* The resolver lists the selected cgroup; the kernel side covers its
+	 * descendants by ancestry. "/appX" must not be selected. */
+	assert_int_equal(es_egcg_resolve(root, &t, &ids, &n, err, sizeof(err)), ES_OK);
+	assert_int_equal(n, 1);
+	assert_true(ids[0] == want[0]);
+	free(ids);
+	for (size_t i = sizeof(dirs) / sizeof(dirs[0]); i-- > 0;) {
+		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+		rmdir(path);
+	}
+	rmdir(root);
+}
+
 static void test_plan_nested_prefixes(void **state)
 {
 	cJSON *s1 = J("{\"action\": \"Deny\", \"rules\": [{\"cidr\": \"10.0.0.0/8\", "
@@ -356,6 +398,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cidr_parse),
+		cmocka_unit_test(test_resolve_prefix_by_component),
 		cmocka_unit_test(test_cidr_contains),
 		cmocka_unit_test(test_ports_parse),
 		cmocka_unit_test(test_spec_parse_good),
