@@ -40,6 +40,17 @@ es_err es_egress_new(const es_egress_opts *o, es_egress **out, char *err,
 	snprintf(e->state_dir, sizeof(e->state_dir), "%s",
 		 o->state_dir ? o->state_dir : "");
 	e->check_interval_s = o->check_interval_s;
+	if (!o->backend || !strcmp(o->backend, "auto")) {
+		e->backend = EG_BACKEND_AUTO;
+	} else if (!strcmp(o->backend, "ebpf")) {
+		e->backend = EG_BACKEND_EBPF;
+	} else if (!strcmp(o->backend, "nftables")) {
+		e->backend = EG_BACKEND_NFT;
+	} else {
+		free(e);
+		return es_errf(ES_ERR_INVAL, err, errsz, "egress-backend: \"%s\": "
+			       "expected auto, ebpf or nftables", o->backend);
+	}
 	snprintf(e->node_name, sizeof(e->node_name), "%s",
 		 o->node_name ? o->node_name : "");
 	*out = e;
@@ -298,6 +309,16 @@ static void teardown(es_egress *e, time_t now, cJSON *events)
 {
 	char err[300];
 
+	if (es_egnft_owned(e)) {
+		if (es_egnft_remove(e, err, sizeof(err)) != ES_OK)
+			es_log_error("egress", "removing the nftables table", "error",
+				     err, NULL);
+		else
+			add_event(events, "Normal", "EgressEnforcementRemoved",
+				  "no EgressPolicy remains: the nftables table inet "
+				  ES_EGNFT_TABLE " is deleted", "Node", e->node_name,
+				  NULL, now);
+	}
 	if (!e->k && !es_egk_pinned(e->pin_dir))
 		return;
 	if (es_egk_remove(e->k, e->pin_dir, err, sizeof(err)) != ES_OK)
@@ -316,24 +337,35 @@ static void teardown(es_egress *e, time_t now, cJSON *events)
 /* Loads the kernel side when it is not; *why set when it cannot. */
 static int ensure_loaded(es_egress *e, char *why, size_t whysz)
 {
-	int mounted = 0, reused = 0;
-	char err[400];
+	int mounted = 0, reused = 0, ok = 0;
+	char err[400] = "";
 
-	if (e->k)
+	if (e->k || e->nft)
 		return 1;
 	if (es_egcg_find_root(e->state_dir[0] ? e->state_dir : NULL, e->cg_root,
-			      sizeof(e->cg_root), &mounted, err, sizeof(err)) != ES_OK ||
-	    es_egk_open(e->pin_dir, e->cg_root, &e->k, &reused, err,
-			sizeof(err)) != ES_OK) {
-		snprintf(why, whysz, "cgroup BPF unavailable (%s); no nftables "
-			 "fallback in this agent", err);
+			      sizeof(e->cg_root), &mounted, err, sizeof(err)) != ES_OK)
+		e->cg_root[0] = '\0';
+	else if (e->backend != EG_BACKEND_NFT)
+		ok = es_egk_open(e->pin_dir, e->cg_root, &e->k, &reused, err,
+				 sizeof(err)) == ES_OK;
+	if (!ok && e->backend != EG_BACKEND_EBPF &&
+	    es_egnft_load(e, err, why, whysz) == ES_OK)
+		return 1;
+	if (!ok) {
+		if (e->backend == EG_BACKEND_EBPF) {
+			snprintf(why, whysz, "cgroup BPF unavailable (%s)", err);
+			e->unavail_reason = "CgroupBPFUnavailable";
+		}
 		if (strcmp(e->unavailable, why))
 			es_log_error("egress", "cannot enforce EgressPolicy", "error",
-				     err, NULL);
+				     why, NULL);
 		snprintf(e->unavailable, sizeof(e->unavailable), "%s", why);
 		return 0;
 	}
 	e->unavailable[0] = '\0';
+	if (es_egnft_owned(e) && es_egnft_remove(e, err, sizeof(err)) != ES_OK)
+		es_log_error("egress", "removing the nftables table of an earlier run",
+			     "error", err, NULL);
 	es_log_info("egress", reused ? "reusing pinned enforcement" :
 		    "loaded and attached", "dir", e->pin_dir, "cgroup2", e->cg_root,
 		    mounted ? "mounted" : NULL, "yes", NULL);
@@ -412,7 +444,8 @@ cleanup:
 	es_eg_plan_free(&cur);
 }
 
-static void describe_enforced(const eg_pol *p, char *buf, size_t sz)
+static void describe_enforced(const es_egress *e, const eg_pol *p, char *buf,
+			      size_t sz)
 {
 	char tg[64];
 
@@ -420,10 +453,11 @@ static void describe_enforced(const eg_pol *p, char *buf, size_t sz)
 		snprintf(tg, sizeof(tg), "whole node");
 	else
 		snprintf(tg, sizeof(tg), "%zu cgroup(s) targeted", p->ncgids);
-	snprintf(buf, sz, "ebpf: %zu rule(s), action %s, %s; hooks connect4, "
-		 "connect6, sendmsg4, sendmsg6 at the cgroup v2 root",
-		 p->spec->nrules, p->spec->action == ES_EGRESS_ALLOW ? "Allow" : "Deny",
-		 tg);
+	snprintf(buf, sz, "%s: %zu rule(s), action %s, %s; %s%s", e->nft ? "nftables" :
+		 "ebpf", p->spec->nrules, p->spec->action == ES_EGRESS_ALLOW ?
+		 "Allow" : "Deny", tg, e->nft ? "table inet " ES_EGNFT_TABLE
+		 ", chain p_" : "hooks connect4, connect6, sendmsg4, sendmsg6 at "
+		 "the cgroup v2 root", e->nft ? p->name : "");
 }
 
 static es_err reconcile(es_egress *e, es_store *st, time_t now, cJSON *events,
@@ -447,7 +481,10 @@ static es_err reconcile(es_egress *e, es_store *st, time_t now, cJSON *events,
 		teardown(e, now, events);
 	} else if (ensure_loaded(e, why, sizeof(why))) {
 		assign_slots(e);
-		enforce(e, drift, sizeof(drift), &ok, err, sizeof(err));
+		if (e->nft)
+			es_egnft_enforce(e, drift, sizeof(drift), &ok, err, sizeof(err));
+		else
+			enforce(e, drift, sizeof(drift), &ok, err, sizeof(err));
 		if (!ok)
 			es_log_error("egress", "enforcing failed", "error", err, NULL);
 		if (drift[0])
@@ -463,7 +500,7 @@ static es_err reconcile(es_egress *e, es_store *st, time_t now, cJSON *events,
 			set_all(&oc, "False", "InvalidSpec",
 				"not enforced: the spec is invalid (see Applied)");
 		else if (why[0])
-			set_all(&oc, "False", "CgroupBPFUnavailable", why);
+			set_all(&oc, "False", e->unavail_reason, why);
 		else if (p->slot < 0)
 			set_all(&oc, "False", "TooManyPolicies",
 				"not enforced: at most 32 EgressPolicies per node");
@@ -472,7 +509,7 @@ static es_err reconcile(es_egress *e, es_store *st, time_t now, cJSON *events,
 		else {
 			oc.enf_status = "True";
 			oc.enf_reason = "Enforced";
-			describe_enforced(p, oc.enf_msg, sizeof(oc.enf_msg));
+			describe_enforced(e, p, oc.enf_msg, sizeof(oc.enf_msg));
 		}
 		if (drift[0] && p->slot >= 0) {
 			oc.drifted = 1;
@@ -497,14 +534,17 @@ es_err es_egress_reconcile(es_egress *e, es_store *st, time_t now,
 
 static void poll_violations(es_egress *e, time_t now, cJSON *events)
 {
-	for (size_t i = 0; e->k && i < e->npols; i++) {
+	if (e->nft)
+		es_egnft_poll(e);
+	for (size_t i = 0; (e->k || e->nft) && i < e->npols; i++) {
 		eg_pol *p = &e->pols[i];
 		uint64_t c;
 		char msg[480];
 
 		if (p->slot < 0)
 			continue;
-		c = es_egk_violations(e->k, p->slot);
+		c = e->nft ? es_egnft_violations(e, p->name) :
+			     es_egk_violations(e->k, p->slot);
 		if (c < p->reported)
 			p->reported = 0;
 		if (c == p->reported || now - p->last_event < ES_EGRESS_EVENT_SECONDS)

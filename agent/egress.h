@@ -31,6 +31,9 @@ typedef struct es_egress_opts {
 				    the host has none (copied) */
 	int check_interval_s;    /* seconds between drift checks, >= 1 */
 	const char *node_name;   /* involvedObject of node-level events (copied) */
+	const char *backend;     /* egress-backend: "auto" (or NULL): cgroup BPF
+				    where it works, else nftables (egress_nft.h);
+				    "ebpf" or "nftables": only that one */
 } es_egress_opts;
 
 /* Called on the loop after a timer tick that changed a stored status or
@@ -38,7 +41,8 @@ typedef struct es_egress_opts {
 typedef void (*es_egress_notify_fn)(void *user, const cJSON *events);
 
 /* Creates the enforcer; touches no kernel state until es_egress_reconcile.
- * Errors: ES_ERR_INVAL (bad opts), ES_ERR_NOMEM. */
+ * Errors: ES_ERR_INVAL (bad opts, e.g. an unknown backend; err names the
+ * setting), ES_ERR_NOMEM. */
 es_err es_egress_new(const es_egress_opts *o, es_egress **out, char *err,
 		     size_t errsz);
 
@@ -47,10 +51,15 @@ es_err es_egress_new(const es_egress_opts *o, es_egress **out, char *err,
  * loads and attaches on the first policy (reusing what an earlier run
  * pinned), writes the rule set atomically when it differs from the kernel's,
  * repairs drift, removes everything when no policy remains (also what an
- * earlier run left pinned). Sets Enforced (True reason Enforced, backend
- * ebpf; False with reason CgroupBPFUnavailable, EnforcementFailed,
- * TooManyPolicies or InvalidSpec) and Drifted on each policy's stored
- * status, and appends events to events (a JSON array, may be NULL).
+ * earlier run left pinned, or its nftables table when this state directory
+ * wrote it). With backend nftables (or auto without cgroup BPF) the same
+ * happens to the table of egress_nft.h. Sets Enforced (True reason
+ * Enforced, message naming the backend ebpf or nftables; False with reason
+ * CgroupBPFUnavailable (backend ebpf), NftablesUnavailable (backend
+ * nftables), EnforcementUnavailable (auto: neither works),
+ * EnforcementFailed, TooManyPolicies or InvalidSpec) and Drifted on each
+ * policy's stored status, and appends events to events (a JSON array, may
+ * be NULL).
  * Errors: ES_ERR_DB, ES_ERR_NOMEM (kernel failures are reported in the
  * conditions, not as errors).
  */
@@ -71,7 +80,9 @@ es_err es_egress_start(es_egress *e, struct lws_context *ctx, es_store *st,
  * status.objects array): {backend ("ebpf" or "none"), loaded, reason?,
  * activeSet, generation, action, rules (read back from the kernel, in the
  * spec's shape), targetCgroups, nodeWide, attachments {hook: count},
- * programIds {hook: id}, violations}. Returns 0, or -1 on allocation failure.
+ * programIds {hook: id}, violations}; with the nftables backend the
+ * members of es_egnft_actual (egress_nft.h). Returns 0, or -1 on
+ * allocation failure.
  */
 int es_egress_annotate(es_egress *e, cJSON *objects);
 

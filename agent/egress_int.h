@@ -11,6 +11,7 @@
 #include <libwebsockets.h>
 #include "egress.h"
 #include "egress_kern.h"
+#include "egress_nft.h"
 #include "egress_plan.h"
 #include "es_egress.h"
 
@@ -25,10 +26,16 @@ typedef struct eg_pol {
 	time_t last_event;
 } eg_pol;
 
+/* egress-backend: which kernel mechanism enforces. */
+enum { EG_BACKEND_AUTO, EG_BACKEND_EBPF, EG_BACKEND_NFT };
+
 struct es_egress {
 	char pin_dir[512], state_dir[512], node_name[256];
 	int check_interval_s;
+	int backend;             /* EG_BACKEND_* asked for */
 	es_egk *k;
+	es_egnft *nft;           /* the nftables backend, when it enforces */
+	const char *unavail_reason; /* Enforced reason while nothing is loaded */
 	char cg_root[512];
 	char unavailable[512];   /* why the kernel side is not loaded */
 	eg_pol *pols;

@@ -100,6 +100,8 @@ int es_egress_annotate(es_egress *e, cJSON *objects)
 
 	if (!e)
 		return 0;
+	if (e->nft)
+		return es_egnft_annotate(e, objects);
 	memset(&cur, 0, sizeof(cur));
 	memset(&at, 0, sizeof(at));
 	if (e->k && es_egk_read(e->k, &cur, &set, err, sizeof(err)) == ES_OK &&
@@ -133,6 +135,7 @@ void es_egress_free(es_egress *e)
 	if (e->ctx)
 		lws_sul_cancel(&e->sul);
 	es_egk_close(e->k);
+	es_egnft_free(e->nft);
 	es_eg_plan_free(&e->written);
 	egress__pols_free(e);
 	free(e);

@@ -1,7 +1,7 @@
 # EsDeps.cmake - system libraries and tools edgesync needs, from Debian 12
 # packages. Each missing one stops the configure with the package to install.
 #
-# Exports: es::cjson es::sqlite3 es::bpf es::elf es::zlib es::yaml
+# Exports: es::cjson es::sqlite3 es::bpf es::elf es::zlib es::yaml es::nftables
 #          es::cmocka (only when ES_BUILD_TESTS is ON)
 # Sets:    ES_CLANG, ES_BPFTOOL (full paths), ES_LLVM_STRIP (may be empty)
 
@@ -31,6 +31,7 @@ _es_pkg(es::bpf     libbpf    libbpf-dev)
 _es_pkg(es::elf     libelf    libelf-dev)
 _es_pkg(es::zlib    zlib      zlib1g-dev)
 _es_pkg(es::yaml    yaml-0.1  libyaml-dev)
+_es_pkg(es::nftables libnftables libnftables-dev)
 if(ES_BUILD_TESTS)
     _es_pkg(es::cmocka cmocka libcmocka-dev)
 endif()

@@ -17,7 +17,7 @@ PACKAGES=(
     build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev
     zlib1g-dev libcjson-dev libsqlite3-dev sqlite3 libcmocka-dev libyaml-dev
     python3 python3-jsonschema python3-yaml bzip2 ca-certificates curl procps
-    iproute2 dpkg-dev prometheus
+    iproute2 dpkg-dev prometheus nftables libnftables-dev
 )
 
 SRC_FILE=/etc/apt/sources.list.d/trixie-src.sources

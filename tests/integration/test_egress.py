@@ -21,53 +21,11 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
-import tempfile
-import threading
 import time
-import unittest
 
-from harness import API, Cluster, free_port, main, wait_for
-
-ADDR = "127.0.0.2"
-
-WORKER = r"""
-import errno, json, socket, sys, time
-
-def attempt(port):
-    s = socket.socket()
-    s.settimeout(2)
-    try:
-        s.connect(("127.0.0.2", port))
-        return "OK"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
-    finally:
-        s.close()
-
-for line in sys.stdin:
-    cmd = line.split()
-    if cmd[0] == "connect":
-        print(attempt(int(cmd[1])), flush=True)
-    elif cmd[0] == "loop":
-        p1, p2, until = int(cmd[1]), int(cmd[2]), time.time() + float(cmd[3])
-        out = []
-        while time.time() < until:
-            out.append([p1, attempt(p1)])
-            out.append([p2, attempt(p2)])
-        print(json.dumps(out), flush=True)
-"""
-
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            if post.startswith("cgroup2 ") and pre.split()[3] == "/":
-                return pre.split()[4]
-    return None
+from egress_util import ADDR, EgressCase, cgroup2_root, es_time, policy, stale
+from harness import API, main, wait_for
 
 
 def bpf_usable():
@@ -78,74 +36,6 @@ def bpf_usable():
     if not shutil.which("bpftool"):
         return "needs bpftool"
     return None
-
-
-class Worker:
-    """A Python process placed in a cgroup before it opens any socket."""
-
-    def __init__(self, cgroup):
-        self.p = subprocess.Popen([sys.executable, "-c", WORKER], text=True,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(self.p.pid))
-
-    def connect(self, port):
-        self.p.stdin.write(f"connect {port}\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-
-    def start_loop(self, p1, p2, seconds):
-        self.p.stdin.write(f"loop {p1} {p2} {seconds}\n")
-        self.p.stdin.flush()
-
-    def loop_result(self):
-        return json.loads(self.p.stdout.readline())
-
-    def close(self):
-        self.p.kill()
-        self.p.wait()
-
-
-class Listener:
-    """Accepts and closes connections on ADDR:port until closed."""
-
-    def __init__(self, port):
-        self.s = socket.socket()
-        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.s.bind((ADDR, port))
-        self.s.listen(128)
-        self.t = threading.Thread(target=self.run, daemon=True)
-        self.t.start()
-
-    def run(self):
-        while True:
-            try:
-                c, _ = self.s.accept()
-                c.close()
-            except OSError:
-                return
-
-    def close(self):
-        try:
-            self.s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.s.close()
-
-
-def free_port_on(addr):
-    with socket.socket() as s:
-        s.bind((addr, 0))
-        return s.getsockname()[1]
-
-
-def policy(name, port, prefix):
-    return {"apiVersion": "edgesync.io/v1alpha1", "kind": "EgressPolicy",
-            "metadata": {"name": name},
-            "spec": {"action": "Deny",
-                     "rules": [{"cidr": f"{ADDR}/32", "protocol": "TCP",
-                                "ports": [port]}],
-                     "targets": {"cgroupPathPrefix": prefix}}}
 
 
 def bpftool_json(*args):
@@ -166,10 +56,6 @@ def attached_using(root, map_id):
     return names
 
 
-def es_time(s):
-    return time.mktime(time.strptime(s[:19], "%Y-%m-%dT%H:%M:%S"))
-
-
 def active_set(pinned):
     """The value of the one-element eg_active map."""
     out = subprocess.run(["bpftool", "-j", "map", "lookup", "pinned", pinned,
@@ -181,35 +67,19 @@ def active_set(pinned):
     return int(doc["value"][0], 16)
 
 
-class EgressTest(unittest.TestCase):
+class EgressTest(EgressCase):
     HOOKS = ["es_eg_connect4", "es_eg_connect6", "es_eg_sendmsg4", "es_eg_sendmsg6"]
 
     def setUp(self):
         why = bpf_usable()
         if why:
             self.skipTest(why)
-        self.root = cgroup2_root()
-        self.remove_stale()
-        self.c = Cluster(self)
-        tag = f"es-egress-test-{os.getpid()}"
-        self.pin_dir = f"/sys/fs/bpf/{tag}/egress"
-        self.addCleanup(self.remove_pins, f"/sys/fs/bpf/{tag}")
-        self.cg = {}
-        for k in ("a", "b"):
-            rel = f"/{tag}-{k}"
-            path = self.root + rel
-            os.mkdir(path)
-            self.addCleanup(self.remove_cgroup, path)
-            self.cg[k] = (rel, path)
-        self.p1, self.p2 = free_port_on(ADDR), free_port_on(ADDR)
-        for p in (self.p1, self.p2):
-            self.addCleanup(Listener(p).close)
-        self.w = {}
-        for k in ("a", "b"):
-            self.w[k] = Worker(self.cg[k][1])
-            self.addCleanup(self.w[k].close)
-        self.c.start_controller()
-        self.node = self.c.nodes[0]
+        # Pins a killed earlier run left (unpinning detaches its programs).
+        for top in stale("/sys/fs/bpf", self.TAG):
+            shutil.rmtree(top, ignore_errors=True)
+        self.setup_egress()
+        self.pin_dir = f"/sys/fs/bpf/{self.tag}/egress"
+        self.addCleanup(shutil.rmtree, f"/sys/fs/bpf/{self.tag}", ignore_errors=True)
         self.start_agent()
 
     def start_agent(self):
@@ -218,74 +88,8 @@ class EgressTest(unittest.TestCase):
                    "--egress-check-interval", "2"],
             state_dir=os.path.join(self.c.dir, "agent-state"))
 
-    def remove_stale(self):
-        """Removes what a killed earlier run of this test left: its pins
-        (detaching its programs) and its cgroups, when its pid is gone."""
-        for d, prefix in (("/sys/fs/bpf", "es-egress-test-"), (self.root, "es-egress-test-")):
-            try:
-                names = os.listdir(d)
-            except OSError:
-                continue
-            for n in names:
-                if not n.startswith(prefix):
-                    continue
-                pid = n[len(prefix):].split("-")[0]
-                if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
-                    continue
-                if d == "/sys/fs/bpf":
-                    self.remove_pins(os.path.join(d, n))
-                else:
-                    self.remove_cgroup(os.path.join(d, n))
-
-    def remove_pins(self, top):
-        # Unpinning the links detaches the programs once no process holds them.
-        shutil.rmtree(top, ignore_errors=True)
-
-    def remove_cgroup(self, path):
-        for _ in range(50):
-            try:
-                os.rmdir(path)
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.1)
-
-    def apply(self, obj):
-        return self.c.ctl("apply", "-f", "-", stdin=json.dumps(obj))
-
-    def reported(self, name):
-        node = self.c.node() or {}
-        for o in node.get("status", {}).get("objects", []):
-            if o["kind"] == "EgressPolicy" and o["name"] == name:
-                return o
-        return None
-
-    @staticmethod
-    def cond(o, t):
-        for c in (o or {}).get("conditions", []):
-            if c["type"] == t:
-                return c
-        return None
-
-    def events(self, reason):
-        return [r["event"] for r in self.c.reports() if r["reportType"] == "event"
-                and (r.get("event") or {}).get("reason") == reason]
-
-    def wait_denied(self, port, what):
-        wait_for(what, lambda: self.w["a"].connect(port) == "EPERM", timeout=30)
-
-    def check(self, fn):
-        try:
-            fn()
-        except AssertionError as e:
-            raise AssertionError(f"{e}\n{self.c.logs()}") from e
-
     def test_egress_policy_lifecycle(self):
         self.check(self.lifecycle)
-
-    def step(self, what):
-        print(f"[{time.monotonic() - self.t0:6.1f}s] {what}", file=sys.stderr, flush=True)
 
     def lifecycle(self):
         self.t0 = time.monotonic()
@@ -362,26 +166,7 @@ class EgressTest(unittest.TestCase):
 
         # Atomic update p1 -> p2: one switch, never both or neither denied.
         self.step("update")
-        a.start_loop(self.p1, self.p2, 8)
-        time.sleep(2)
-        self.apply(policy("deny-one", self.p2, self.cg["a"][0]))
-        res = a.loop_result()
-        self.assertGreater(len(res), 20)
-        old = {self.p1: "EPERM", self.p2: "OK"}
-        new = {self.p1: "OK", self.p2: "EPERM"}
-        switched = None
-        for i, (port, got) in enumerate(res):
-            if switched is None and got == new[port] and got != old[port]:
-                switched = i
-            want = new if switched is not None else old
-            if got != want[port]:
-                self.fail(f"attempt {i} of {len(res)} to port {port}: {got} "
-                          f"({'after' if switched is not None else 'before'} "
-                          f"the switch at attempt {switched}); attempts "
-                          f"{max(0, i - 6)}..{i + 6}: {res[max(0, i - 6):i + 7]}")
-        self.assertIsNotNone(switched, f"the update never took effect in {len(res)} "
-                             f"attempts; the first: {res[:6]}")
-        self.assertGreater(switched, 0, "no attempt before the update")
+        self.atomic_update("deny-one", "EPERM")
         self.assertEqual(b.connect(self.p2), "OK")
 
         # SIGKILL: the denial holds without the agent.
