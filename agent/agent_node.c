@@ -61,6 +61,17 @@ static int collector_ok(const cJSON *status, const char *name, const char **why)
 	return 1;
 }
 
+/* Appends name to the comma-separated list (listsz bytes); a name that
+ * does not fit is left out. */
+static void append_name(char *list, size_t listsz, const char *name)
+{
+	size_t len = strlen(list);
+
+	if (len + strlen(name) + 3 >= listsz)
+		return;
+	snprintf(list + len, listsz - len, "%s%s", len ? ", " : "", name);
+}
+
 typedef struct cond_spec {
 	const char *type, *status, *reason;
 	char message[256];
@@ -74,20 +85,21 @@ static void compute_conditions(es_agent *a, const cJSON *status, cond_spec c[5])
 	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(status, "usage");
 	const cJSON *it, *v;
 	const char *why;
-	char failing[200] = "";
+	char failing[200] = "", unavailable[200] = "";
 
 	a->have_mem = 0;
-	/* Ready */
+	/* Ready: a kernel collector without a backend on this host (backend
+	 * "unavailable", with its reason) is not running, so it is not failing. */
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
 		const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(it, "backend");
+		int off = cJSON_IsString(b) && !strcmp(b->valuestring, "unavailable");
 
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "enabled")) &&
 		    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "healthy")) &&
-		    cJSON_IsString(n) && strlen(failing) + strlen(n->valuestring) + 3 < sizeof(failing)) {
-			if (failing[0])
-				strcat(failing, ", ");
-			strcat(failing, n->valuestring);
-		}
+		    cJSON_IsString(n))
+			append_name(off ? unavailable : failing, sizeof(failing),
+				    n->valuestring);
 	}
 	c[0].type = "Ready";
 	if (failing[0]) {
@@ -98,7 +110,8 @@ static void compute_conditions(es_agent *a, const cJSON *status, cond_spec c[5])
 	} else {
 		c[0].status = "True";
 		c[0].reason = "AgentReady";
-		snprintf(c[0].message, sizeof(c[0].message), "edgesync-agent is collecting");
+		snprintf(c[0].message, sizeof(c[0].message), "edgesync-agent is collecting%s%s",
+			 unavailable[0] ? "; unavailable on this host: " : "", unavailable);
 	}
 	/* MemoryPressure */
 	c[1].type = "MemoryPressure";

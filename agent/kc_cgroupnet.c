@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "cgroupname.h"
 #include "cgroupnet.h"
+#include "kc_cgroupnet.h"
 #include "cgroupnet.skel.h"
 #include "es_log.h"
 #include "kc_common.h"
@@ -213,3 +214,75 @@ const es_kcollector_ops es_kc_cgnet_ops = {
 	.report = cgnet_report,
 	.stop = cgnet_stop,
 };
+
+es_err es_kc_cgnet_metrics_add(es_metrics *reg, es_kc_cgnet_metrics *m, char *err,
+			       size_t errsz)
+{
+	static const char *const id[] = { "id" };
+	es_err rc;
+
+	rc = es_metrics_counter(reg, "container_network_receive_bytes_total",
+				"Cumulative count of bytes received (IP packets with "
+				"their headers, by the cgroup's sockets)", id, 1,
+				&m->rx_bytes, err, errsz);
+	if (!rc)
+		rc = es_metrics_counter(reg, "container_network_receive_packets_total",
+					"Cumulative count of packets received", id, 1,
+					&m->rx_packets, err, errsz);
+	if (!rc)
+		rc = es_metrics_counter(reg, "container_network_transmit_bytes_total",
+					"Cumulative count of bytes transmitted (IP packets "
+					"with their headers, by the cgroup's sockets)", id, 1,
+					&m->tx_bytes, err, errsz);
+	if (!rc)
+		rc = es_metrics_counter(reg, "container_network_transmit_packets_total",
+					"Cumulative count of packets transmitted", id, 1,
+					&m->tx_packets, err, errsz);
+	return rc;
+}
+
+es_err es_kc_cgnet_metrics_set(const es_kc_cgnet_metrics *m, es_kcollectors *set)
+{
+	kc_cgnet *c = NULL;
+	void *v = NULL;
+	const row *rows;
+	size_t n = 0, i;
+	es_err rc = ES_OK;
+
+	es_metric_clear(m->rx_bytes);
+	es_metric_clear(m->rx_packets);
+	es_metric_clear(m->tx_bytes);
+	es_metric_clear(m->tx_packets);
+	for (i = 0; i < es_kcollectors_count(set) && !c; i++) {
+		es_kcollector *kc = es_kcollectors_get(set, i);
+
+		if (kc->ops == &es_kc_cgnet_ops)
+			c = kc->priv;
+	}
+	if (!c)
+		return ES_OK;
+	rc = es_kc_map_rows(bpf_map__fd(c->skel->maps.stats), sizeof(row), offsetof(row, s),
+			    NULL, &v, &n);
+	if (rc)
+		return rc;
+	rows = v;
+	/* Added, not set: two ids can name one path (a cgroup removed and made
+	 * again before the name cache saw it). */
+	for (i = 0; i < n && !rc; i++) {
+		const char *path = es_cgname_path(c->names, rows[i].id);
+		const char *lv[1];
+
+		if (!path)
+			continue;
+		lv[0] = path;
+		rc = es_metric_add(m->rx_bytes, lv, (double)rows[i].s.rx_bytes);
+		if (!rc)
+			rc = es_metric_add(m->rx_packets, lv, (double)rows[i].s.rx_packets);
+		if (!rc)
+			rc = es_metric_add(m->tx_bytes, lv, (double)rows[i].s.tx_bytes);
+		if (!rc)
+			rc = es_metric_add(m->tx_packets, lv, (double)rows[i].s.tx_packets);
+	}
+	free(v);
+	return rc;
+}

@@ -77,6 +77,7 @@ typedef struct kc_process {
 	int scanned;
 	long hz;
 	char cgroup2[256];
+	char proc_root[256];  /* where /proc is; "" = "/proc" (tests use fixture trees) */
 } kc_process;
 
 /* The cgroup entry id, created when create (NULL when the table is full,
@@ -91,6 +92,9 @@ void kcp__free(kc_process *p);
 /* kc_process_scan.c */
 es_err kcp__scan_start(es_kcollector *kc, const es_kenv *env, char *err,
 		       size_t errsz);
+/* One scan of <proc_root> (kc->priv a kc_process): counts and notes the
+ * forks, execs and exits since the previous scan (the first scan only
+ * learns the processes). Kernel threads are skipped. */
 void kcp__scan(es_kcollector *kc);
 
 #endif

@@ -5,7 +5,9 @@
  * starttime) is a fork, and also an exec when its comm differs from its
  * parent's; a comm change of a known process is an exec; a pid that is
  * gone is an exit. Processes that live shorter than a scan period are not
- * seen, and exit codes are unknown.
+ * seen, and exit codes are unknown. Kernel threads (PF_KTHREAD in the stat
+ * flags: kthreadd and its children) are left out: a kworker renaming itself
+ * is not an exec.
  */
 #define _GNU_SOURCE
 #include "kc_process_int.h"
@@ -23,12 +25,18 @@
 
 #include "es_log.h"
 
-/* Parses /proc/<pid>/stat text. Returns 0 or -1. */
+/* task->flags bit of kernel threads (include/linux/sched.h): kthreadd and
+ * every thread it starts carry it. Pid 2 / ppid 2 are not tested: in a pid
+ * namespace (a /proc mounted inside a container) they are user processes. */
+#define KCP_PF_KTHREAD 0x00200000u
+
+/* Parses /proc/<pid>/stat text. Returns 0, 1 for a kernel thread
+ * (PF_KTHREAD in flags), or -1. */
 static int parse_stat(const char *buf, kcp_proc *out)
 {
 	const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
 	unsigned long long start = 0;
-	unsigned ppid = 0;
+	unsigned ppid = 0, flags = 0;
 	size_t n;
 	int i;
 	const char *p;
@@ -40,9 +48,10 @@ static int parse_stat(const char *buf, kcp_proc *out)
 		n = sizeof(out->comm) - 1;
 	memcpy(out->comm, open + 1, n);
 	out->comm[n] = '\0';
-	/* after ")": state(3) ppid(4) ... starttime(22) */
+	/* after ")": state(3) ppid(4) pgrp session tty_nr tpgid flags(9) ...
+	 * starttime(22) */
 	p = close + 1;
-	if (sscanf(p, " %*c %u", &ppid) != 1)
+	if (sscanf(p, " %*c %u %*d %*d %*d %*d %u", &ppid, &flags) != 2)
 		return -1;
 	for (i = 3; i < 22 && p; i++) {
 		p = strchr(p + 1, ' ');
@@ -51,7 +60,7 @@ static int parse_stat(const char *buf, kcp_proc *out)
 		return -1;
 	out->ppid = ppid;
 	out->start = start;
-	return 0;
+	return (flags & KCP_PF_KTHREAD) != 0;
 }
 
 static int read_small(int dirfd, const char *path, char *buf, size_t sz)
@@ -224,7 +233,8 @@ static kcp_proc *read_all(int procfd, size_t *nout)
 void kcp__scan(es_kcollector *kc)
 {
 	kc_process *p = kc->priv;
-	int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int procfd = open(p->proc_root[0] ? p->proc_root : "/proc",
+			  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	double now_ticks = uptime_ticks(p->hz);
 	kcp_proc *cur;
 	size_t n = 0, i;

@@ -14,9 +14,9 @@
  *
  * The agent's own metrics are edgesync_agent_*. Collectors add theirs to
  * the same registry (es_agent_metrics_registry), e.g. the cgroup network
- * collector's container_network_{receive,transmit}_bytes_total{id} with
- * cAdvisor's names, setting them from an es_metrics_on_render function or
- * as their events arrive.
+ * collector's container_network_{receive,transmit}_{bytes,packets}_total{id}
+ * with cAdvisor's names (kc_cgroupnet.h, registered by agent_kc.c), setting
+ * them from an es_metrics_on_render function or as their events arrive.
  *
  * Everything runs on the agent's event-loop thread.
  */

@@ -215,6 +215,9 @@ int es_tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 		s = track(key, sk, ctx, passive);
 		if (!s)
 			return 0;
+		/* An active open enters SYN_SENT before inet_hash_connect picks
+		 * its source port: the 4-tuple is complete only now. */
+		fill_tuple(s, ctx);
 		s->established = 1;
 		s->passive = passive;
 		cs = cgstats_of(s->cgroup_id);

@@ -26,7 +26,7 @@ struct es_tcp_sock {
 	__u64 bytes_sent;    /* tcp_sock.bytes_acked at the latest state change */
 	__u64 bytes_received;/* tcp_sock.bytes_received at the latest state change */
 	__u16 family;        /* AF_INET or AF_INET6 */
-	__u16 sport;         /* host byte order */
+	__u16 sport;         /* host byte order; the 4-tuple is (re)read at ESTABLISHED */
 	__u16 dport;
 	__u8 passive;        /* 1: accepted */
 	__u8 established;    /* 1: reached ESTABLISHED */

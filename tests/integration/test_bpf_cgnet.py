@@ -1,12 +1,15 @@
 """Per-cgroup network collector (issue 3): a process placed in a new
 cgroup v2 child sends 1 MiB to a loopback sink and receives 256 KiB back,
-and that cgroup's counters show them.
+and that cgroup's counters show them, in status.activity and in the
+agent's /metrics as cAdvisor's container_network_*_total{id="<path>"}
+(which `promtool check metrics` accepts).
 
 Tolerances: the cgroup_skb hooks count whole IP packets (headers
 included), so the counters are at least the payload and, with loopback's
 64 KiB MTU, within 10% + 64 KiB above it (headers, handshake, ACKs).
 """
 
+import http.client
 import socket
 import threading
 import unittest
@@ -14,6 +17,7 @@ import unittest
 from harness import Cluster, main, wait_for
 from bpfnet_util import (Cgroup2Child, activity, read_to_eof, require_root, wait_backend,
                          wait_named, workload)
+from test_metrics import promtool_problems, samples
 
 SEND = 1 << 20
 RECV = 256 << 10
@@ -39,6 +43,18 @@ class CgroupNetTest(unittest.TestCase):
         require_root()
         self.c = Cluster(self)
         self.c.start_controller()
+
+    def metrics(self):
+        conn = http.client.HTTPConnection(
+            "127.0.0.1", self.c.agent_ports[self.c.nodes[0]], timeout=10)
+        try:
+            conn.request("GET", "/metrics")
+            r = conn.getresponse()
+            body = r.read().decode()
+            self.assertEqual(r.status, 200, body)
+            return body
+        finally:
+            conn.close()
 
     def test_child_cgroup_bytes(self):
         try:
@@ -81,6 +97,26 @@ class CgroupNetTest(unittest.TestCase):
             self.assertEqual(row.get("cgroup"), cg.rel, row)
             # The agent's own cgroup is counted too: the root or its own.
             self.assertGreater(len(activity(self.c)["cgroupNetwork"]), 1)
+
+            # /metrics: cAdvisor's families, id = the cgroup's path, at
+            # least what the activity showed earlier; promtool finds nothing.
+            text = self.metrics()
+            self.assertEqual(promtool_problems(text), [], text)
+            m = samples(text)
+            series = {f"container_network_{d}_{u}_total{{id=\"{cg.rel}\"}}": (d, u)
+                      for d in ("receive", "transmit") for u in ("bytes", "packets")}
+            for key in series:
+                self.assertIn(key, m, text)
+            field = {("receive", "bytes"): "receiveBytes",
+                     ("receive", "packets"): "receivePackets",
+                     ("transmit", "bytes"): "transmitBytes",
+                     ("transmit", "packets"): "transmitPackets"}
+            for key, du in series.items():
+                self.assertGreaterEqual(m[key], row[field[du]], (key, row))
+            self.assertTrue(within(m[f'container_network_transmit_bytes_total{{id="{cg.rel}"}}'],
+                                   SEND), text)
+            self.assertTrue(within(m[f'container_network_receive_bytes_total{{id="{cg.rel}"}}'],
+                                   RECV), text)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.c.logs()}") from e
 

@@ -10,12 +10,14 @@ sequence numbers: each side may show up to 3 bytes more than the payload.
 """
 
 from harness import Cluster, main, wait_for
-from bpfnet_util import Cgroup2Child, activity, require_root, wait_backend, wait_named, workload
+from bpfnet_util import (Cgroup2Child, activity, read_to_eof, require_root, wait_backend,
+                         wait_named, workload)
 import unittest
 
 N = 50
 BASE, STEP = 200_000, 1_000   # connection i carries BASE + STEP*i bytes
 SLACK = 3                     # bytes per side (SYN, FIN)
+OPEN_BYTES = 16 << 20         # the held-open connection: more than any other test's
 
 # Client and server in one process: each connection sends its bytes, half
 # closes, the server reads to EOF and closes; prints the port and the
@@ -130,6 +132,54 @@ class TcpTest(unittest.TestCase):
                 self.assertTrue(e["accepted"], e)
             self.assertTrue(any(0 <= e["bytesSent"] - sizes[-1] <= SLACK for e in client),
                             ("the biggest connection is missing", client))
+        except AssertionError as e:
+            self.fail_with_logs(e)
+
+    def test_ebpf_open_connection_has_its_source_port(self):
+        """An active open enters SYN_SENT before the kernel picks its source
+        port: the open connection in topConnections shows the port it got.
+        The client half-closes after sending OPEN_BYTES, so both sides' byte
+        counts are read at that state change (FIN_WAIT2 / CLOSE_WAIT) while
+        the connection stays open, and it ranks among the biggest."""
+        import socket
+        import threading
+        try:
+            self.c.start_agent(extra=["--interval", "1"])
+            wait_backend(self.c, "tcp", "ebpf")
+            srv = socket.socket()
+            srv.bind(("127.0.0.1", 0))
+            srv.listen(1)
+            self.addCleanup(srv.close)
+            port = srv.getsockname()[1]
+            got = []
+
+            def serve():
+                c, _ = srv.accept()
+                self.addCleanup(c.close)
+                got.append(read_to_eof(c))
+            t = threading.Thread(target=serve, daemon=True)
+            t.start()
+            cli = socket.create_connection(("127.0.0.1", port))
+            self.addCleanup(cli.close)
+            cport = cli.getsockname()[1]
+            cli.sendall(b"o" * OPEN_BYTES)
+            cli.shutdown(socket.SHUT_WR)
+            t.join(30)
+            self.assertEqual(got, [OPEN_BYTES], "the server did not get the bytes")
+
+            def ours():
+                top = (activity(self.c).get("tcp") or {}).get("topConnections", [])
+                c = [e for e in top if e["open"] and e["dport"] == port and
+                     e["daddr"] == "127.0.0.1" and not e["accepted"]]
+                s = [e for e in top if e["open"] and e["sport"] == port and e["accepted"]]
+                return (c[0], s[0]) if c and s else None
+            client, server = wait_for("the open connection in topConnections", ours,
+                                      timeout=30)
+            self.assertEqual(client["sport"], cport, client)
+            self.assertEqual(client["saddr"], "127.0.0.1", client)
+            self.assertGreaterEqual(client["bytesSent"], OPEN_BYTES, client)
+            self.assertEqual(server["dport"], cport, server)
+            self.assertGreaterEqual(server["bytesReceived"], OPEN_BYTES, server)
         except AssertionError as e:
             self.fail_with_logs(e)
 

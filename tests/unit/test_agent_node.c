@@ -1,0 +1,160 @@
+/*
+ * test_agent_node.c - the node conditions' Ready summary (agent/agent_node.c;
+ * PROTOCOL.md "Node conditions"): Ready is False, CollectorsFailing, only
+ * for collectors that are enabled, running and unhealthy; a kernel
+ * collector with no backend on this host (backend "unavailable", with its
+ * reason) is not failing. agent__queue_event is wrapped: the events the
+ * update queues are counted, not stored.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_int.h"
+#include "es_cond.h"
+#include "es_json.h"
+
+void __wrap_agent__queue_event(es_agent *a, cJSON *ev);
+
+static int queued;
+
+void __wrap_agent__queue_event(es_agent *a, cJSON *ev)
+{
+	(void)a;
+	queued++;
+	cJSON_Delete(ev);
+}
+
+static es_agent *new_agent(es_agent_config *cfg)
+{
+	es_agent *a = calloc(1, sizeof(*a));
+
+	assert_non_null(a);
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->node_name = "n1";
+	a->cfg = cfg;
+	a->conditions = cJSON_CreateArray();
+	assert_non_null(a->conditions);
+	assert_int_equal(es_health_eval_new(&a->health), ES_OK);
+	return a;
+}
+
+static void free_agent(es_agent *a)
+{
+	cJSON_Delete(a->conditions);
+	es_health_eval_free(a->health);
+	free(a);
+}
+
+/* One round's status: the procfs collectors healthy, plus the kernel
+ * collector entry kc (JSON text). */
+static cJSON *status_with(const char *kc)
+{
+	char text[2048];
+	cJSON *st = NULL;
+
+	snprintf(text, sizeof(text),
+		 "{\"usage\":{\"memory\":{\"MemAvailable\":8589934592},"
+		 "\"processes\":{\"count\":100},"
+		 "\"network\":[{\"interface\":\"eth0\"}],"
+		 "\"filesystems\":[{\"mountpoint\":\"/\",\"sizeBytes\":100,\"availBytes\":50}]},"
+		 "\"collectors\":["
+		 "{\"name\":\"cpu\",\"backend\":\"procfs\",\"enabled\":true,\"healthy\":true},"
+		 "{\"name\":\"memory\",\"backend\":\"procfs\",\"enabled\":true,\"healthy\":true},"
+		 "{\"name\":\"filesystem\",\"backend\":\"procfs\",\"enabled\":true,\"healthy\":true},"
+		 "{\"name\":\"network\",\"backend\":\"procfs\",\"enabled\":true,\"healthy\":true},"
+		 "{\"name\":\"processes\",\"backend\":\"procfs\",\"enabled\":true,\"healthy\":true},"
+		 "%s]}", kc);
+	assert_int_equal(es_json_parse(text, strlen(text), ES_JSON_MAX_DEPTH, &st, NULL, 0),
+			 ES_OK);
+	return st;
+}
+
+static const char *member(const cJSON *c, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, name);
+
+	assert_true(cJSON_IsString(v));
+	return v->valuestring;
+}
+
+/* collector-backend=procfs: cgroup-network has no fallback and is
+ * unavailable; the node is Ready and the message names it. */
+static void test_unavailable_is_not_failing(void **state)
+{
+	es_agent_config cfg;
+	es_agent *a = new_agent(&cfg);
+	cJSON *st = status_with(
+		"{\"name\":\"cgroup-network\",\"backend\":\"unavailable\",\"enabled\":true,"
+		"\"healthy\":false,\"reason\":\"forced by collector-backend=procfs\"},"
+		"{\"name\":\"tcp\",\"backend\":\"procfs\",\"enabled\":true,\"healthy\":true}");
+	const cJSON *ready;
+
+	(void)state;
+	agent__update_conditions(a, st, 1000);
+	ready = es_cond_find(a->conditions, "Ready");
+	assert_non_null(ready);
+	assert_string_equal(member(ready, "status"), "True");
+	assert_string_equal(member(ready, "reason"), "AgentReady");
+	assert_non_null(strstr(member(ready, "message"), "unavailable on this host: cgroup-network"));
+	cJSON_Delete(st);
+	free_agent(a);
+}
+
+/* A running collector that is unhealthy still makes Ready False, and only
+ * it is named. */
+static void test_running_unhealthy_is_failing(void **state)
+{
+	es_agent_config cfg;
+	es_agent *a = new_agent(&cfg);
+	cJSON *st = status_with(
+		"{\"name\":\"cgroup-network\",\"backend\":\"unavailable\",\"enabled\":true,"
+		"\"healthy\":false,\"reason\":\"no cgroup v2\"},"
+		"{\"name\":\"tcp\",\"backend\":\"procfs\",\"enabled\":true,\"healthy\":false}");
+	const cJSON *ready;
+
+	(void)state;
+	agent__update_conditions(a, st, 1000);
+	ready = es_cond_find(a->conditions, "Ready");
+	assert_non_null(ready);
+	assert_string_equal(member(ready, "status"), "False");
+	assert_string_equal(member(ready, "reason"), "CollectorsFailing");
+	assert_string_equal(member(ready, "message"), "collectors failing: tcp");
+	cJSON_Delete(st);
+	free_agent(a);
+}
+
+/* A disabled collector is neither failing nor listed. */
+static void test_disabled_is_not_failing(void **state)
+{
+	es_agent_config cfg;
+	es_agent *a = new_agent(&cfg);
+	cJSON *st = status_with(
+		"{\"name\":\"tcp\",\"backend\":\"procfs\",\"enabled\":false,\"healthy\":false}");
+	const cJSON *ready;
+
+	(void)state;
+	agent__update_conditions(a, st, 1000);
+	ready = es_cond_find(a->conditions, "Ready");
+	assert_non_null(ready);
+	assert_string_equal(member(ready, "status"), "True");
+	assert_string_equal(member(ready, "message"), "edgesync-agent is collecting");
+	cJSON_Delete(st);
+	free_agent(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unavailable_is_not_failing),
+		cmocka_unit_test(test_running_unhealthy_is_failing),
+		cmocka_unit_test(test_disabled_is_not_failing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
