@@ -6,6 +6,7 @@
 #include "agent.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,10 @@ static void collect_now(es_agent *a)
 			a->ready = 1;
 		}
 	}
+	/* A round builds and frees the whole Node document, its merge patch
+	 * and their JSON text; hand the freed heap back so the resident set
+	 * between rounds is what the agent holds, not its last round's peak. */
+	malloc_trim(0);
 	lws_sul_schedule(a->ctx, 0, &a->sul_collect, collect_timer,
 			 (lws_usec_t)a->eff.interval_s * LWS_US_PER_SEC);
 }
@@ -333,7 +338,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	{
 		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
 				      (int)cfg->egress_check_interval,
-				      cfg->node_name };
+				      cfg->node_name, cfg->egress_backend };
 
 		rc = es_egress_new(&eo, &a->egress, err, errsz);
 		if (rc == ES_OK)
@@ -342,6 +347,8 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 			goto cleanup;
 	}
 	rc = es_agent_metrics_new(NULL, ES_VERSION, &a->metrics, err, errsz);
+	if (rc == ES_OK)
+		rc = agent__kc_metrics(a, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	if (cfg->http_listen && *cfg->http_listen) {

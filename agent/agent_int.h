@@ -15,6 +15,7 @@
 #include "es_obj.h"
 #include "health.h"
 #include "httpd.h"
+#include "kc_cgroupnet.h"
 #include "kcollect.h"
 #include "metrics.h"
 #include "store.h"
@@ -41,6 +42,7 @@ struct es_agent {
 	es_health_eval *health; /* the applied HealthRules (health.h) */
 	es_kenv *kenv;          /* kernel collectors' host probe (agent_kc.c) */
 	es_kcollectors *kcs;    /* the kernel collectors (kcollect.h) */
+	es_kc_cgnet_metrics cgnet_metrics; /* container_network_* (kc_cgroupnet.h) */
 	es_egress *egress;      /* EgressPolicy enforcement (egress.h) */
 };
 
@@ -56,6 +58,10 @@ void agent__kc_report(es_agent *a, cJSON *status);
 /* Stops the kernel collectors, undoes the agent's own mounts. NULL-safe
  * members; call before lws_context_destroy. */
 void agent__kc_stop(es_agent *a);
+/* Registers the kernel collectors' families (container_network_*) in
+ * a->metrics, filled from a->kcs at each scrape (empty while a->kcs is
+ * NULL). Errors: ES_ERR_NOMEM, ES_ERR_EXISTS, err says which. */
+es_err agent__kc_metrics(es_agent *a, char *err, size_t errsz);
 
 /* agent.c */
 

@@ -53,6 +53,9 @@ static const es_setting settings[] = {
 	S("egress-check-interval", "EGRESS_CHECK_INTERVAL", ES_SET_INT, "30", 1, 3600,
 	  egress_check_interval,
 	  "seconds between checks (and repairs) of the EgressPolicy kernel state"),
+	S("egress-backend", "EGRESS_BACKEND", ES_SET_STRING, "auto", 0, 0, egress_backend,
+	  "EgressPolicy enforcement: auto (cgroup BPF where it works, else nftables), "
+	  "ebpf or nftables"),
 };
 #undef S
 
@@ -404,5 +407,11 @@ es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "collector-backend: \"%s\": expected auto or procfs",
 			       cfg->collector_backend ? cfg->collector_backend : "");
+	if (!cfg->egress_backend || (strcmp(cfg->egress_backend, "auto") &&
+				     strcmp(cfg->egress_backend, "ebpf") &&
+				     strcmp(cfg->egress_backend, "nftables")))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "egress-backend: \"%s\": expected auto, ebpf or nftables",
+			       cfg->egress_backend ? cfg->egress_backend : "");
 	return ES_OK;
 }

@@ -29,6 +29,7 @@ typedef struct es_agent_config {
 	int64_t ringbuf_bytes; /* BPF ring buffer bytes per kernel collector */
 	char *egress_pin_dir;  /* bpffs directory of the EgressPolicy pins */
 	int64_t egress_check_interval; /* seconds between EgressPolicy drift checks */
+	char *egress_backend;  /* "auto", "ebpf" or "nftables" (EgressPolicy) */
 } es_agent_config;
 
 /* The settings table (for help output and tests); *n gets its length. */
@@ -53,7 +54,9 @@ es_err es_agent_config_load(es_agent_config *cfg, int argc, char **argv,
  * wss:// (plaintext ws:// is refused: PROTOCOL.md "Transport" has no
  * plaintext mode), a missing cert, key or ca when controller-url is set, a
  * bad label (naming it), a node-name that is not an RFC 1123 subdomain, a
- * bad http-listen, an unknown log-level, an empty state-dir.
+ * bad http-listen, an unknown log-level, an empty state-dir, a
+ * collector-backend other than auto or procfs, an egress-backend other than
+ * auto, ebpf or nftables.
  * Errors: ES_ERR_INVAL, ES_ERR_NOMEM.
  */
 es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz);

@@ -47,11 +47,14 @@ def main():
         agent = c.start_agent(extra=["--interval", "10", "--log-level", "warn"])
         harness.wait_for("first report", lambda: c.node(), timeout=60)
 
-        # 100 cached objects: one CollectorConfig (10 s) and 99 more kinds.
-        docs = [cc("a-interval", 10)]
-        for i in range(99):
+        # 100 cached objects: the CollectorConfig that applies (10 s), 49 that
+        # it supersedes, and 50 HealthRules that never fire.
+        docs = [cc("a-interval", 10)] + [cc(f"b-{i:03d}", 10) for i in range(49)]
+        for i in range(50):
             docs.append(f"apiVersion: edgesync.io/v1alpha1\nkind: HealthRule\n"
-                        f"metadata: {{name: rule-{i:03d}}}\nspec: {{}}\n")
+                        f"metadata: {{name: rule-{i:03d}}}\n"
+                        f"spec: {{metric: processes.count, operator: Gt, "
+                        f"threshold: 1000000, for: 60s, conditionType: Rule{i:03d}}}\n")
         c.ctl("apply", "-f", "-", stdin="---\n".join(docs))
         harness.wait_for("100 objects reported", lambda: len(
             c.node()["status"].get("objects", [])) >= 100, timeout=120)

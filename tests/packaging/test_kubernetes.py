@@ -179,7 +179,7 @@ class TestKubernetes(unittest.TestCase):
         self.assertTrue({"/sys/fs/bpf", "/sys/kernel/btf", "/sys/kernel/tracing",
                          "/var/lib/edgesync"} <= host)
         res = c["resources"]
-        self.assertEqual(res["requests"], {"cpu": "10m", "memory": "16Mi"})
+        self.assertEqual(res["requests"], {"cpu": "10m", "memory": "32Mi"})
         self.assertEqual(res["limits"], {"memory": "64Mi"})
         # Bidirectional propagation is refused for unprivileged containers.
         for m in c["volumeMounts"]:

@@ -89,6 +89,12 @@ class TestPackages(unittest.TestCase):
         for s in ("postinst", "prerm", "postrm"):
             self.assertTrue(os.access(os.path.join(ctrl, s), os.X_OK), s)
             pkgtest.run(["sh", "-n", os.path.join(ctrl, s)])
+        if name == "edgesync-agent":
+            # Removal takes away the enforcement pinned in the kernel.
+            with open(os.path.join(ctrl, "prerm")) as c:
+                pre = c.read()
+            self.assertIn("rm -rf /sys/fs/bpf/edgesync", pre)
+            self.assertIn("nft delete table inet edgesync_egress", pre)
 
         data = os.path.join(self.root, name)
         pkgtest.run(["dpkg", "-x", deb, data])
