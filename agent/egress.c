@@ -374,15 +374,11 @@ static int ensure_loaded(es_egress *e, char *why, size_t whysz)
 	return 1;
 }
 
-/* Resolves targets and builds the plan of the enforced policies. */
-static es_err build_plan(es_egress *e, es_eg_plan *plan, char *err, size_t errsz)
+es_err egress__resolve_targets(es_egress *e, char *err, size_t errsz)
 {
-	es_eg_input in[ES_EG_MAX_POLICIES];
-	size_t n = 0;
-	es_err rc;
-
 	for (size_t i = 0; i < e->npols; i++) {
 		eg_pol *p = &e->pols[i];
+		es_err rc;
 
 		if (p->slot < 0)
 			continue;
@@ -393,6 +389,24 @@ static es_err build_plan(es_egress *e, es_eg_plan *plan, char *err, size_t errsz
 				     &p->ncgids, err, errsz);
 		if (rc != ES_OK)
 			return rc;
+	}
+	return ES_OK;
+}
+
+/* Resolves targets and builds the plan of the enforced policies. */
+static es_err build_plan(es_egress *e, es_eg_plan *plan, char *err, size_t errsz)
+{
+	es_eg_input in[ES_EG_MAX_POLICIES];
+	size_t n = 0;
+	es_err rc = egress__resolve_targets(e, err, errsz);
+
+	if (rc != ES_OK)
+		return rc;
+	for (size_t i = 0; i < e->npols; i++) {
+		eg_pol *p = &e->pols[i];
+
+		if (p->slot < 0)
+			continue;
 		in[n].slot = p->slot;
 		in[n].spec = p->spec;
 		in[n].uid = p->uid;

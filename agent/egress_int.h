@@ -56,4 +56,9 @@ struct es_egress {
 /* Frees the policies of e. */
 void egress__pols_free(es_egress *e);
 
+/* Resolves the targets of every enforced policy (slot >= 0) to cgroup ids
+ * anew (each policy's cgids/ncgids; agent/egress_cgroup.h), for either
+ * backend. Errors: as es_egcg_resolve. */
+es_err egress__resolve_targets(es_egress *e, char *err, size_t errsz);
+
 #endif

@@ -391,20 +391,11 @@ static es_err plan_build(es_egress *e, plan *pl, char *err, size_t errsz)
 	es_err rc = ES_OK;
 
 	memset(pl, 0, sizeof(*pl));
-	for (size_t i = 0; i < e->npols; i++) {
-		eg_pol *p = &e->pols[i];
-
-		if (p->slot < 0)
-			continue;
-		free(p->cgids);
-		p->cgids = NULL;
-		p->ncgids = 0;
-		rc = es_egcg_resolve(e->cg_root, &p->spec->targets, &p->cgids,
-				     &p->ncgids, err, errsz);
-		if (rc != ES_OK)
-			return rc;
-		total += p->ncgids;
-	}
+	if ((rc = egress__resolve_targets(e, err, errsz)) != ES_OK)
+		return rc;
+	for (size_t i = 0; i < e->npols; i++)
+		if (e->pols[i].slot >= 0)
+			total += e->pols[i].ncgids;
 	pl->in = calloc(e->npols + 1, sizeof(*pl->in));
 	pl->cgs = calloc(total + 1, sizeof(*pl->cgs));
 	ids = calloc(total + 1, sizeof(*ids));
