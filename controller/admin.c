@@ -57,28 +57,38 @@ static const char *reason_of(int code)
 	}
 }
 
-/* A Kubernetes Status (kind Status, apiVersion v1, status Failure). details
- * (taken, may be NULL) is added as `details`. */
+cJSON *es_admin_status(int code, const char *reason, const char *message)
+{
+	cJSON *st = cJSON_CreateObject();
+
+	if (!st || !cJSON_AddStringToObject(st, "kind", "Status") ||
+	    !cJSON_AddStringToObject(st, "apiVersion", "v1") ||
+	    !cJSON_AddObjectToObject(st, "metadata") ||
+	    !cJSON_AddStringToObject(st, "status", "Failure") ||
+	    !cJSON_AddStringToObject(st, "message", message) ||
+	    !cJSON_AddStringToObject(st, "reason", reason) ||
+	    !es_json_add_int(st, "code", code)) {
+		cJSON_Delete(st);
+		return NULL;
+	}
+	return st;
+}
+
+/* An es_admin_status response with the reason of code. details (taken, may
+ * be NULL) is added as `details`. */
 static es_err fail_details(req *r, int code, cJSON *details, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 static es_err fail_details(req *r, int code, cJSON *details, const char *fmt, ...)
 {
 	char msg[1024];
-	cJSON *st = cJSON_CreateObject();
+	cJSON *st;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (!st || !cJSON_AddStringToObject(st, "kind", "Status") ||
-	    !cJSON_AddStringToObject(st, "apiVersion", "v1") ||
-	    !cJSON_AddObjectToObject(st, "metadata") ||
-	    !cJSON_AddStringToObject(st, "status", "Failure") ||
-	    !cJSON_AddStringToObject(st, "message", msg) ||
-	    !cJSON_AddStringToObject(st, "reason", reason_of(code)) ||
-	    !es_json_add_int(st, "code", code)) {
-		cJSON_Delete(st);
+	if (!(st = es_admin_status(code, reason_of(code), msg))) {
 		cJSON_Delete(details);
 		return ES_ERR_NOMEM;
 	}

@@ -47,6 +47,14 @@ typedef struct es_admin_resp {
 } es_admin_resp;
 
 /*
+ * A Kubernetes Status object (API conventions, "Response Status Kind"):
+ * {kind: Status, apiVersion: v1, metadata: {}, status: Failure, message,
+ * reason, code}. Returns a new object (caller owns; add `details` to it as
+ * needed) or NULL on allocation failure.
+ */
+cJSON *es_admin_status(int code, const char *reason, const char *message);
+
+/*
  * Handles one request. method is "GET", "POST", "PUT", "DELETE"; path is the
  * URL path without query; query may be NULL ("limit=10"); body/len the
  * request body (may be NULL/0). who is the caller's admin identity (for

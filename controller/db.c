@@ -93,8 +93,7 @@ static es_err meta_set(es_db *db, const char *key, int64_t v)
 		return rc;
 	sqlite3_bind_int64(st, 1, v);
 	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = es_sqlite_fail(db->sq, "meta set");
+	rc = es_sqlite_step_done(db->sq, st, "meta set");
 	sqlite3_finalize(st);
 	return rc;
 }

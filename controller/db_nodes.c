@@ -74,10 +74,8 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 	bind_str_or_null(st, 3, boot_id);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 5, node, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_sqlite_fail(db->sq, "node hello");
+	if ((rc = es_sqlite_step_done(db->sq, st, "node hello")) != ES_OK)
 		goto cleanup;
-	}
 	if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
 		goto cleanup;
 	if (acked_seq)
@@ -110,10 +108,8 @@ static es_err node_update(es_db *db, const char *sql, int64_t a, time_t now,
 	sqlite3_bind_int64(st, 1, a);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_sqlite_fail(db->sq, op);
+	if ((rc = es_sqlite_step_done(db->sq, st, op)) != ES_OK)
 		goto cleanup;
-	}
 	if (sqlite3_changes(db->sq->h) == 0) {
 		rc = ES_ERR_NOTFOUND;
 		goto cleanup;
@@ -190,10 +186,8 @@ static es_err report_insert(es_db *db, const char *node, const report_in *r,
 	bind_str_or_null(st, 5, r->time);
 	sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 7, text, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_sqlite_fail(db->sq, "report insert");
+	if ((rc = es_sqlite_step_done(db->sq, st, "report insert")) != ES_OK)
 		goto cleanup;
-	}
 	sqlite3_finalize(st);
 	st = NULL;
 	/* Keep the reports of the last ES_DB_REPORTS_KEPT sequence numbers (at
@@ -203,8 +197,7 @@ static es_err report_insert(es_db *db, const char *node, const report_in *r,
 		goto cleanup;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, r->seq - ES_DB_REPORTS_KEPT);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = es_sqlite_fail(db->sq, "report prune");
+	rc = es_sqlite_step_done(db->sq, st, "report prune");
 cleanup:
 	sqlite3_finalize(st);
 	free(text);
@@ -289,10 +282,8 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
 	if (state_changed)
 		sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_sqlite_fail(db->sq, "report store");
+	if ((rc = es_sqlite_step_done(db->sq, st, "report store")) != ES_OK)
 		goto cleanup;
-	}
 	rc = es_sqlite_commit(db->sq);
 cleanup:
 	if (rc != ES_OK && need_resync)
@@ -336,6 +327,18 @@ static es_err mark_ready_unknown(cJSON *conds, time_t seen)
 			   0, time(NULL), NULL);
 }
 
+/* parent's member key, replaced by an empty object when it is not one;
+ * NULL when out of memory. */
+static cJSON *object_member(cJSON *parent, const char *key)
+{
+	cJSON *m = cJSON_GetObjectItemCaseSensitive(parent, key);
+
+	if (cJSON_IsObject(m))
+		return m;
+	cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+	return cJSON_AddObjectToObject(parent, key);
+}
+
 /* Builds the admin view of the node row st is positioned on (ud: the
  * es_db; an es_sqlite_row_fn). */
 static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
@@ -365,12 +368,8 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 	if (!cJSON_AddStringToObject(node, "apiVersion", ES_API_VERSION) ||
 	    !cJSON_AddStringToObject(node, "kind", "Node"))
 		goto cleanup;
-	meta = cJSON_GetObjectItemCaseSensitive(node, "metadata");
-	if (!cJSON_IsObject(meta)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(node, "metadata");
-		if (!(meta = cJSON_AddObjectToObject(node, "metadata")))
-			goto cleanup;
-	}
+	if (!(meta = object_member(node, "metadata")))
+		goto cleanup;
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "name");
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
 	/* A node's creationTimestamp is its first hello. */
@@ -383,12 +382,8 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 		cJSON_AddItemToObject(meta, "labels", labels);
 		labels = NULL;
 	}
-	status = cJSON_GetObjectItemCaseSensitive(node, "status");
-	if (!cJSON_IsObject(status)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(node, "status");
-		if (!(status = cJSON_AddObjectToObject(node, "status")))
-			goto cleanup;
-	}
+	if (!(status = object_member(node, "status")))
+		goto cleanup;
 	cJSON_DeleteItemFromObjectCaseSensitive(status, "sync");
 	if (!(sync = cJSON_AddObjectToObject(status, "sync")) ||
 	    !cJSON_AddBoolToObject(sync, "connected", sqlite3_column_int(st, 4) != 0))

@@ -105,8 +105,7 @@ static es_err object_write(es_db *db, const cJSON *o)
 	sqlite3_bind_int64(st, 4, es_obj_generation(o));
 	sqlite3_bind_int64(st, 5, es_obj_resource_version(o));
 	sqlite3_bind_text(st, 6, text, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = es_sqlite_fail(db->sq, "object put");
+	rc = es_sqlite_step_done(db->sq, st, "object put");
 cleanup:
 	sqlite3_finalize(st);
 	free(text);
@@ -123,8 +122,7 @@ static es_err exec_kind_name(es_db *db, const char *sql, const char *kind,
 		return rc;
 	sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = es_sqlite_fail(db->sq, op);
+	rc = es_sqlite_step_done(db->sq, st, op);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -270,10 +268,8 @@ es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, es_obj_uid(prev) ? es_obj_uid(prev) : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, rv);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = es_sqlite_fail(db->sq, "tombstone insert");
+	if ((rc = es_sqlite_step_done(db->sq, st, "tombstone insert")) != ES_OK)
 		goto cleanup;
-	}
 	if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
 		goto cleanup;
 	/* The deletion is committed; a failed trim (logged) only keeps more

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 
 #include "es_proto.h"
@@ -84,11 +83,6 @@ void es_ctrl_metrics_free(es_ctrl_metrics *m)
 	free(m);
 }
 
-es_metrics *es_ctrl_metrics_registry(es_ctrl_metrics *m)
-{
-	return m->reg;
-}
-
 void es_ctrl_metrics_message(es_ctrl_metrics *m, const char *type)
 {
 	if (m && type)
@@ -99,14 +93,6 @@ void es_ctrl_metrics_duplicate(es_ctrl_metrics *m)
 {
 	if (m)
 		es_metric_add(m->duplicates, NULL, 1);
-}
-
-int64_t es_ctrl_metrics_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 void es_ctrl_metrics_pushed(es_ctrl_pending *p, int64_t rv, int64_t at_us)

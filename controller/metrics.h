@@ -57,9 +57,6 @@ es_err es_ctrl_metrics_new(const char *db_path, const char *version,
 /* Frees m. NULL-safe. */
 void es_ctrl_metrics_free(es_ctrl_metrics *m);
 
-/* The registry, for other parts of the controller to add families to. */
-es_metrics *es_ctrl_metrics_registry(es_ctrl_metrics *m);
-
 /* One message of this type (es_proto_type_name) was received and decoded.
  * m may be NULL (no-op), as in every hook below. */
 void es_ctrl_metrics_message(es_ctrl_metrics *m, const char *type);
@@ -67,17 +64,15 @@ void es_ctrl_metrics_message(es_ctrl_metrics *m, const char *type);
 /* A report was dropped as a duplicate (its seq was already stored). */
 void es_ctrl_metrics_duplicate(es_ctrl_metrics *m);
 
-/* A write at monotonic time at_us was pushed to a connection in a desired
- * message of resourceVersion rv. */
+/* A write at monotonic time at_us (es_time_mono_us) was pushed to a
+ * connection in a desired message of resourceVersion rv. */
 void es_ctrl_metrics_pushed(es_ctrl_pending *p, int64_t rv, int64_t at_us);
 
-/* The connection's agent sent desiredAck rv at monotonic time now_us: every
- * pending write with a resourceVersion <= rv is observed and forgotten. */
+/* The connection's agent sent desiredAck rv at monotonic time now_us
+ * (es_time_mono_us): every pending write with a resourceVersion <= rv is
+ * observed and forgotten. */
 void es_ctrl_metrics_acked(es_ctrl_metrics *m, es_ctrl_pending *p, int64_t rv,
 			   int64_t now_us);
-
-/* Monotonic microseconds (CLOCK_MONOTONIC), the clock of the two above. */
-int64_t es_ctrl_metrics_now_us(void);
 
 /*
  * Sets the scrape-time gauges (connected_agents; the store size from

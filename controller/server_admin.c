@@ -32,24 +32,6 @@ static void req_reset(http_req *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* A Kubernetes Status object (API conventions, "Response Status Kind"). */
-static char *status_body(int code, const char *reason, const char *message)
-{
-	cJSON *st = cJSON_CreateObject();
-	char *txt = NULL;
-
-	if (st && cJSON_AddStringToObject(st, "kind", "Status") &&
-	    cJSON_AddStringToObject(st, "apiVersion", "v1") &&
-	    cJSON_AddObjectToObject(st, "metadata") &&
-	    cJSON_AddStringToObject(st, "status", "Failure") &&
-	    cJSON_AddStringToObject(st, "message", message) &&
-	    cJSON_AddStringToObject(st, "reason", reason) &&
-	    es_json_add_int(st, "code", code))
-		txt = es_json_print(st);
-	cJSON_Delete(st);
-	return txt;
-}
-
 /* Writes status and headers now; the body (taken) follows over
  * LWS_CALLBACK_HTTP_WRITEABLE, or at once and then the connection is closed
  * when close_now (a request whose body is not read). */
@@ -87,8 +69,10 @@ static int respond(struct lws *wsi, http_req *r, int status, const char *ctype,
 static int respond_status(struct lws *wsi, http_req *r, int code,
 			  const char *reason, const char *message, int close_now)
 {
-	char *b = status_body(code, reason, message);
+	cJSON *st = es_admin_status(code, reason, message);
+	char *b = st ? es_json_print(st) : NULL;
 
+	cJSON_Delete(st);
 	return respond(wsi, r, code, "application/json", b, b ? strlen(b) : 0,
 		       close_now);
 }

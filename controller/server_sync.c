@@ -12,6 +12,7 @@
 
 #include "es_json.h"
 #include "es_log.h"
+#include "es_time.h"
 #include "es_version.h"
 
 /* Room kept in a desired message for its envelope. */
@@ -155,7 +156,7 @@ cleanup:
 void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 {
 	es_server *s = ud;
-	int64_t rv = 0, compacted = 0, now_us = es_ctrl_metrics_now_us();
+	int64_t rv = 0, compacted = 0, now_us = es_time_mono_us();
 
 	if (es_db_rv(s->db, &rv, &compacted) != ES_OK)
 		rv = es_obj_resource_version(cur ? cur : prev);
@@ -305,7 +306,7 @@ void server__handle_message(conn *c, const char *buf, size_t len)
 		es_json_get_int(msg, "desiredAck", "resourceVersion", 1, 0,
 				ES_JSON_MAX_INT, &rv, NULL, 0);
 		es_ctrl_metrics_acked(c->srv->metrics, &c->acks, rv,
-				      es_ctrl_metrics_now_us());
+				      es_time_mono_us());
 		if (es_db_node_desired_ack(c->srv->db, c->node, rv, time(NULL)) !=
 		    ES_OK)
 			server__queue_error(c, ES_PC_INTERNAL,

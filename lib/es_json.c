@@ -238,18 +238,36 @@ static es_err find_member(const cJSON *obj, const char *what, const char *key,
 	return ES_ERR_NOTFOUND;
 }
 
+/* find_member, then ES_ERR_INVAL "expected <type>" unless is(*item). */
+static es_err find_typed(const cJSON *obj, const char *what, const char *key,
+			 int required, cJSON_bool (*is)(const cJSON *),
+			 const char *type, const cJSON **item, char *err,
+			 size_t errsz)
+{
+	es_err rc = find_member(obj, what, key, required, item, err, errsz);
+	char problem[48];
+
+	if (rc != ES_OK || is(*item))
+		return rc;
+	snprintf(problem, sizeof(problem), "expected %s", type);
+	return member_err(what, key, err, errsz, problem);
+}
+
+static cJSON_bool is_string(const cJSON *it)
+{
+	return cJSON_IsString(it) && it->valuestring != NULL;
+}
+
 es_err es_json_get_str(const cJSON *obj, const char *what, const char *key,
 		       int required, const char **out, char *err, size_t errsz)
 {
 	const cJSON *it = NULL;
-	es_err rc = find_member(obj, what, key, required, &it, err, errsz);
+	es_err rc = find_typed(obj, what, key, required, is_string, "a string",
+			       &it, err, errsz);
 
-	if (rc != ES_OK)
-		return rc;
-	if (!cJSON_IsString(it) || it->valuestring == NULL)
-		return member_err(what, key, err, errsz, "expected a string");
-	*out = it->valuestring;
-	return ES_OK;
+	if (rc == ES_OK)
+		*out = it->valuestring;
+	return rc;
 }
 
 static void fmt_bound(char *buf, size_t sz, int64_t v)
@@ -292,42 +310,36 @@ es_err es_json_get_bool(const cJSON *obj, const char *what, const char *key,
 			int required, int *out, char *err, size_t errsz)
 {
 	const cJSON *it = NULL;
-	es_err rc = find_member(obj, what, key, required, &it, err, errsz);
+	es_err rc = find_typed(obj, what, key, required, cJSON_IsBool,
+			       "a boolean", &it, err, errsz);
 
-	if (rc != ES_OK)
-		return rc;
-	if (!cJSON_IsBool(it))
-		return member_err(what, key, err, errsz, "expected a boolean");
-	*out = cJSON_IsTrue(it) ? 1 : 0;
-	return ES_OK;
+	if (rc == ES_OK)
+		*out = cJSON_IsTrue(it) ? 1 : 0;
+	return rc;
 }
 
 es_err es_json_get_obj(const cJSON *obj, const char *what, const char *key,
 		       int required, const cJSON **out, char *err, size_t errsz)
 {
 	const cJSON *it = NULL;
-	es_err rc = find_member(obj, what, key, required, &it, err, errsz);
+	es_err rc = find_typed(obj, what, key, required, cJSON_IsObject,
+			       "an object", &it, err, errsz);
 
-	if (rc != ES_OK)
-		return rc;
-	if (!cJSON_IsObject(it))
-		return member_err(what, key, err, errsz, "expected an object");
-	*out = it;
-	return ES_OK;
+	if (rc == ES_OK)
+		*out = it;
+	return rc;
 }
 
 es_err es_json_get_arr(const cJSON *obj, const char *what, const char *key,
 		       int required, const cJSON **out, char *err, size_t errsz)
 {
 	const cJSON *it = NULL;
-	es_err rc = find_member(obj, what, key, required, &it, err, errsz);
+	es_err rc = find_typed(obj, what, key, required, cJSON_IsArray,
+			       "an array", &it, err, errsz);
 
-	if (rc != ES_OK)
-		return rc;
-	if (!cJSON_IsArray(it))
-		return member_err(what, key, err, errsz, "expected an array");
-	*out = it;
-	return ES_OK;
+	if (rc == ES_OK)
+		*out = it;
+	return rc;
 }
 
 typedef struct out_buf {

@@ -42,6 +42,15 @@ static const kind_info *kind_lookup(es_kind kind)
 	return NULL;
 }
 
+/* The kind whose `kind` string is exactly s (case-sensitive). */
+static es_kind kind_by_name(const char *s)
+{
+	for (size_t i = 0; s != NULL && i < NKINDS; i++)
+		if (strcmp(s, kinds[i].name) == 0)
+			return kinds[i].kind;
+	return ES_KIND_UNKNOWN;
+}
+
 const char *es_obj_kind_name(es_kind kind)
 {
 	const kind_info *k = kind_lookup(kind);
@@ -326,10 +335,7 @@ es_err es_obj_validate_desired(const cJSON *obj, char *err, size_t errsz)
 	rc = es_json_get_str(obj, NULL, "kind", 1, &s, err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	kind = ES_KIND_UNKNOWN;
-	for (size_t i = 0; i < NKINDS; i++)
-		if (strcmp(s, kinds[i].name) == 0)
-			kind = kinds[i].kind;
+	kind = kind_by_name(s);
 	if (kind == ES_KIND_NODE)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "kind: Node is reported by agents and cannot be submitted");
@@ -397,14 +403,7 @@ const char *es_obj_kind_str(const cJSON *obj)
 
 es_kind es_obj_kind(const cJSON *obj)
 {
-	const char *s = es_obj_kind_str(obj);
-
-	if (s == NULL)
-		return ES_KIND_UNKNOWN;
-	for (size_t i = 0; i < NKINDS; i++)
-		if (strcmp(s, kinds[i].name) == 0)
-			return kinds[i].kind;
-	return ES_KIND_UNKNOWN;
+	return kind_by_name(es_obj_kind_str(obj));
 }
 
 const char *es_obj_uid(const cJSON *obj)

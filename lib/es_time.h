@@ -26,4 +26,7 @@ int es_time_parse_rfc3339(const char *s, time_t *out);
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t es_time_mono_ms(void);
 
+/* CLOCK_MONOTONIC in microseconds. */
+int64_t es_time_mono_us(void);
+
 #endif
