@@ -63,13 +63,27 @@ static void read_boot_id(char *buf, size_t sz)
 	fclose(f);
 }
 
+static void put_event(es_agent *a, const cJSON *ev)
+{
+	if (es_store_outbox_put_event(a->st, ev, time(NULL),
+				      (size_t)a->cfg->max_events, NULL) != ES_OK)
+		es_log_error("agent", "cannot queue an event", NULL);
+}
+
+/* Queues every event of the array events (borrowed) in the outbox. */
+static void queue_events(es_agent *a, const cJSON *events)
+{
+	const cJSON *ev;
+
+	cJSON_ArrayForEach(ev, events)
+		put_event(a, ev);
+}
+
 void agent__queue_event(es_agent *a, cJSON *ev)
 {
 	if (!ev)
 		return;
-	if (es_store_outbox_put_event(a->st, ev, time(NULL),
-				      (size_t)a->cfg->max_events, NULL) != ES_OK)
-		es_log_error("agent", "cannot queue an event", NULL);
+	put_event(a, ev);
 	cJSON_Delete(ev);
 }
 
@@ -132,7 +146,7 @@ static void collect_now(es_agent *a)
 static void reconcile_now(es_agent *a)
 {
 	es_collector_cfg eff = { ES_COLLECT_DEFAULT_INTERVAL, ES_COLLECT_ALL };
-	cJSON *events = cJSON_CreateArray(), *list = NULL, *o, *ev;
+	cJSON *events = cJSON_CreateArray(), *list = NULL, *o;
 	int applied = 0, skipped = 0;
 	char na[16], ns[16], iv[16];
 	struct timespec t0, t1;
@@ -151,11 +165,7 @@ static void reconcile_now(es_agent *a)
 	if (rc != ES_OK) {
 		es_log_error("agent", "reconcile failed", "error", es_strerror(rc), NULL);
 	} else {
-		cJSON_ArrayForEach(ev, events)
-			if (es_store_outbox_put_event(a->st, ev, time(NULL),
-						      (size_t)a->cfg->max_events,
-						      NULL) != ES_OK)
-				es_log_error("agent", "cannot queue an event", NULL);
+		queue_events(a, events);
 		a->has_cc = 0;
 		if (es_store_desired_list(a->st, &list) == ES_OK) {
 			cJSON_ArrayForEach(o, list)
@@ -185,10 +195,7 @@ static void reconcile_now(es_agent *a)
 /* After an EgressPolicy check changed a status or made events. */
 static void hook_egress(void *user, const cJSON *events)
 {
-	const cJSON *ev;
-
-	cJSON_ArrayForEach(ev, events)
-		agent__queue_event(user, cJSON_Duplicate(ev, 1));
+	queue_events(user, events);
 	collect_now(user);
 }
 
@@ -289,7 +296,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 {
 	struct lws_context_creation_info info;
 	es_agent *a;
-	char path[4200], boot_id[64];
+	char path[4200];
 	es_err rc;
 
 	*out = NULL;
@@ -300,6 +307,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	a->lock_fd = -1;
 	a->eff.interval_s = (int)cfg->interval;
 	a->eff.mask = ES_COLLECT_ALL;
+	read_boot_id(a->boot_id, sizeof(a->boot_id));
 	rc = es_agent_labels_parse(cfg->labels, &a->labels, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
@@ -362,7 +370,6 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		es_sync_opts so;
 		es_sync_hooks hooks = { a, hook_queue_state, hook_desired };
 
-		read_boot_id(boot_id, sizeof(boot_id));
 		memset(&so, 0, sizeof(so));
 		so.url = cfg->controller_url;
 		so.cert = cfg->cert;
@@ -370,7 +377,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		so.ca = cfg->ca;
 		so.node = cfg->node_name;
 		so.agent_version = ES_VERSION;
-		so.boot_id = boot_id;
+		so.boot_id = a->boot_id;
 		so.labels = a->labels;
 		so.metrics = a->metrics;
 		rc = es_sync_new(a->ctx, a->st, &so, &hooks, &a->sync, err, errsz);
@@ -391,11 +398,10 @@ es_err es_agent_run(es_agent *a, volatile sig_atomic_t *stop)
 		    a->sync ? a->cfg->controller_url : "(offline only)",
 		    "http", a->httpd ? a->cfg->http_listen : "(disabled)", NULL);
 	{
-		char t[ES_TIME_RFC3339_LEN], msg[200], boot[64];
+		char t[ES_TIME_RFC3339_LEN], msg[200];
 
-		read_boot_id(boot, sizeof(boot));
 		snprintf(msg, sizeof(msg), "edgesync-agent %s started (boot ID %s)",
-			 ES_VERSION, boot[0] ? boot : "unknown");
+			 ES_VERSION, a->boot_id[0] ? a->boot_id : "unknown");
 		agent__queue_event(a, es_proto_event("Normal", "AgentStarted", msg,
 						     "Node", a->cfg->node_name, NULL,
 						     es_time_now_rfc3339(t)));
@@ -440,5 +446,6 @@ void es_agent_free(es_agent *a)
 	cJSON_Delete(a->conditions);
 	es_health_eval_free(a->health);
 	cJSON_Delete(a->node);
+	cJSON_Delete(a->objects);
 	free(a);
 }

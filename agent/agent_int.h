@@ -37,8 +37,9 @@ struct es_agent {
 	es_collector_cfg eff;
 	int has_cc;         /* a CollectorConfig is cached */
 	int ready;          /* the first round is done */
-	int have_mem;
-	double mem_available;
+	cJSON *objects;      /* status.objects as stored (agent_node.c) ... */
+	uint64_t objects_at; /* ... at this es_store_changes count */
+	char boot_id[64];    /* /proc/sys/kernel/random/boot_id, "" if unread */
 	es_health_eval *health; /* the applied HealthRules (health.h) */
 	es_kenv *kenv;          /* kernel collectors' host probe (agent_kc.c) */
 	es_kcollectors *kcs;    /* the kernel collectors (kcollect.h) */

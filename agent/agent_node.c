@@ -79,15 +79,16 @@ typedef struct cond_spec {
 	int blocks_ready;    /* True makes Ready False */
 } cond_spec;
 
-/* Computes the five node conditions from one round's status. */
-static void compute_conditions(es_agent *a, const cJSON *status, cond_spec c[5])
+/* Computes the five node conditions from one round's status; pid_max is
+ * kernel.pid_max, <= 0 when unknown. */
+static void compute_conditions(const cJSON *status, long long pid_max,
+			       cond_spec c[5])
 {
 	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(status, "usage");
 	const cJSON *it, *v;
 	const char *why;
 	char failing[200] = "", unavailable[200] = "";
 
-	a->have_mem = 0;
 	/* Ready: a kernel collector without a backend on this host (backend
 	 * "unavailable", with its reason) is not running, so it is not failing. */
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
@@ -122,8 +123,6 @@ static void compute_conditions(es_agent *a, const cJSON *status, cond_spec c[5])
 		c[1].reason = cJSON_IsNumber(v) ? why : "NotCollected";
 		snprintf(c[1].message, sizeof(c[1].message), "MemAvailable not collected");
 	} else {
-		a->have_mem = 1;
-		a->mem_available = v->valuedouble;
 		c[1].status = v->valuedouble < ES_AGENT_MEM_PRESSURE_BYTES ? "True" : "False";
 		c[1].reason = *c[1].status == 'T' ? "InsufficientMemory" : "SufficientMemory";
 		snprintf(c[1].message, sizeof(c[1].message),
@@ -161,24 +160,20 @@ static void compute_conditions(es_agent *a, const cJSON *status, cond_spec c[5])
 	c[3].type = "PIDPressure";
 	v = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(usage, "processes"), "count");
-	{
-		long long pid_max = read_pid_max();
+	if (!collector_ok(status, "processes", &why) || !cJSON_IsNumber(v) ||
+	    pid_max <= 0) {
+		c[3].status = "Unknown";
+		c[3].reason = pid_max <= 0 ? "PidMaxUnknown" : why;
+		snprintf(c[3].message, sizeof(c[3].message),
+			 "process count or kernel.pid_max not available");
+	} else {
+		int p = v->valuedouble > ES_AGENT_PID_PRESSURE_FRACTION * (double)pid_max;
 
-		if (!collector_ok(status, "processes", &why) || !cJSON_IsNumber(v) ||
-		    pid_max <= 0) {
-			c[3].status = "Unknown";
-			c[3].reason = pid_max <= 0 ? "PidMaxUnknown" : why;
-			snprintf(c[3].message, sizeof(c[3].message),
-				 "process count or kernel.pid_max not available");
-		} else {
-			int p = v->valuedouble > ES_AGENT_PID_PRESSURE_FRACTION * (double)pid_max;
-
-			c[3].status = p ? "True" : "False";
-			c[3].reason = p ? "InsufficientPID" : "SufficientPID";
-			snprintf(c[3].message, sizeof(c[3].message),
-				 "%.0f processes, kernel.pid_max %lld, threshold 90%%",
-				 v->valuedouble, pid_max);
-		}
+		c[3].status = p ? "True" : "False";
+		c[3].reason = p ? "InsufficientPID" : "SufficientPID";
+		snprintf(c[3].message, sizeof(c[3].message),
+			 "%.0f processes, kernel.pid_max %lld, threshold 90%%",
+			 v->valuedouble, pid_max);
 	}
 	/* NetworkUnavailable */
 	c[4].type = "NetworkUnavailable";
@@ -240,12 +235,8 @@ static void summarise_ready(cond_spec *c, size_t n)
 	if (strcmp(c[0].status, "True") != 0)
 		return;
 	for (i = 1; i < n; i++) {
-		if (!c[i].blocks_ready || strcmp(c[i].status, "True") != 0 ||
-		    strlen(list) + strlen(c[i].type) + 3 >= sizeof(list))
-			continue;
-		if (list[0])
-			strcat(list, ", ");
-		strcat(list, c[i].type);
+		if (c[i].blocks_ready && strcmp(c[i].status, "True") == 0)
+			append_name(list, sizeof(list), c[i].type);
 	}
 	if (!list[0])
 		return;
@@ -259,10 +250,11 @@ void agent__update_conditions(es_agent *a, const cJSON *status, time_t now)
 	const es_health_result *res = NULL;
 	cond_spec *c;
 	char t[ES_TIME_RFC3339_LEN], msg[400];
+	long long pid_max = read_pid_max();
 	size_t i, n, nres;
 	int changed;
 
-	nres = es_health_eval_run(a->health, status, read_pid_max(),
+	nres = es_health_eval_run(a->health, status, pid_max,
 				  es_time_mono_ms(), a->conditions, &res);
 	c = calloc(5 + nres, sizeof(*c));
 	if (!c) {
@@ -270,7 +262,7 @@ void agent__update_conditions(es_agent *a, const cJSON *status, time_t now)
 			     "out of memory", NULL);
 		return;
 	}
-	compute_conditions(a, status, c);
+	compute_conditions(status, pid_max, c);
 	n = apply_rules(c, res, nres);
 	summarise_ready(c, n);
 	for (i = 0; i < n; i++) {
@@ -302,6 +294,26 @@ void agent__update_conditions(es_agent *a, const cJSON *status, time_t now)
 	free(c);
 }
 
+/* A copy of status.objects as stored (without the EgressPolicy actual
+ * state), read again only after the desired objects or their statuses
+ * changed; an empty array when they cannot be read. NULL on allocation
+ * failure. */
+static cJSON *objects_status(es_agent *a)
+{
+	uint64_t at = es_store_changes(a->st);
+	cJSON *objs = NULL;
+
+	if (!a->objects || a->objects_at != at) {
+		cJSON_Delete(a->objects);
+		a->objects = NULL;
+		if (es_reconcile_objects_status(a->st, &objs) == ES_OK && objs) {
+			a->objects = objs;
+			a->objects_at = at;
+		}
+	}
+	return a->objects ? cJSON_Duplicate(a->objects, 1) : cJSON_CreateArray();
+}
+
 cJSON *agent__build_node(es_agent *a, cJSON *status)
 {
 	cJSON *node = NULL, *md, *objs = NULL, *ag, *tmp;
@@ -325,11 +337,9 @@ cJSON *agent__build_node(es_agent *a, cJSON *status)
 	if (!(tmp = cJSON_Duplicate(a->conditions, 1)) ||
 	    !cJSON_AddItemToObject(status, "conditions", tmp))
 		goto fail;
-	if (es_reconcile_objects_status(a->st, &objs) != ES_OK || !objs) {
-		objs = cJSON_CreateArray();
-		if (!objs)
-			goto fail;
-	}
+	objs = objects_status(a);
+	if (!objs)
+		goto fail;
 	if (es_egress_annotate(a->egress, objs) != 0)
 		es_log_error("agent", "cannot add the EgressPolicy actual state", NULL);
 	if (!cJSON_AddItemToObject(status, "objects", objs)) {
@@ -355,27 +365,9 @@ fail:
 
 void agent__seed_conditions(es_agent *a)
 {
-	es_outbox_row row;
 	cJSON *doc = NULL, *conds;
-	char *last = NULL;
-	int64_t seq = 0, after = 0;
 
-	memset(&row, 0, sizeof(row));
-	while (es_store_outbox_next(a->st, after, &row) == ES_OK) {
-		after = row.seq;
-		if (row.is_state) {
-			free(last);
-			last = row.doc;
-			row.doc = NULL;
-		}
-		es_outbox_row_free(&row);
-		memset(&row, 0, sizeof(row));
-	}
-	if (last)
-		es_json_parse(last, strlen(last), ES_JSON_MAX_DEPTH, &doc, NULL, 0);
-	else
-		es_store_base_get(a->st, &seq, &doc);
-	free(last);
+	es_store_state_latest(a->st, &doc);
 	conds = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(doc, "status"), "conditions");
 	if (cJSON_IsArray(conds)) {

@@ -302,6 +302,7 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 	if (rc == ES_OK && !more)
 		rc = store__meta_set(st, "desired_rv", rv);
 	rc = es_sqlite_end(st->db, rc);
+	st->changes++;
 	if (rc == ES_OK)
 		st->full_pending = full && more;
 	return rc;
@@ -375,8 +376,14 @@ es_err es_store_status_put(es_store *st, const char *kind, const char *name,
 	    sqlite3_extended_errcode(st->db->h) == SQLITE_CONSTRAINT_FOREIGNKEY)
 		rc = ES_ERR_NOTFOUND;
 	rc = es_sqlite_end(st->db, rc);
+	st->changes++;
 cleanup:
 	free(body);
 	return rc;
+}
+
+uint64_t es_store_changes(const es_store *st)
+{
+	return st ? st->changes : 0;
 }
 

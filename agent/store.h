@@ -62,6 +62,12 @@ es_err es_store_status_get(es_store *st, const char *kind, const char *name,
 es_err es_store_status_put(es_store *st, const char *kind, const char *name,
 			   const cJSON *status);
 
+/* A count that grows with every es_store_desired_commit and
+ * es_store_status_put since open (whether it committed or not): what a
+ * caller derives from the desired objects and their statuses stays valid
+ * while the count does not move. */
+uint64_t es_store_changes(const es_store *st);
+
 /* One outbox row. */
 typedef struct es_outbox_row {
 	int64_t seq;
@@ -110,6 +116,11 @@ es_err es_store_outbox_ack(es_store *st, int64_t seq);
 /* The patch base: the seq and Node document of the last acknowledged state
  * report. ES_ERR_NOTFOUND when none. *doc owned by the caller. */
 es_err es_store_base_get(es_store *st, int64_t *seq, cJSON **doc);
+
+/* The Node document of the newest queued state report, else the patch
+ * base's (es_store_base_get). *doc owned by the caller.
+ * Errors: ES_ERR_NOTFOUND when neither exists, ES_ERR_DB, ES_ERR_NOMEM. */
+es_err es_store_state_latest(es_store *st, cJSON **doc);
 
 /* Rows queued now, and reports dropped so far (for status and metrics). */
 es_err es_store_outbox_depth(es_store *st, int64_t *rows);

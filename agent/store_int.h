@@ -14,6 +14,8 @@ struct es_store {
 	/* The last committed `desired` message was full with more=true: the
 	 * next full message continues the same object set (temp.full_seen). */
 	int full_pending;
+	/* es_store_changes: desired commits and status puts since open. */
+	uint64_t changes;
 };
 
 /* Integer cursor in meta, inside the caller's transaction. */

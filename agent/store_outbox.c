@@ -334,6 +334,32 @@ cleanup:
 	return rc;
 }
 
+es_err es_store_state_latest(es_store *st, cJSON **doc)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t seq = 0;
+	es_err rc;
+	int r;
+
+	if (!st || !doc)
+		return ES_ERR_INVAL;
+	*doc = NULL;
+	rc = es_sqlite_prepare(st->db, "SELECT doc FROM outbox WHERE is_state = 1"
+			 " ORDER BY seq DESC LIMIT 1", &s);
+	if (rc != ES_OK)
+		goto cleanup;
+	r = sqlite3_step(s);
+	if (r == SQLITE_ROW)
+		rc = es_sqlite_column_json(st->db, s, 0, "outbox state", doc);
+	else if (r == SQLITE_DONE)
+		rc = es_store_base_get(st, &seq, doc);
+	else
+		rc = es_sqlite_fail(st->db, "outbox newest state");
+cleanup:
+	sqlite3_finalize(s);
+	return rc;
+}
+
 es_err es_store_outbox_depth(es_store *st, int64_t *rows)
 {
 	sqlite3_stmt *s = NULL;

@@ -30,27 +30,6 @@ void __wrap_agent__queue_event(es_agent *a, cJSON *ev)
 	cJSON_Delete(ev);
 }
 
-static es_agent *new_agent(es_agent_config *cfg)
-{
-	es_agent *a = calloc(1, sizeof(*a));
-
-	assert_non_null(a);
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->node_name = "n1";
-	a->cfg = cfg;
-	a->conditions = cJSON_CreateArray();
-	assert_non_null(a->conditions);
-	assert_int_equal(es_health_eval_new(&a->health), ES_OK);
-	return a;
-}
-
-static void free_agent(es_agent *a)
-{
-	cJSON_Delete(a->conditions);
-	es_health_eval_free(a->health);
-	free(a);
-}
-
 /* One round's status: the procfs collectors healthy, plus the kernel
  * collector entry kc (JSON text). */
 static cJSON *status_with(const char *kc)
@@ -83,69 +62,75 @@ static const char *member(const cJSON *c, const char *name)
 	return v->valuestring;
 }
 
+/* The Ready condition (a copy) after one round over status_with(kc) on a
+ * fresh agent. */
+static cJSON *ready_after(const char *kc)
+{
+	es_agent_config cfg;
+	es_agent *a = calloc(1, sizeof(*a));
+	cJSON *st = status_with(kc), *ready;
+
+	assert_non_null(a);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.node_name = "n1";
+	a->cfg = &cfg;
+	a->conditions = cJSON_CreateArray();
+	assert_non_null(a->conditions);
+	assert_int_equal(es_health_eval_new(&a->health), ES_OK);
+	agent__update_conditions(a, st, 1000);
+	ready = cJSON_Duplicate(es_cond_find(a->conditions, "Ready"), 1);
+	cJSON_Delete(st);
+	cJSON_Delete(a->conditions);
+	es_health_eval_free(a->health);
+	free(a);
+	return ready;
+}
+
 /* collector-backend=procfs: cgroup-network has no fallback and is
  * unavailable; the node is Ready and the message names it. */
 static void test_unavailable_is_not_failing(void **state)
 {
-	es_agent_config cfg;
-	es_agent *a = new_agent(&cfg);
-	cJSON *st = status_with(
+	cJSON *ready = ready_after(
 		"{\"name\":\"cgroup-network\",\"backend\":\"unavailable\",\"enabled\":true,"
 		"\"healthy\":false,\"reason\":\"forced by collector-backend=procfs\"},"
 		"{\"name\":\"tcp\",\"backend\":\"procfs\",\"enabled\":true,\"healthy\":true}");
-	const cJSON *ready;
 
 	(void)state;
-	agent__update_conditions(a, st, 1000);
-	ready = es_cond_find(a->conditions, "Ready");
 	assert_non_null(ready);
 	assert_string_equal(member(ready, "status"), "True");
 	assert_string_equal(member(ready, "reason"), "AgentReady");
 	assert_non_null(strstr(member(ready, "message"), "unavailable on this host: cgroup-network"));
-	cJSON_Delete(st);
-	free_agent(a);
+	cJSON_Delete(ready);
 }
 
 /* A running collector that is unhealthy still makes Ready False, and only
  * it is named. */
 static void test_running_unhealthy_is_failing(void **state)
 {
-	es_agent_config cfg;
-	es_agent *a = new_agent(&cfg);
-	cJSON *st = status_with(
+	cJSON *ready = ready_after(
 		"{\"name\":\"cgroup-network\",\"backend\":\"unavailable\",\"enabled\":true,"
 		"\"healthy\":false,\"reason\":\"no cgroup v2\"},"
 		"{\"name\":\"tcp\",\"backend\":\"procfs\",\"enabled\":true,\"healthy\":false}");
-	const cJSON *ready;
 
 	(void)state;
-	agent__update_conditions(a, st, 1000);
-	ready = es_cond_find(a->conditions, "Ready");
 	assert_non_null(ready);
 	assert_string_equal(member(ready, "status"), "False");
 	assert_string_equal(member(ready, "reason"), "CollectorsFailing");
 	assert_string_equal(member(ready, "message"), "collectors failing: tcp");
-	cJSON_Delete(st);
-	free_agent(a);
+	cJSON_Delete(ready);
 }
 
 /* A disabled collector is neither failing nor listed. */
 static void test_disabled_is_not_failing(void **state)
 {
-	es_agent_config cfg;
-	es_agent *a = new_agent(&cfg);
-	cJSON *st = status_with(
+	cJSON *ready = ready_after(
 		"{\"name\":\"tcp\",\"backend\":\"procfs\",\"enabled\":false,\"healthy\":false}");
-	const cJSON *ready;
 
 	(void)state;
-	agent__update_conditions(a, st, 1000);
-	ready = es_cond_find(a->conditions, "Ready");
 	assert_non_null(ready);
 	assert_string_equal(member(ready, "status"), "True");
 	assert_string_equal(member(ready, "message"), "edgesync-agent is collecting");
-	cJSON_Delete(st);
-	free_agent(a);
+	cJSON_Delete(ready);
 }
 
 int main(void)

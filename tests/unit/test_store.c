@@ -542,6 +542,41 @@ static void test_events_bounded(void **state)
 	assert_string_equal(buf, "1,6,7,8");
 }
 
+/* The newest queued state wins over the base; the base once the queue
+ * holds none; the change count moves with desired commits and status puts. */
+static void test_state_latest_and_changes(void **state)
+{
+	fx *f = *state;
+	cJSON *doc = NULL, *st = es_test_json("{\"uid\":\"u1\"}");
+	uint64_t c0 = es_store_changes(f->st);
+
+	assert_int_equal(es_store_state_latest(f->st, &doc), ES_ERR_NOTFOUND);
+	assert_null(doc);
+	assert_int_equal(put_state(f->st, 1), 1);
+	assert_int_equal(es_store_outbox_mark_sent(f->st, 1, "s1"), ES_OK);
+	assert_int_equal(put_state(f->st, 2), 2);
+	assert_int_equal(put_event(f->st, 3, 1000), 3);
+	assert_int_equal(es_store_state_latest(f->st, &doc), ES_OK);
+	assert_int_equal(cJSON_GetObjectItem(doc, "n")->valueint, 2);
+	cJSON_Delete(doc);
+	assert_int_equal(es_store_outbox_ack(f->st, 1), ES_OK);
+	assert_int_equal(es_store_outbox_mark_sent(f->st, 2, "s2"), ES_OK);
+	assert_int_equal(es_store_outbox_ack(f->st, 3), ES_OK);
+	assert_int_equal(es_store_state_latest(f->st, &doc), ES_OK);
+	assert_int_equal(cJSON_GetObjectItem(doc, "n")->valueint, 2);
+	cJSON_Delete(doc);
+
+	assert_int_equal(es_store_changes(f->st), c0);
+	commit(f->st, "{\"full\":false,\"resourceVersion\":1,\"objects\":[{\"kind\":"
+	       "\"CollectorConfig\",\"metadata\":{\"name\":\"a\",\"uid\":\"u1\"}}]}",
+	       ES_OK);
+	assert_true(es_store_changes(f->st) > c0);
+	c0 = es_store_changes(f->st);
+	assert_int_equal(es_store_status_put(f->st, "CollectorConfig", "a", st), ES_OK);
+	assert_true(es_store_changes(f->st) > c0);
+	cJSON_Delete(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +592,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wire_frozen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_and_base, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_latest_and_changes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
