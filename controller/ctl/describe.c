@@ -57,6 +57,45 @@ static void field_bytes(FILE *f, int indent, const char *label, const cJSON *v)
 						  : NULL);
 }
 
+/* The title line, then a table of head and one row per member of items,
+ * made by row. */
+static es_err table_section(FILE *f, const char *title, const char *indent,
+			    const char *const *head, int ncols, const cJSON *items,
+			    es_err (*row)(es_print_table *t, const cJSON *it))
+{
+	es_print_table *t;
+	const cJSON *it;
+	es_err rc;
+
+	fprintf(f, "%s\n", title);
+	t = es_print_table_new(ncols);
+	if (!t)
+		return ES_ERR_NOMEM;
+	rc = es_print_table_add(t, head);
+	cJSON_ArrayForEach(it, items) {
+		if (rc != ES_OK)
+			break;
+		rc = row(t, it);
+	}
+	if (rc == ES_OK)
+		es_print_table_write(t, f, indent);
+	es_print_table_free(t);
+	return rc;
+}
+
+/* "kind/name" with the kind in lower case, into buf. */
+static const char *kind_name(const char *k, const char *n, char *buf, size_t bufsz)
+{
+	char kind[64];
+	size_t i;
+
+	snprintf(kind, sizeof(kind), "%s", k ? k : "?");
+	for (i = 0; kind[i]; i++)
+		kind[i] = (char)tolower((unsigned char)kind[i]);
+	snprintf(buf, bufsz, "%s/%s", kind, n ? n : "?");
+	return buf;
+}
+
 static void labels(FILE *f, const cJSON *node)
 {
 	const cJSON *l, *ls = get(get(node, "metadata"), "labels");
@@ -92,14 +131,55 @@ static void node_info(FILE *f, const cJSON *st)
 	field_bytes(f, 2, "Memory:", get(cap, "memoryBytes"));
 }
 
+static es_err fs_row(es_print_table *t, const cJSON *it)
+{
+	const cJSON *sz = get(it, "sizeBytes"), *av = get(it, "availBytes"),
+		    *fr = get(it, "freeBytes");
+	char s1[32] = "<unknown>", s2[32] = "<unknown>", pct[16] = "<unknown>";
+	const char *cells[6];
+
+	if (cJSON_IsNumber(sz))
+		es_print_bytes(sz->valuedouble, s1, sizeof(s1));
+	if (cJSON_IsNumber(av))
+		es_print_bytes(av->valuedouble, s2, sizeof(s2));
+	es_print_fs_use(sz, av, fr, pct, sizeof(pct));
+	cells[0] = str(it, "mountpoint");
+	cells[1] = str(it, "device");
+	cells[2] = str(it, "fstype");
+	cells[3] = s1;
+	cells[4] = s2;
+	cells[5] = pct;
+	return es_print_table_add(t, cells);
+}
+
+static es_err if_row(es_print_table *t, const cJSON *it)
+{
+	char rx[32], tx[32], re[32], te[32];
+	const char *cells[5];
+
+	cells[0] = str(it, "interface");
+	cells[1] = cJSON_IsNumber(get(it, "receiveBytes"))
+			   ? es_print_bytes(get(it, "receiveBytes")->valuedouble, rx, sizeof(rx))
+			   : NULL;
+	cells[2] = cJSON_IsNumber(get(it, "transmitBytes"))
+			   ? es_print_bytes(get(it, "transmitBytes")->valuedouble, tx, sizeof(tx))
+			   : NULL;
+	cells[3] = scalar(get(it, "receiveErrors"), re, sizeof(re));
+	cells[4] = scalar(get(it, "transmitErrors"), te, sizeof(te));
+	return es_print_table_add(t, cells);
+}
+
 static es_err usage(FILE *f, const cJSON *st)
 {
 	const cJSON *u = get(st, "usage"), *mem = get(u, "memory"), *load = get(u, "load");
-	const cJSON *util = get(get(u, "cpu"), "utilization"), *pr = get(u, "processes"), *it;
+	const cJSON *util = get(get(u, "cpu"), "utilization"), *pr = get(u, "processes");
 	const cJSON *avail = get(mem, "MemAvailable"), *total = get(mem, "MemTotal");
+	static const char *const fs_head[] = { "MOUNTPOINT", "DEVICE", "FSTYPE", "SIZE",
+					       "AVAIL", "USE%" };
+	static const char *const if_head[] = { "INTERFACE", "RX", "TX", "RX-ERRORS",
+					       "TX-ERRORS" };
 	char line[256], a[32], b[32];
-	es_print_table *t = NULL;
-	es_err rc = ES_OK;
+	es_err rc;
 
 	fprintf(f, "Usage:\n");
 	if (cJSON_IsNumber(util))
@@ -125,130 +205,53 @@ static es_err usage(FILE *f, const cJSON *st)
 			 cJSON_IsNumber(get(pr, "blocked")) ? get(pr, "blocked")->valuedouble : 0.0);
 	field(f, 2, "Processes:", cJSON_IsNumber(get(pr, "count")) ? line : NULL);
 
-	fprintf(f, "  Filesystems:\n");
-	t = es_print_table_new(6);
-	if (!t)
-		return ES_ERR_NOMEM;
-	{
-		static const char *const head[] = { "MOUNTPOINT", "DEVICE", "FSTYPE", "SIZE",
-						    "AVAIL", "USE%" };
-		rc = es_print_table_add(t, head);
-	}
-	cJSON_ArrayForEach(it, get(u, "filesystems")) {
-		const cJSON *sz = get(it, "sizeBytes"), *av = get(it, "availBytes"),
-			    *fr = get(it, "freeBytes");
-		char s1[32] = "<unknown>", s2[32] = "<unknown>", pct[16] = "<unknown>";
-		const char *cells[6];
-		if (rc != ES_OK)
-			break;
-		if (cJSON_IsNumber(sz))
-			es_print_bytes(sz->valuedouble, s1, sizeof(s1));
-		if (cJSON_IsNumber(av))
-			es_print_bytes(av->valuedouble, s2, sizeof(s2));
-		es_print_fs_use(sz, av, fr, pct, sizeof(pct));
-		cells[0] = str(it, "mountpoint");
-		cells[1] = str(it, "device");
-		cells[2] = str(it, "fstype");
-		cells[3] = s1;
-		cells[4] = s2;
-		cells[5] = pct;
-		rc = es_print_table_add(t, cells);
-	}
+	rc = table_section(f, "  Filesystems:", "    ", fs_head, 6, get(u, "filesystems"), fs_row);
 	if (rc == ES_OK)
-		es_print_table_write(t, f, "    ");
-	es_print_table_free(t);
-	if (rc != ES_OK)
-		return rc;
-
-	fprintf(f, "  Interfaces:\n");
-	t = es_print_table_new(5);
-	if (!t)
-		return ES_ERR_NOMEM;
-	{
-		static const char *const head[] = { "INTERFACE", "RX", "TX", "RX-ERRORS",
-						    "TX-ERRORS" };
-		rc = es_print_table_add(t, head);
-	}
-	cJSON_ArrayForEach(it, get(u, "network")) {
-		char rx[32], tx[32], re[32], te[32];
-		const char *cells[5];
-		if (rc != ES_OK)
-			break;
-		cells[0] = str(it, "interface");
-		cells[1] = cJSON_IsNumber(get(it, "receiveBytes"))
-				   ? es_print_bytes(get(it, "receiveBytes")->valuedouble, rx, sizeof(rx))
-				   : NULL;
-		cells[2] = cJSON_IsNumber(get(it, "transmitBytes"))
-				   ? es_print_bytes(get(it, "transmitBytes")->valuedouble, tx, sizeof(tx))
-				   : NULL;
-		cells[3] = scalar(get(it, "receiveErrors"), re, sizeof(re));
-		cells[4] = scalar(get(it, "transmitErrors"), te, sizeof(te));
-		rc = es_print_table_add(t, cells);
-	}
-	if (rc == ES_OK)
-		es_print_table_write(t, f, "    ");
-	es_print_table_free(t);
+		rc = table_section(f, "  Interfaces:", "    ", if_head, 5, get(u, "network"),
+				   if_row);
 	return rc;
+}
+
+static es_err collector_row(es_print_table *t, const cJSON *c)
+{
+	char b1[8], b2[8];
+	const char *cells[5];
+
+	cells[0] = str(c, "name");
+	cells[1] = str(c, "backend");
+	cells[2] = scalar(get(c, "enabled"), b1, sizeof(b1));
+	cells[3] = scalar(get(c, "healthy"), b2, sizeof(b2));
+	cells[4] = str(c, "error") ? str(c, "error") : "";
+	return es_print_table_add(t, cells);
+}
+
+static es_err condition_row(es_print_table *t, const cJSON *c)
+{
+	const char *cells[5];
+
+	cells[0] = str(c, "type");
+	cells[1] = str(c, "status");
+	cells[2] = str(c, "reason");
+	cells[3] = str(c, "message") ? str(c, "message") : "";
+	cells[4] = str(c, "lastTransitionTime");
+	return es_print_table_add(t, cells);
 }
 
 static es_err collectors(FILE *f, const cJSON *st)
 {
 	static const char *const head[] = { "NAME", "BACKEND", "ENABLED", "HEALTHY", "ERROR" };
-	es_print_table *t;
-	const cJSON *c;
-	es_err rc;
 
-	fprintf(f, "Collectors:\n");
-	t = es_print_table_new(5);
-	if (!t)
-		return ES_ERR_NOMEM;
-	rc = es_print_table_add(t, head);
-	cJSON_ArrayForEach(c, get(st, "collectors")) {
-		char b1[8], b2[8];
-		const char *cells[5];
-		if (rc != ES_OK)
-			break;
-		cells[0] = str(c, "name");
-		cells[1] = str(c, "backend");
-		cells[2] = scalar(get(c, "enabled"), b1, sizeof(b1));
-		cells[3] = scalar(get(c, "healthy"), b2, sizeof(b2));
-		cells[4] = str(c, "error") ? str(c, "error") : "";
-		rc = es_print_table_add(t, cells);
-	}
-	if (rc == ES_OK)
-		es_print_table_write(t, f, "  ");
-	es_print_table_free(t);
-	return rc;
+	return table_section(f, "Collectors:", "  ", head, 5, get(st, "collectors"),
+			     collector_row);
 }
 
 static es_err conditions(FILE *f, const cJSON *st)
 {
 	static const char *const head[] = { "TYPE", "STATUS", "REASON", "MESSAGE",
 					    "LAST-TRANSITION" };
-	es_print_table *t;
-	const cJSON *c;
-	es_err rc;
 
-	fprintf(f, "Conditions:\n");
-	t = es_print_table_new(5);
-	if (!t)
-		return ES_ERR_NOMEM;
-	rc = es_print_table_add(t, head);
-	cJSON_ArrayForEach(c, get(st, "conditions")) {
-		const char *cells[5];
-		if (rc != ES_OK)
-			break;
-		cells[0] = str(c, "type");
-		cells[1] = str(c, "status");
-		cells[2] = str(c, "reason");
-		cells[3] = str(c, "message") ? str(c, "message") : "";
-		cells[4] = str(c, "lastTransitionTime");
-		rc = es_print_table_add(t, cells);
-	}
-	if (rc == ES_OK)
-		es_print_table_write(t, f, "  ");
-	es_print_table_free(t);
-	return rc;
+	return table_section(f, "Conditions:", "  ", head, 5, get(st, "conditions"),
+			     condition_row);
 }
 
 /* First of e.k or e.sub.k (sub.metadata.k too), or NULL. */
@@ -309,18 +312,14 @@ static es_err actual_section(FILE *f, const cJSON *list)
 		const cJSON *rep = get(e, "reported"), *c, *att;
 		const char *k = str(e, "kind"), *n = str(e, "name");
 		cJSON *canon = NULL;
-		char b1[32], b2[32], why[256], kind[64];
-		size_t i;
+		char b1[32], b2[32], why[256], kn[600];
 
 		if (!cJSON_IsObject(a))
 			continue;
 		if (first)
 			fprintf(f, "  Desired / Reported / Actual:\n");
 		first = 0;
-		snprintf(kind, sizeof(kind), "%s", k ? k : "?");
-		for (i = 0; kind[i]; i++)
-			kind[i] = (char)tolower((unsigned char)kind[i]);
-		fprintf(f, "    %s/%s:\n", kind, n ? n : "?");
+		fprintf(f, "    %s:\n", kind_name(k, n, kn, sizeof(kn)));
 		fprintf(f, "      Desired:   generation %s, action %s\n",
 			get(des, "generation") ? scalar(get(des, "generation"), b1, sizeof(b1)) : "-",
 			str(get(des, "spec"), "action") ? str(get(des, "spec"), "action") : "-");
@@ -393,22 +392,18 @@ static es_err objects(FILE *f, const cJSON *st, const cJSON *desc, const char *d
 		return ES_ERR_NOMEM;
 	rc = es_print_table_add(t, head);
 	cJSON_ArrayForEach(e, list) {
-		char kn[600], kind[64], g[32], og[32];
+		char kn[600], g[32], og[32];
 		const cJSON *cond = NULL, *c;
 		int differs = entry_differs(e);
 		const char *k = str(e, "kind"), *n = str(e, "name");
 		const char *cells[6];
-		size_t i;
 		if (rc != ES_OK)
 			break;
 		if (!k)
 			k = str(get(e, "desired"), "kind");
 		if (!n)
 			n = str(get(get(e, "desired"), "metadata"), "name");
-		snprintf(kind, sizeof(kind), "%s", k ? k : "?");
-		for (i = 0; kind[i]; i++)
-			kind[i] = (char)tolower((unsigned char)kind[i]);
-		snprintf(kn, sizeof(kn), "%s/%s", kind, n ? n : "?");
+		kind_name(k, n, kn, sizeof(kn));
 		cJSON_ArrayForEach(c, entry_get(e, "reported", "conditions")) {
 			if (str(c, "type") && strcmp(str(c, "type"), "Applied") == 0)
 				cond = c;
@@ -437,15 +432,10 @@ static es_err objects(FILE *f, const cJSON *st, const cJSON *desc, const char *d
 	fprintf(f, "  Differences:\n");
 	cJSON_ArrayForEach(e, list) {
 		const cJSON *d;
-		const char *k = str(e, "kind"), *n = str(e, "name");
-		char kind[64];
-		size_t i;
+		char kn[600];
 		if (!entry_differs(e))
 			continue;
-		snprintf(kind, sizeof(kind), "%s", k ? k : "?");
-		for (i = 0; kind[i]; i++)
-			kind[i] = (char)tolower((unsigned char)kind[i]);
-		fprintf(f, "    %s/%s:\n", kind, n ? n : "?");
+		fprintf(f, "    %s:\n", kind_name(str(e, "kind"), str(e, "name"), kn, sizeof(kn)));
 		cJSON_ArrayForEach(d, get(e, "differences"))
 			difference(f, d);
 	}

@@ -123,6 +123,17 @@ static size_t head_len(const char *buf, size_t len)
 	return 0;
 }
 
+/* The first "\r\n" in buf[pos..len), or NULL. */
+static const char *crlf_from(const char *buf, size_t pos, size_t len)
+{
+	size_t i;
+
+	for (i = pos; i + 1 < len; i++)
+		if (buf[i] == '\r' && buf[i + 1] == '\n')
+			return buf + i;
+	return NULL;
+}
+
 /* Value of header name in the head (case-insensitive), trimmed into out. */
 static int header_get(const char *head, size_t hlen, const char *name,
 		      char *out, size_t outsz)
@@ -230,15 +241,9 @@ es_err es_http__parse(const char *buf, size_t len, int eof, es_http_framing *fr,
 	if (chunked) {
 		pos = hl;
 		for (;;) {
-			const char *le = NULL;
+			const char *le = crlf_from(buf, pos, len);
 			char *end = NULL;
 			unsigned long long sz;
-			size_t i;
-			for (i = pos; i + 1 < len; i++)
-				if (buf[i] == '\r' && buf[i + 1] == '\n') {
-					le = buf + i;
-					break;
-				}
 			if (!le)
 				goto incomplete;
 			if (!isxdigit((unsigned char)buf[pos])) {
@@ -255,12 +260,7 @@ es_err es_http__parse(const char *buf, size_t len, int eof, es_http_framing *fr,
 			if (sz == 0) {
 				/* trailer fields, then the empty line (RFC 9112 7.1.2) */
 				for (;;) {
-					const char *te = NULL;
-					for (i = pos; i + 1 < len; i++)
-						if (buf[i] == '\r' && buf[i + 1] == '\n') {
-							te = buf + i;
-							break;
-						}
+					const char *te = crlf_from(buf, pos, len);
 					if (!te)
 						goto incomplete;
 					if (te == buf + pos) {
