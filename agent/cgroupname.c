@@ -186,6 +186,34 @@ const char *es_cgname_path(es_cgname *c, uint64_t id)
 	return find(c, id);
 }
 
+uint64_t es_cgname_proc_id(const es_cgname *c, int dirfd, const char *path)
+{
+	char buf[1024], full[1536];
+	const char *l;
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (!c || !c->root)
+		return 0;
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	l = strncmp(buf, "0::", 3) == 0 ? buf : strstr(buf, "\n0::");
+	if (!l)
+		return 0;
+	l += l == buf ? 3 : 4;
+	n = snprintf(full, sizeof(full), "%s%.*s", c->root, (int)strcspn(l, "\n"), l);
+	if (n < 0 || (size_t)n >= sizeof(full))
+		return 0;
+	return stat(full, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
+}
+
 static int is_hex(const char *s, size_t n)
 {
 	size_t i;

@@ -42,6 +42,16 @@ void es_cgname_free(es_cgname *c); /* NULL-safe */
 const char *es_cgname_path(es_cgname *c, uint64_t id);
 
 /*
+ * The cgroup v2 id of a process from its cgroup file path (a
+ * /proc/<pid>/cgroup, opened relative to dirfd as openat(2) does): the
+ * inode number of the directory its "0::<cgroup>" line names under c's
+ * mount. Reads the file and stats the directory each call (the cache is
+ * not used). 0 when c is NULL or has no mount, the file cannot be read
+ * (the process is gone), it has no "0::" line, or the directory is gone.
+ */
+uint64_t es_cgname_proc_id(const es_cgname *c, int dirfd, const char *path);
+
+/*
  * Reads the Kubernetes pod UID (with '-', lower-case) and container id out
  * of a cgroup path. Either output may be NULL; each is set to "" when not
  * found. Returns a bit set: 1 pod UID found, 2 container id found.

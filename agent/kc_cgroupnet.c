@@ -33,7 +33,6 @@ typedef struct kc_cgnet {
 	struct bpf_link *in, *out;
 	int cgfd;
 	int legacy;   /* attached with bpf_prog_attach (no cgroup links) */
-	es_cgname *names;
 } kc_cgnet;
 
 static void cgnet_free(kc_cgnet *c)
@@ -51,7 +50,6 @@ static void cgnet_free(kc_cgnet *c)
 	if (c->cgfd >= 0)
 		close(c->cgfd);
 	cgroupnet_bpf__destroy(c->skel);
-	es_cgname_free(c->names);
 	free(c);
 }
 
@@ -102,7 +100,7 @@ static es_err cgnet_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	char reason[256];
 	kc_cgnet *c = NULL;
 	es_kc_load l = { 0 };
-	es_err rc;
+	es_err rc = ES_ERR_UNSUPPORTED;
 
 	if (!es_kenv_ebpf_ok(env, 0, 1, reason, sizeof(reason)))
 		return es_errf(ES_ERR_UNSUPPORTED, err, errsz, "%s", reason);
@@ -110,12 +108,6 @@ static es_err cgnet_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	if (!c)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "cgroup-network: out of memory");
 	c->cgfd = -1;
-	rc = es_cgname_new(env->cgroup2_path, &c->names);
-	if (rc) {
-		es_errf(rc, err, errsz, "cgroup-network: cgroup names: %s", es_strerror(rc));
-		goto cleanup;
-	}
-	rc = ES_ERR_UNSUPPORTED;
 	c->cgfd = open(env->cgroup2_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c->cgfd < 0) {
 		es_errf(rc, err, errsz, "cgroup-network: %s: %s", env->cgroup2_path,
@@ -189,7 +181,7 @@ static es_err cgnet_report(es_kcollector *kc, cJSON *activity)
 	if (rc)
 		return rc;
 	rows = v;
-	rc = es_kc_cgroup_rows_json(activity, "cgroupNetwork", c->names, rows, n, sizeof(row),
+	rc = es_kc_cgroup_rows_json(activity, "cgroupNetwork", kc->names, rows, n, sizeof(row),
 				    REPORT_CGROUPS, row_fill);
 	if (!rc) {
 		kc->events = 0;
@@ -243,7 +235,8 @@ es_err es_kc_cgnet_metrics_add(es_metrics *reg, es_kc_cgnet_metrics *m, char *er
 
 es_err es_kc_cgnet_metrics_set(const es_kc_cgnet_metrics *m, es_kcollectors *set)
 {
-	kc_cgnet *c = NULL;
+	es_kcollector *kc = NULL;
+	kc_cgnet *c;
 	void *v = NULL;
 	const row *rows;
 	size_t n = 0, i;
@@ -253,12 +246,10 @@ es_err es_kc_cgnet_metrics_set(const es_kc_cgnet_metrics *m, es_kcollectors *set
 	es_metric_clear(m->rx_packets);
 	es_metric_clear(m->tx_bytes);
 	es_metric_clear(m->tx_packets);
-	for (i = 0; i < es_kcollectors_count(set) && !c; i++) {
-		es_kcollector *kc = es_kcollectors_get(set, i);
-
-		if (kc->ops == &es_kc_cgnet_ops)
-			c = kc->priv;
-	}
+	for (i = 0; i < es_kcollectors_count(set) && !kc; i++)
+		if (es_kcollectors_get(set, i)->ops == &es_kc_cgnet_ops)
+			kc = es_kcollectors_get(set, i);
+	c = kc ? kc->priv : NULL;
 	if (!c)
 		return ES_OK;
 	rc = es_kc_map_rows(bpf_map__fd(c->skel->maps.stats), sizeof(row), offsetof(row, s),
@@ -269,7 +260,7 @@ es_err es_kc_cgnet_metrics_set(const es_kc_cgnet_metrics *m, es_kcollectors *set
 	/* Added, not set: two ids can name one path (a cgroup removed and made
 	 * again before the name cache saw it). */
 	for (i = 0; i < n && !rc; i++) {
-		const char *path = es_cgname_path(c->names, rows[i].id);
+		const char *path = es_cgname_path(kc->names, rows[i].id);
 		const char *lv[1];
 
 		if (!path)

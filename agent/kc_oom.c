@@ -5,10 +5,10 @@
  * counter since the agent started.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -35,44 +35,12 @@ typedef struct victim {
 typedef struct kc_oom {
 	struct oom_bpf *skel;
 	struct ring_buffer *rb;
-	es_cgname *names;
-	char cgroup2[256];
 	victim recent[RECENT_MAX]; /* ring, newest at (next - 1) */
 	size_t next, count;
 	/* procfs */
 	uint64_t base, kills;
 	char error[160];
 } kc_oom;
-
-/* The victim's cgroup v2 id from /proc/<pid>/cgroup ("0::<path>") and the
- * inode of that directory under the hierarchy; 0 when the victim is gone. */
-static uint64_t cgroup_of_pid(const kc_oom *o, uint32_t pid)
-{
-	char path[96], line[512], dir[1024];
-	uint64_t id = 0;
-	struct stat st;
-	FILE *f;
-	size_t len;
-
-	if (!o->cgroup2[0])
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3) != 0)
-			continue;
-		len = strcspn(line + 3, "\n");
-		line[3 + len] = '\0';
-		if ((size_t)snprintf(dir, sizeof(dir), "%s%s", o->cgroup2, line + 3) < sizeof(dir) &&
-		    stat(dir, &st) == 0)
-			id = (uint64_t)st.st_ino;
-		break;
-	}
-	fclose(f);
-	return id;
-}
 
 static void comm_of_pid(uint32_t pid, char comm[ES_OOM_COMM_LEN])
 {
@@ -96,6 +64,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	kc_oom *o = kc->priv;
 	struct es_oom_event ev;
 	struct timespec boot, real;
+	char path[32];
 	victim *v;
 
 	if (size < sizeof(ev))
@@ -104,7 +73,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	v = &o->recent[o->next];
 	memset(v, 0, sizeof(*v));
 	v->pid = ev.pid;
-	v->cgroup_id = ev.cgroup_id ? ev.cgroup_id : cgroup_of_pid(o, ev.pid);
+	v->cgroup_id = ev.cgroup_id;
+	if (!v->cgroup_id) {
+		snprintf(path, sizeof(path), "/proc/%u/cgroup", ev.pid);
+		v->cgroup_id = es_cgname_proc_id(kc->names, AT_FDCWD, path);
+	}
 	if (ev.has_comm)
 		memcpy(v->comm, ev.comm, sizeof(v->comm) - 1);
 	else
@@ -132,7 +105,6 @@ static void oom_free(kc_oom *o)
 		return;
 	ring_buffer__free(o->rb);
 	oom_bpf__destroy(o->skel);
-	es_cgname_free(o->names);
 	free(o);
 }
 
@@ -142,21 +114,13 @@ static es_err oom_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	char reason[256];
 	kc_oom *o = NULL;
 	es_kc_load l = { 0 };
-	es_err rc;
+	es_err rc = ES_ERR_UNSUPPORTED;
 
 	if (!es_kenv_ebpf_ok(env, 1, 0, reason, sizeof(reason)))
 		return es_errf(ES_ERR_UNSUPPORTED, err, errsz, "%s", reason);
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "oom: out of memory");
-	if (env->cgroup_v2)
-		snprintf(o->cgroup2, sizeof(o->cgroup2), "%s", env->cgroup2_path);
-	rc = es_cgname_new(o->cgroup2, &o->names);
-	if (rc) {
-		es_errf(rc, err, errsz, "oom: cgroup names: %s", es_strerror(rc));
-		goto cleanup;
-	}
-	rc = ES_ERR_UNSUPPORTED;
 	o->skel = oom_bpf__open();
 	if (!o->skel) {
 		es_errf(rc, err, errsz, "oom: opening the BPF object: %s", strerror(errno));
@@ -253,7 +217,7 @@ static es_err oom_report(es_kcollector *kc, cJSON *activity)
 		    !cJSON_AddStringToObject(it, "comm", v->comm) ||
 		    !cJSON_AddStringToObject(it, "time", es_time_rfc3339(v->when, ts)))
 			return ES_ERR_NOMEM;
-		if (v->cgroup_id && es_cgname_add_json(o->names, v->cgroup_id, it))
+		if (v->cgroup_id && es_cgname_add_json(kc->names, v->cgroup_id, it))
 			return ES_ERR_NOMEM;
 	}
 	return ES_OK;

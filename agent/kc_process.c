@@ -17,6 +17,7 @@
 
 #include "es_json.h"
 #include "es_time.h"
+#include "kc_common.h"
 #include "process.skel.h"
 
 static int cmp_cg(const void *a, const void *b)
@@ -110,7 +111,6 @@ void kcp__free(kc_process *p)
 		return;
 	ring_buffer__free(p->rb);
 	process_bpf__destroy(p->skel);
-	es_cgname_free(p->names);
 	for (i = 0; i < p->ncg; i++)
 		free(p->cg[i].codes);
 	free(p->cg);
@@ -227,8 +227,8 @@ static es_err start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 {
 	kc_process *p = NULL;
 	char why[256];
+	es_kc_load l = { 0 };
 	es_err rc = ES_ERR_UNSUPPORTED;
-	int e;
 
 	if (!es_kenv_ebpf_ok(env, 1, 0, why, sizeof(why)))
 		return es_errf(ES_ERR_UNSUPPORTED, err, errsz, "%s", why);
@@ -238,42 +238,26 @@ static es_err start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-	if (es_cgname_new(env->cgroup_v2 ? env->cgroup2_path : NULL,
-			  &p->names) != ES_OK) {
-		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-		goto cleanup;
-	}
 	p->skel = process_bpf__open();
 	if (!p->skel) {
-		es_errf(rc, err, errsz, "opening the BPF object failed: %s",
+		es_errf(rc, err, errsz, "process: opening the BPF object: %s",
 			strerror(errno));
 		goto cleanup;
 	}
-	e = bpf_map__set_max_entries(p->skel->maps.events, env->ringbuf_bytes);
-	if (!e)
-		e = process_bpf__load(p->skel);
-	if (e) {
-		es_errf(rc, err, errsz, "loading the BPF programs failed: %s",
-			strerror(-e));
+	l.name = "process";
+	l.skel = p->skel->skeleton;
+	l.events = p->skel->maps.events;
+	l.ringbuf_bytes = env->ringbuf_bytes;
+	l.hooks = "sched:sched_process_{exec,exit,fork}";
+	l.on_event = on_event;
+	l.ctx = kc;
+	rc = es_kc_skel_load(&l, &p->rb, err, errsz);
+	if (rc)
 		goto cleanup;
-	}
-	e = process_bpf__attach(p->skel);
-	if (e) {
-		es_errf(rc, err, errsz, "attaching to sched tracepoints failed: %s",
-			strerror(-e));
-		goto cleanup;
-	}
-	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), on_event,
-				 kc, NULL);
-	if (!p->rb) {
-		es_errf(rc, err, errsz, "ring buffer: %s", strerror(errno));
-		goto cleanup;
-	}
 	kc->priv = p;
 	kc->fd = ring_buffer__epoll_fd(p->rb);
 	kc->poll_ms = KCP_DRAIN_MS;
 	p = NULL;
-	rc = ES_OK;
 cleanup:
 	kcp__free(p);
 	return rc;
@@ -291,7 +275,7 @@ static void stop(es_kcollector *kc)
 /* Copies the per-cgroup map into the cgroup table. When the map is three
  * quarters full, entries of cgroups that no longer exist are deleted from
  * both (their counts leave byCgroup; the totals keep them). */
-static void read_cgroup_map(kc_process *p)
+static void read_cgroup_map(kc_process *p, es_cgname *names)
 {
 	int fd = bpf_map__fd(p->skel->maps.cgroups);
 	struct es_proc_cgroup_counts v;
@@ -319,7 +303,7 @@ static void read_cgroup_map(kc_process *p)
 	if (!gone)
 		return;
 	for (i = 0; i < p->ncg; i++)
-		if (!es_cgname_path(p->names, p->cg[i].id))
+		if (!es_cgname_path(names, p->cg[i].id))
 			gone[ngone++] = p->cg[i].id;
 	for (i = 0; i < ngone; i++) {
 		kcp_cg *c = kcp__cg(p, gone[i], 0);
@@ -428,7 +412,7 @@ static es_err report_codes(const kcp_cg *c, cJSON *o)
 	return ES_OK;
 }
 
-static es_err report_cgroups(kc_process *p, cJSON *procs)
+static es_err report_cgroups(kc_process *p, es_cgname *names, cJSON *procs)
 {
 	cJSON *list = cJSON_AddArrayToObject(procs, "byCgroup");
 	const kcp_cg **v;
@@ -454,7 +438,7 @@ static es_err report_cgroups(kc_process *p, cJSON *procs)
 			rc = ES_ERR_NOMEM;
 			break;
 		}
-		rc = es_cgname_add_json(p->names, v[i]->id, o);
+		rc = es_cgname_add_json(names, v[i]->id, o);
 		if (rc == ES_OK &&
 		    (!es_json_add_int(o, "execs", (int64_t)v[i]->execs) ||
 		     !es_json_add_int(o, "forks", (int64_t)v[i]->forks) ||
@@ -474,7 +458,7 @@ static es_err report(es_kcollector *kc, cJSON *activity)
 	es_err rc;
 
 	if (kc->backend == ES_KBACKEND_EBPF)
-		read_cgroup_map(p);
+		read_cgroup_map(p, kc->names);
 	update_lost(kc);
 	procs = cJSON_AddObjectToObject(activity, "processes");
 	if (!procs || !es_json_add_int(procs, "execs", (int64_t)p->execs) ||
@@ -495,7 +479,7 @@ static es_err report(es_kcollector *kc, cJSON *activity)
 		return ES_ERR_NOMEM;
 	rc = report_recent(p, procs);
 	if (rc == ES_OK)
-		rc = report_cgroups(p, procs);
+		rc = report_cgroups(p, kc->names, procs);
 	return rc;
 }
 

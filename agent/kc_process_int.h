@@ -59,7 +59,6 @@ struct process_bpf;
 struct ring_buffer;
 
 typedef struct kc_process {
-	es_cgname *names;
 	struct process_bpf *skel;
 	struct ring_buffer *rb;
 	uint64_t execs, forks, exits;          /* totals */
@@ -76,7 +75,6 @@ typedef struct kc_process {
 	size_t nprocs;
 	int scanned;
 	long hz;
-	char cgroup2[256];
 	char proc_root[256];  /* where /proc is; "" = "/proc" (tests use fixture trees) */
 } kc_process;
 

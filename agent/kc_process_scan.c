@@ -21,7 +21,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include "es_log.h"
 
@@ -76,26 +75,6 @@ static int read_small(int dirfd, const char *path, char *buf, size_t sz)
 		return -1;
 	buf[n] = '\0';
 	return 0;
-}
-
-/* The cgroup v2 id of pid: the inode of its "0::" path under the mount. */
-static uint64_t cgroup_of(kc_process *p, int procfd, uint32_t pid)
-{
-	char path[64], buf[1024], full[1536];
-	const char *l;
-	struct stat sb;
-
-	if (!p->cgroup2[0])
-		return 0;
-	snprintf(path, sizeof(path), "%u/cgroup", pid);
-	if (read_small(procfd, path, buf, sizeof(buf)) != 0)
-		return 0;
-	l = strncmp(buf, "0::", 3) == 0 ? buf : strstr(buf, "\n0::");
-	if (!l)
-		return 0;
-	l += l == buf ? 3 : 4;
-	snprintf(full, sizeof(full), "%s%.*s", p->cgroup2, (int)strcspn(l, "\n"), l);
-	return stat(full, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
 }
 
 static int cmp_pid(const void *a, const void *b)
@@ -238,6 +217,7 @@ void kcp__scan(es_kcollector *kc)
 	double now_ticks = uptime_ticks(p->hz);
 	kcp_proc *cur;
 	size_t n = 0, i;
+	char path[32];
 
 	if (procfd < 0)
 		return;
@@ -259,7 +239,8 @@ void kcp__scan(es_kcollector *kc)
 			}
 			continue;
 		}
-		q->cgid = cgroup_of(p, procfd, q->pid);
+		snprintf(path, sizeof(path), "%u/cgroup", q->pid);
+		q->cgid = es_cgname_proc_id(kc->names, procfd, path);
 		if (!p->scanned)
 			continue;
 		if (old) {
@@ -290,19 +271,13 @@ es_err kcp__scan_start(es_kcollector *kc, const es_kenv *env, char *err,
 {
 	kc_process *p;
 
+	(void)env;
 	if (access("/proc/self/stat", R_OK) != 0)
 		return es_errf(ES_ERR_UNSUPPORTED, err, errsz,
 			       "/proc/self/stat: %s", strerror(errno));
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-	if (es_cgname_new(env->cgroup_v2 ? env->cgroup2_path : NULL,
-			  &p->names) != ES_OK) {
-		free(p);
-		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-	}
-	if (env->cgroup_v2)
-		snprintf(p->cgroup2, sizeof(p->cgroup2), "%s", env->cgroup2_path);
 	p->hz = sysconf(_SC_CLK_TCK);
 	kc->priv = p;
 	kc->fd = -1;

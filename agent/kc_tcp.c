@@ -39,7 +39,6 @@ typedef struct cgrow {
 typedef struct kc_tcp {
 	struct tcp_bpf *skel;
 	struct ring_buffer *rb;
-	es_cgname *names;
 	conn recent[RECENT_MAX];
 	size_t nrecent;
 	/* procfs */
@@ -107,7 +106,6 @@ static void tcp_free(kc_tcp *t)
 		return;
 	ring_buffer__free(t->rb);
 	tcp_bpf__destroy(t->skel);
-	es_cgname_free(t->names);
 	es_kcprocfs_tcp_set_clear(&t->prev);
 	free(t);
 }
@@ -118,19 +116,13 @@ static es_err tcp_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	char reason[256];
 	kc_tcp *t = NULL;
 	es_kc_load l = { 0 };
-	es_err rc;
+	es_err rc = ES_ERR_UNSUPPORTED;
 
 	if (!es_kenv_ebpf_ok(env, 1, 0, reason, sizeof(reason)))
 		return es_errf(ES_ERR_UNSUPPORTED, err, errsz, "%s", reason);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "tcp: out of memory");
-	rc = es_cgname_new(env->cgroup_v2 ? env->cgroup2_path : NULL, &t->names);
-	if (rc) {
-		es_errf(rc, err, errsz, "tcp: cgroup names: %s", es_strerror(rc));
-		goto cleanup;
-	}
-	rc = ES_ERR_UNSUPPORTED;
 	t->skel = tcp_bpf__open();
 	if (!t->skel) {
 		es_errf(rc, err, errsz, "tcp: opening the BPF object: %s", strerror(errno));
@@ -253,7 +245,7 @@ static int cmp_cg_desc(const void *a, const void *b)
 	return bx < by ? 1 : bx > by ? -1 : 0;
 }
 
-static cJSON *conn_json(kc_tcp *t, const conn *c)
+static cJSON *conn_json(es_cgname *names, const conn *c)
 {
 	char sa[INET6_ADDRSTRLEN], da[INET6_ADDRSTRLEN];
 	int af = c->ev.family == 10 ? AF_INET6 : AF_INET;
@@ -266,7 +258,7 @@ static cJSON *conn_json(kc_tcp *t, const conn *c)
 		sa[0] = '\0';
 	if (!inet_ntop(af, c->ev.daddr, da, sizeof(da)))
 		da[0] = '\0';
-	path = es_cgname_path(t->names, c->ev.cgroup_id);
+	path = es_cgname_path(names, c->ev.cgroup_id);
 	if (!cJSON_AddStringToObject(o, "saddr", sa) ||
 	    !cJSON_AddNumberToObject(o, "sport", c->ev.sport) ||
 	    !cJSON_AddStringToObject(o, "daddr", da) ||
@@ -286,8 +278,9 @@ static cJSON *conn_json(kc_tcp *t, const conn *c)
 
 /* topConnections: the recently closed plus the open ones (bytes as of their
  * latest state change), biggest first. */
-static es_err add_top(kc_tcp *t, cJSON *tcp)
+static es_err add_top(es_kcollector *kc, cJSON *tcp)
 {
+	kc_tcp *t = kc->priv;
 	int fd = bpf_map__fd(t->skel->maps.socks);
 	size_t n = 0, cap = t->nrecent + 64, i;
 	uint64_t now = mono_ns(), key, next, *kp = NULL;
@@ -333,7 +326,7 @@ static es_err add_top(kc_tcp *t, cJSON *tcp)
 	if (!arr)
 		goto cleanup;
 	for (i = 0; i < n && i < TOP_N; i++) {
-		o = conn_json(t, &all[i]);
+		o = conn_json(kc->names, &all[i]);
 		if (!o)
 			goto cleanup;
 		cJSON_AddItemToArray(arr, o);
@@ -355,8 +348,9 @@ static int cg_fill(cJSON *o, const void *row)
 	       !cJSON_AddNumberToObject(o, "bytesReceived", (double)s->bytes_received);
 }
 
-static es_err add_cgroups(kc_tcp *t, cJSON *tcp)
+static es_err add_cgroups(es_kcollector *kc, cJSON *tcp)
 {
+	kc_tcp *t = kc->priv;
 	void *rows = NULL;
 	size_t n = 0;
 	es_err rc;
@@ -364,7 +358,7 @@ static es_err add_cgroups(kc_tcp *t, cJSON *tcp)
 	rc = es_kc_map_rows(bpf_map__fd(t->skel->maps.cgstats), sizeof(cgrow),
 			    offsetof(cgrow, s), cmp_cg_desc, &rows, &n);
 	if (!rc)
-		rc = es_kc_cgroup_rows_json(tcp, "byCgroup", t->names, rows, n, sizeof(cgrow),
+		rc = es_kc_cgroup_rows_json(tcp, "byCgroup", kc->names, rows, n, sizeof(cgrow),
 					    REPORT_CGROUPS, cg_fill);
 	free(rows);
 	return rc;
@@ -408,9 +402,9 @@ static es_err tcp_report(es_kcollector *kc, cJSON *activity)
 	    !cJSON_AddNumberToObject(tcp, "closed", (double)counter(t, ES_TCP_C_CLOSED)) ||
 	    !cJSON_AddNumberToObject(tcp, "retransmits", (double)counter(t, ES_TCP_C_RETRANS)))
 		return ES_ERR_NOMEM;
-	rc = add_cgroups(t, tcp);
+	rc = add_cgroups(kc, tcp);
 	if (!rc)
-		rc = add_top(t, tcp);
+		rc = add_top(kc, tcp);
 	return rc;
 }
 

@@ -40,6 +40,7 @@ typedef struct kc_slot {
 
 struct es_kcollectors {
 	const es_kenv *env;
+	es_cgname *names;
 	struct lws_context *ctx;
 	struct lws_vhost *vh;
 	size_t n;
@@ -157,6 +158,10 @@ es_err es_kcollectors_start(const es_kenv *env, unsigned mask,
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	set->env = env;
 	set->n = NREG;
+	if (es_cgname_new(env->cgroup_v2 ? env->cgroup2_path : NULL, &set->names)) {
+		free(set);
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	}
 	for (i = 0; i < NREG; i++) {
 		kc_slot *s = &set->slots[i];
 
@@ -164,6 +169,7 @@ es_err es_kcollectors_start(const es_kenv *env, unsigned mask,
 		s->kc.ops = registry[i];
 		s->kc.fd = -1;
 		s->kc.env = env;
+		s->kc.names = set->names;
 		s->enabled = (mask >> i) & 1u;
 		if (!s->enabled) {
 			snprintf(s->kc.reason, sizeof(s->kc.reason), "disabled");
@@ -372,6 +378,7 @@ void es_kcollectors_stop(es_kcollectors *set)
 			s->kc.ops->stop(&s->kc);
 		s->kc.priv = NULL;
 	}
+	es_cgname_free(set->names);
 	free(set);
 }
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <cjson/cJSON.h>
+#include "cgroupname.h"
 #include "es_err.h"
 
 struct lws_context;
@@ -131,6 +132,9 @@ struct es_kcollector {
 	uint64_t events;    /* events handled */
 	uint64_t lost;      /* events lost (ring-buffer reservation failures, full maps) */
 	const es_kenv *env; /* borrowed from the set */
+	es_cgname *names;   /* borrowed from the set: the one cgroup id → path
+			     * cache of its collectors (over env's cgroup v2
+			     * mount; every lookup misses without one) */
 	void *priv;
 };
 
@@ -161,7 +165,8 @@ typedef struct es_kcollectors es_kcollectors;
  * Starts every registry collector whose bit is in mask: eBPF when
  * es_kenv_ebpf_ok and start_ebpf succeed, else the fallback, else
  * unavailable; each outcome logged at info (name, backend, reason). env is
- * borrowed and must outlive the set. Collectors outside mask are kept,
+ * borrowed and must outlive the set. The collectors share one cgroup name
+ * cache (es_kcollector.names), owned by the set. Collectors outside mask are kept,
  * disabled, so that they are reported (enabled: false). Failures of one
  * collector never fail the set. Calls malloc_trim(0) afterwards (kernel
  * BTF parsed by libbpf is freed after load).

@@ -217,47 +217,50 @@ static cJSON *load_fixture(void)
 	return v;
 }
 
+/* Fails unless a (deleted here) is the JSON want_json; name says which. */
+static void assert_json(cJSON *a, const char *want_json, const char *name)
+{
+	cJSON *want = J(want_json);
+	char *got = cJSON_PrintUnformatted(a);
+
+	if (!cJSON_Compare(a, want, 1))
+		fail_msg("%s read back as %s", name, got);
+	free(got);
+	cJSON_Delete(a);
+	cJSON_Delete(want);
+}
+
 /* The listing is what `nft -j list table inet edgesync_egress` printed
  * after the script of test_ruleset_deny_targeted (with cgroups that
  * existed) and the Allow policy of test_ruleset_allow_node_and_deny. */
 static void test_actual_read_back(void **state)
 {
-	cJSON *l = load_fixture(), *a, *want;
-	char *got, uid[64];
+	cJSON *l = load_fixture(), *a;
+	char uid[64];
 	uint64_t bytes = 0;
 	int found = 0;
 
 	(void)state;
 	a = es_egnft_actual(l, "deny-web", UID);
 	assert_non_null(a);
-	want = J("{\"backend\": \"nftables\", \"loaded\": true, "
-		 "\"table\": \"inet edgesync_egress\", \"chain\": \"p_deny-web\", "
-		 "\"generation\": 3, \"action\": \"Deny\", \"rules\": ["
-		 "{\"cidr\": \"127.0.0.2/32\", \"protocol\": \"TCP\", \"ports\": [{\"from\": 8080, \"to\": 8080}]},"
-		 "{\"cidr\": \"2001:db8::/32\", \"protocol\": \"UDP\", \"ports\": [{\"from\": 5000, \"to\": 5010}]},"
-		 "{\"cidr\": \"2001:db8::/32\", \"protocol\": \"UDP\", \"ports\": [{\"from\": 53, \"to\": 53}]},"
-		 "{\"cidr\": \"10.0.0.0/8\", \"protocol\": \"Any\"}],"
-		 "\"nodeWide\": false, \"targetCgroups\": 2, \"violations\": 5}");
-	got = cJSON_PrintUnformatted(a);
-	if (!cJSON_Compare(a, want, 1))
-		fail_msg("deny-web read back as %s", got);
-	free(got);
-	cJSON_Delete(a);
-	cJSON_Delete(want);
+	assert_json(a, "{\"backend\": \"nftables\", \"loaded\": true, "
+		    "\"table\": \"inet edgesync_egress\", \"chain\": \"p_deny-web\", "
+		    "\"generation\": 3, \"action\": \"Deny\", \"rules\": ["
+		    "{\"cidr\": \"127.0.0.2/32\", \"protocol\": \"TCP\", \"ports\": [{\"from\": 8080, \"to\": 8080}]},"
+		    "{\"cidr\": \"2001:db8::/32\", \"protocol\": \"UDP\", \"ports\": [{\"from\": 5000, \"to\": 5010}]},"
+		    "{\"cidr\": \"2001:db8::/32\", \"protocol\": \"UDP\", \"ports\": [{\"from\": 53, \"to\": 53}]},"
+		    "{\"cidr\": \"10.0.0.0/8\", \"protocol\": \"Any\"}],"
+		    "\"nodeWide\": false, \"targetCgroups\": 2, \"violations\": 5}",
+		    "deny-web");
 
 	a = es_egnft_actual(l, "allow-only.dns", NULL);
-	want = J("{\"backend\": \"nftables\", \"loaded\": true, "
-		 "\"table\": \"inet edgesync_egress\", \"chain\": \"p_allow-only.dns\", "
-		 "\"generation\": 12, \"action\": \"Allow\", \"rules\": ["
-		 "{\"cidr\": \"192.0.2.0/24\", \"protocol\": \"TCP\", \"ports\": [{\"from\": 443, \"to\": 444}]},"
-		 "{\"cidr\": \"::/0\", \"protocol\": \"Any\", \"ports\": [{\"from\": 53, \"to\": 53}]}],"
-		 "\"nodeWide\": true, \"targetCgroups\": 0, \"violations\": 7}");
-	got = cJSON_PrintUnformatted(a);
-	if (!cJSON_Compare(a, want, 1))
-		fail_msg("allow-only.dns read back as %s", got);
-	free(got);
-	cJSON_Delete(a);
-	cJSON_Delete(want);
+	assert_json(a, "{\"backend\": \"nftables\", \"loaded\": true, "
+		    "\"table\": \"inet edgesync_egress\", \"chain\": \"p_allow-only.dns\", "
+		    "\"generation\": 12, \"action\": \"Allow\", \"rules\": ["
+		    "{\"cidr\": \"192.0.2.0/24\", \"protocol\": \"TCP\", \"ports\": [{\"from\": 443, \"to\": 444}]},"
+		    "{\"cidr\": \"::/0\", \"protocol\": \"Any\", \"ports\": [{\"from\": 53, \"to\": 53}]}],"
+		    "\"nodeWide\": true, \"targetCgroups\": 0, \"violations\": 7}",
+		    "allow-only.dns");
 
 	/* Another uid (a policy recreated under the same name): not loaded. */
 	a = es_egnft_actual(l, "deny-web", "another-uid");
