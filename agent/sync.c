@@ -16,6 +16,7 @@
 #include "es_log.h"
 #include "es_proto.h"
 #include "es_time.h"
+#include "es_ws.h"
 #include "sync_int.h"
 
 #define TICK_US (1000 * LWS_US_PER_MS)
@@ -277,6 +278,7 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 		break;
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		s->wsi = wsi;
+		es_ws_deflate_tune(wsi);
 		s->state = ST_HANDSHAKING;
 		s->last_rx_ms = es_time_mono_ms();
 		s->heartbeat_s = ES_PROTO_HEARTBEAT_S;
@@ -318,12 +320,6 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 static const struct lws_protocols sync_protocols[] = {
 	{ ES_PROTO_SUBPROTOCOL, sync_cb, 0, 0, 0, NULL, 0 },
 	LWS_PROTOCOL_LIST_TERM
-};
-
-static const struct lws_extension sync_exts[] = {
-	{ "permessage-deflate", lws_extension_callback_pm_deflate,
-	  "permessage-deflate; client_max_window_bits" },
-	{ NULL, NULL, NULL }
 };
 
 static es_err check_file(const char *key, const char *path, char *err,
@@ -379,7 +375,7 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 	info.protocols = sync_protocols;
-	info.extensions = sync_exts;
+	info.extensions = es_ws_extensions;
 	info.client_ssl_ca_filepath = opts->ca;
 	info.client_ssl_cert_filepath = opts->cert;
 	info.client_ssl_private_key_filepath = opts->key;

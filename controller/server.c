@@ -15,6 +15,7 @@
 #include "es_log.h"
 #include "es_time.h"
 #include "es_version.h"
+#include "es_ws.h"
 
 /* Largest peer certificate (DER) accepted. */
 #define DER_MAX 16384
@@ -291,6 +292,7 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 			return -1;
 		c->srv = s;
 		c->wsi = wsi;
+		es_ws_deflate_tune(wsi);
 		c->state = CS_HELLO;
 		c->last_rx_ms = es_time_mono_ms();
 		c->linked = 1;
@@ -340,13 +342,6 @@ static const struct lws_protocols agent_protocols[] = {
 	LWS_PROTOCOL_LIST_TERM
 };
 
-/* RFC 7692; the agent may ask for no context takeover. */
-static const struct lws_extension agent_extensions[] = {
-	{ "permessage-deflate", lws_extension_callback_pm_deflate,
-	  "permessage-deflate; client_max_window_bits" },
-	{ NULL, NULL, NULL }
-};
-
 es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 		     char *err, size_t errsz)
 {
@@ -392,7 +387,7 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	info.iface = o->listen_host;
 	info.port = o->listen_port;
 	info.protocols = agent_protocols;
-	info.extensions = agent_extensions;
+	info.extensions = es_ws_extensions;
 	info.ssl_cert_filepath = o->cert;
 	info.ssl_private_key_filepath = o->key;
 	info.ssl_ca_filepath = o->client_ca;
