@@ -337,6 +337,13 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
 		       LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 	info.user = a;
+	/* Bound what libwebsockets watches (the sync connection, the local
+	 * endpoint's listeners and clients, the kernel collectors' ring
+	 * buffers): otherwise it sizes two zeroed tables from ulimit -n, 8
+	 * bytes per possible descriptor each (320 KiB at 20000), and keeps
+	 * them resident. lib/plat/unix/unix-init.c says why a client wants
+	 * this; past the bound, new local connections are refused. */
+	info.fd_limit_per_thread = ES_AGENT_LWS_FDS;
 	a->ctx = lws_create_context(&info);
 	if (!a->ctx) {
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "cannot create the event loop");

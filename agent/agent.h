@@ -28,6 +28,10 @@ typedef struct es_agent es_agent;
 #define ES_AGENT_DISK_PRESSURE_FRACTION 0.10
 /* PIDPressure when processes exceed this fraction of kernel.pid_max. */
 #define ES_AGENT_PID_PRESSURE_FRACTION 0.90
+/* Descriptors the agent's event loop watches at most: the sync connection,
+ * the local endpoint's listeners, the kernel collectors' ring buffers and
+ * local HTTP clients (a client past the bound is refused). */
+#define ES_AGENT_LWS_FDS 128
 
 /*
  * Builds the agent from a validated configuration (borrowed: it must outlive
