@@ -46,7 +46,7 @@ static const es_setting settings[] = {
 	  "kernel collectors: auto (eBPF where it works) or procfs (force the fallback)"),
 	S("ringbuf-bytes", "RINGBUF_BYTES", ES_SET_INT, "131072", 4096, 67108864,
 	  ringbuf_bytes,
-	  "BPF ring buffer size per kernel collector (rounded up to a power of 2)"),
+	  "size of the BPF ring buffer the kernel collectors share (rounded up to a power of 2)"),
 	S("egress-pin-dir", "EGRESS_PIN_DIR", ES_SET_STRING, "/sys/fs/bpf/edgesync/egress",
 	  0, 0, egress_pin_dir,
 	  "bpffs directory where EgressPolicy programs and maps are pinned"),

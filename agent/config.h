@@ -26,7 +26,7 @@ typedef struct es_agent_config {
 	char *log_level;       /* error, warn, info, debug */
 	int64_t max_events;    /* events kept in the outbox */
 	char *collector_backend; /* "auto" or "procfs" (kernel collectors) */
-	int64_t ringbuf_bytes; /* BPF ring buffer bytes per kernel collector */
+	int64_t ringbuf_bytes; /* bytes of the kernel collectors' shared BPF ring buffer */
 	char *egress_pin_dir;  /* bpffs directory of the EgressPolicy pins */
 	int64_t egress_check_interval; /* seconds between EgressPolicy drift checks */
 	char *egress_backend;  /* "auto", "ebpf" or "nftables" (EgressPolicy) */

@@ -98,7 +98,7 @@ static es_err blockio_start_ebpf(es_kcollector *kc, const es_kenv *env, char *er
 	l.name = "blockio";
 	l.skel = b->skel->skeleton;
 	l.hooks = "block:block_rq_issue, block:block_rq_complete";
-	rc = es_kc_skel_load(&l, NULL, err, errsz);
+	rc = es_kc_skel_load(&l, err, errsz);
 	if (rc)
 		goto cleanup;
 	kc->priv = b;

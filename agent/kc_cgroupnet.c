@@ -122,7 +122,7 @@ static es_err cgnet_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	}
 	l.name = "cgroup-network";
 	l.skel = c->skel->skeleton;
-	rc = es_kc_skel_load(&l, NULL, err, errsz);
+	rc = es_kc_skel_load(&l, err, errsz);
 	if (rc)
 		goto cleanup;
 	rc = ES_ERR_UNSUPPORTED;

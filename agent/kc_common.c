@@ -4,23 +4,24 @@
  */
 #include "kc_common.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
 
 #include "kcollect.h"
 
-es_err es_kc_skel_load(const es_kc_load *l, struct ring_buffer **rb, char *err,
-		       size_t errsz)
+es_err es_kc_skel_load(const es_kc_load *l, char *err, size_t errsz)
 {
 	int e;
 
-	if (!l || !l->name || !l->skel || (l->events && (!l->on_event || !rb)))
+	if (!l || !l->name || !l->skel)
 		return es_errf(ES_ERR_INVAL, err, errsz, "es_kc_skel_load: bad arguments");
-	if (l->events)
-		bpf_map__set_max_entries(l->events, l->ringbuf_bytes ? l->ringbuf_bytes
-								     : ES_KENV_RINGBUF_DEFAULT);
+	if (l->events && l->ring_fd < 0)
+		return es_errf(ES_ERR_UNSUPPORTED, err, errsz, "%s: no event ring buffer",
+			       l->name);
+	if (l->events && (e = bpf_map__reuse_fd(l->events, l->ring_fd)) != 0)
+		return es_errf(ES_ERR_UNSUPPORTED, err, errsz,
+			       "%s: event ring buffer: %s", l->name, strerror(-e));
 	e = bpf_object__load_skeleton(l->skel);
 	if (e)
 		return es_errf(ES_ERR_UNSUPPORTED, err, errsz,
@@ -32,12 +33,6 @@ es_err es_kc_skel_load(const es_kc_load *l, struct ring_buffer **rb, char *err,
 			return es_errf(ES_ERR_UNSUPPORTED, err, errsz, "%s: attaching %s: %s",
 				       l->name, l->hooks, strerror(-e));
 	}
-	if (!l->events)
-		return ES_OK;
-	*rb = ring_buffer__new(bpf_map__fd(l->events), l->on_event, l->ctx, NULL);
-	if (!*rb)
-		return es_errf(ES_ERR_UNSUPPORTED, err, errsz, "%s: ring buffer: %s", l->name,
-			       strerror(errno));
 	return ES_OK;
 }
 

@@ -1,7 +1,7 @@
 /*
  * kc_common.h - what the eBPF halves of the kernel collectors
  * (agent/kc_<name>.c, kcollect.h) share: loading and attaching a CO-RE
- * skeleton with its ring buffer, and reading a per-cgroup BPF hash map into
+ * skeleton onto the set's event ring buffer, and reading a per-cgroup BPF hash map into
  * rows reported busiest first. Each collector keeps its own event handling,
  * ordering and JSON members; these helpers hold only the mechanics.
  */
@@ -20,27 +20,25 @@ typedef struct es_kc_load {
 	const char *name;                 /* collector name, prefixes messages ("tcp") */
 	struct bpf_object_skeleton *skel; /* <name>_bpf__open()'s ->skeleton, not loaded */
 	struct bpf_map *events;           /* the ring buffer map, or NULL (none) */
-	unsigned ringbuf_bytes;           /* events' size; 0 = ES_KENV_RINGBUF_DEFAULT */
+	int ring_fd;                      /* with events: the set's ring
+					   * (es_kcollector.ring_fd) */
 	const char *hooks;                /* the tracepoints attached, for messages;
 					   * NULL = the caller attaches */
-	ring_buffer_sample_fn on_event;   /* events' callback (with events) */
-	void *ctx;                        /* on_event's first argument */
 } es_kc_load;
 
 /*
- * Loads l->skel: sizes l->events (before load), loads every program
- * (bpf_object__load_skeleton), attaches them when l->hooks is set
- * (bpf_object__attach_skeleton, undone by <name>_bpf__destroy), and, with
- * l->events, opens a ring buffer on it into *rb (the caller frees it with
- * ring_buffer__free before destroying the skeleton; rb may be NULL without
- * events). On failure what was made stays for the caller's destroy path.
- * Errors: ES_ERR_UNSUPPORTED with err "<name>: loading the BPF program(s):
- * <why>", "<name>: attaching <hooks>: <why>" or "<name>: ring buffer:
- * <why>"; ES_ERR_INVAL (l, l->name or l->skel NULL, or events without
- * on_event or rb).
+ * Loads l->skel: points l->events at the set's ring l->ring_fd before load
+ * (bpf_map__reuse_fd; records are read and dispatched by the set,
+ * kcollect.h), loads every program (bpf_object__load_skeleton) and attaches
+ * them when l->hooks is set (bpf_object__attach_skeleton, undone by
+ * <name>_bpf__destroy). On failure what was made stays for the caller's
+ * destroy path.
+ * Errors: ES_ERR_UNSUPPORTED with err "<name>: no event ring buffer",
+ * "<name>: event ring buffer: <why>", "<name>: loading the BPF program(s):
+ * <why>" or "<name>: attaching <hooks>: <why>"; ES_ERR_INVAL (l, l->name
+ * or l->skel NULL).
  */
-es_err es_kc_skel_load(const es_kc_load *l, struct ring_buffer **rb, char *err,
-		       size_t errsz);
+es_err es_kc_skel_load(const es_kc_load *l, char *err, size_t errsz);
 
 /*
  * Reads every entry of the BPF hash map map_fd, keyed by a 64-bit cgroup

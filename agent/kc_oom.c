@@ -17,6 +17,7 @@
 #include "es_time.h"
 #include "kc_common.h"
 #include "kcollect.h"
+#include "es_events.h"
 #include "kcprocfs.h"
 #include "oom.h"
 #include "oom.skel.h"
@@ -34,7 +35,6 @@ typedef struct victim {
 
 typedef struct kc_oom {
 	struct oom_bpf *skel;
-	struct ring_buffer *rb;
 	victim recent[RECENT_MAX]; /* ring, newest at (next - 1) */
 	size_t next, count;
 	/* procfs */
@@ -58,9 +58,8 @@ static void comm_of_pid(uint32_t pid, char comm[ES_OOM_COMM_LEN])
 	fclose(f);
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+static void on_event(es_kcollector *kc, const void *data, size_t size)
 {
-	es_kcollector *kc = ctx;
 	kc_oom *o = kc->priv;
 	struct es_oom_event ev;
 	struct timespec boot, real;
@@ -68,7 +67,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	victim *v;
 
 	if (size < sizeof(ev))
-		return 0;
+		return;
 	memcpy(&ev, data, sizeof(ev));
 	v = &o->recent[o->next];
 	memset(v, 0, sizeof(*v));
@@ -96,14 +95,12 @@ static int on_event(void *ctx, void *data, size_t size)
 		snprintf(pid, sizeof(pid), "%u", v->pid);
 		es_log_warn("oom", "OOM kill", "pid", pid, "comm", v->comm, NULL);
 	}
-	return 0;
 }
 
 static void oom_free(kc_oom *o)
 {
 	if (!o)
 		return;
-	ring_buffer__free(o->rb);
 	oom_bpf__destroy(o->skel);
 	free(o);
 }
@@ -129,15 +126,12 @@ static es_err oom_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	l.name = "oom";
 	l.skel = o->skel->skeleton;
 	l.events = o->skel->maps.events;
-	l.ringbuf_bytes = env->ringbuf_bytes;
+	l.ring_fd = kc->ring_fd;
 	l.hooks = "oom:mark_victim";
-	l.on_event = on_event;
-	l.ctx = kc;
-	rc = es_kc_skel_load(&l, &o->rb, err, errsz);
+	rc = es_kc_skel_load(&l, err, errsz);
 	if (rc)
 		goto cleanup;
 	kc->priv = o;
-	kc->fd = ring_buffer__epoll_fd(o->rb);
 	return ES_OK;
 cleanup:
 	oom_free(o);
@@ -172,7 +166,6 @@ static void oom_poll(es_kcollector *kc)
 	if (!o)
 		return;
 	if (o->skel) {
-		ring_buffer__consume(o->rb);
 		if (!es_kc_map_sum_u64(bpf_map__fd(o->skel->maps.counters),
 				       ES_OOM_C_LOST_RINGBUF, 1, &v))
 			kc->lost = v;
@@ -227,11 +220,12 @@ static void oom_stop(es_kcollector *kc)
 {
 	oom_free(kc->priv);
 	kc->priv = NULL;
-	kc->fd = -1;
 }
 
 const es_kcollector_ops es_kc_oom_ops = {
 	.name = "oom",
+	.source = ES_EV_SRC_OOM,
+	.on_event = on_event,
 	.start_ebpf = oom_start_ebpf,
 	.start_procfs = oom_start_procfs,
 	.poll = oom_poll,

@@ -17,6 +17,7 @@
 
 #include "es_json.h"
 #include "es_time.h"
+#include "es_events.h"
 #include "kc_common.h"
 #include "process.skel.h"
 
@@ -109,7 +110,6 @@ void kcp__free(kc_process *p)
 
 	if (!p)
 		return;
-	ring_buffer__free(p->rb);
 	process_bpf__destroy(p->skel);
 	for (i = 0; i < p->ncg; i++)
 		free(p->cg[i].codes);
@@ -136,14 +136,13 @@ static void copy_str(char *dst, const char *src, size_t sz)
 	dst[sz - 1] = '\0';
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+static void on_event(es_kcollector *kc, const void *data, size_t size)
 {
-	es_kcollector *kc = ctx;
 	kc_process *p = kc->priv;
 	const struct es_proc_event *h = data;
 
 	if (size < sizeof(*h))
-		return 0;
+		return;
 	kc->events++;
 	if (h->type == ES_PROC_EV_EXEC && size >= sizeof(struct es_proc_exec_event)) {
 		const struct es_proc_exec_event *x = data;
@@ -174,7 +173,6 @@ static int on_event(void *ctx, void *data, size_t size)
 	} else if (h->type == ES_PROC_EV_FORK) {
 		p->ev_fork++;
 	}
-	return 0;
 }
 
 /* Reads the totals and losses from the counters map. */
@@ -207,9 +205,6 @@ static void update_lost(es_kcollector *kc)
 
 static void ebpf_poll(es_kcollector *kc)
 {
-	kc_process *p = kc->priv;
-
-	ring_buffer__consume(p->rb);
 	read_counters(kc);
 	update_lost(kc);
 }
@@ -247,15 +242,12 @@ static es_err start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	l.name = "process";
 	l.skel = p->skel->skeleton;
 	l.events = p->skel->maps.events;
-	l.ringbuf_bytes = env->ringbuf_bytes;
+	l.ring_fd = kc->ring_fd;
 	l.hooks = "sched:sched_process_{exec,exit,fork}";
-	l.on_event = on_event;
-	l.ctx = kc;
-	rc = es_kc_skel_load(&l, &p->rb, err, errsz);
+	rc = es_kc_skel_load(&l, err, errsz);
 	if (rc)
 		goto cleanup;
 	kc->priv = p;
-	kc->fd = ring_buffer__epoll_fd(p->rb);
 	kc->poll_ms = KCP_DRAIN_MS;
 	p = NULL;
 cleanup:
@@ -269,7 +261,6 @@ static void stop(es_kcollector *kc)
 		return;
 	kcp__free(kc->priv);
 	kc->priv = NULL;
-	kc->fd = -1;
 }
 
 /* Copies the per-cgroup map into the cgroup table. When the map is three
@@ -485,6 +476,8 @@ static es_err report(es_kcollector *kc, cJSON *activity)
 
 const es_kcollector_ops es_kc_process_ops = {
 	.name = "process",
+	.source = ES_EV_SRC_PROCESS,
+	.on_event = on_event,
 	.start_ebpf = start_ebpf,
 	.start_procfs = kcp__scan_start,
 	.poll = poll_any,

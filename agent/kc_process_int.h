@@ -56,11 +56,9 @@ typedef struct kcp_proc {
 } kcp_proc;
 
 struct process_bpf;
-struct ring_buffer;
 
 typedef struct kc_process {
 	struct process_bpf *skel;
-	struct ring_buffer *rb;
 	uint64_t execs, forks, exits;          /* totals */
 	uint64_t ev_exec, ev_exit, ev_fork;    /* events delivered */
 	uint64_t lost_exec, lost_exit, lost_fork, lost_cgmap, lost_table;

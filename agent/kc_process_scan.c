@@ -280,7 +280,6 @@ es_err kcp__scan_start(es_kcollector *kc, const es_kenv *env, char *err,
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	p->hz = sysconf(_SC_CLK_TCK);
 	kc->priv = p;
-	kc->fd = -1;
 	kc->poll_ms = KCP_SCAN_MS;
 	kcp__scan(kc);
 	return ES_OK;

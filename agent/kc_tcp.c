@@ -16,6 +16,7 @@
 #include "es_log.h"
 #include "kc_common.h"
 #include "kcollect.h"
+#include "es_events.h"
 #include "kcprocfs.h"
 #include "tcp.h"
 #include "tcp.skel.h"
@@ -38,7 +39,6 @@ typedef struct cgrow {
 
 typedef struct kc_tcp {
 	struct tcp_bpf *skel;
-	struct ring_buffer *rb;
 	conn recent[RECENT_MAX];
 	size_t nrecent;
 	/* procfs */
@@ -86,25 +86,22 @@ static void remember(kc_tcp *t, const conn *c)
 		t->recent[min] = *c;
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+static void on_event(es_kcollector *kc, const void *data, size_t size)
 {
-	es_kcollector *kc = ctx;
 	conn c;
 
 	if (size < sizeof(c.ev))
-		return 0;
+		return;
 	memcpy(&c.ev, data, sizeof(c.ev));
 	c.at_ns = mono_ns();
 	remember(kc->priv, &c);
 	kc->events++;
-	return 0;
 }
 
 static void tcp_free(kc_tcp *t)
 {
 	if (!t)
 		return;
-	ring_buffer__free(t->rb);
 	tcp_bpf__destroy(t->skel);
 	es_kcprocfs_tcp_set_clear(&t->prev);
 	free(t);
@@ -131,15 +128,12 @@ static es_err tcp_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	l.name = "tcp";
 	l.skel = t->skel->skeleton;
 	l.events = t->skel->maps.events;
-	l.ringbuf_bytes = env->ringbuf_bytes;
+	l.ring_fd = kc->ring_fd;
 	l.hooks = "sock:inet_sock_set_state, tcp:tcp_retransmit_skb";
-	l.on_event = on_event;
-	l.ctx = kc;
-	rc = es_kc_skel_load(&l, &t->rb, err, errsz);
+	rc = es_kc_skel_load(&l, err, errsz);
 	if (rc)
 		goto cleanup;
 	kc->priv = t;
-	kc->fd = ring_buffer__epoll_fd(t->rb);
 	return ES_OK;
 cleanup:
 	tcp_free(t);
@@ -220,7 +214,6 @@ static void tcp_poll(es_kcollector *kc)
 		scan(kc);
 		return;
 	}
-	ring_buffer__consume(t->rb);
 	kc->lost = counter(t, ES_TCP_C_LOST_SOCKS) + counter(t, ES_TCP_C_LOST_CGROUPS) +
 		   counter(t, ES_TCP_C_LOST_RINGBUF);
 }
@@ -412,11 +405,12 @@ static void tcp_stop(es_kcollector *kc)
 {
 	tcp_free(kc->priv);
 	kc->priv = NULL;
-	kc->fd = -1;
 }
 
 const es_kcollector_ops es_kc_tcp_ops = {
 	.name = "tcp",
+	.source = ES_EV_SRC_TCP,
+	.on_event = on_event,
 	.start_ebpf = tcp_start_ebpf,
 	.start_procfs = tcp_start_procfs,
 	.poll = tcp_poll,

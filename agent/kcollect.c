@@ -1,7 +1,8 @@
 /*
  * kcollect.c - the set of kernel collectors (kcollect.h): the registry,
- * choosing each collector's backend, reporting, and the event-loop hooks.
- * The host probes are in kenv.c.
+ * choosing each collector's backend, the shared event ring buffer
+ * (bpf/es_events.h), reporting, and the event-loop hooks. The host probes
+ * are in kenv.c.
  */
 #define _GNU_SOURCE
 #include "kcollect.h"
@@ -33,7 +34,6 @@ static const es_kcollector_ops *const registry[] = {
 typedef struct kc_slot {
 	es_kcollector kc;
 	int enabled;
-	struct lws *wsi;
 	lws_sorted_usec_list_t sul;
 	struct es_kcollectors *set;
 } kc_slot;
@@ -41,8 +41,11 @@ typedef struct kc_slot {
 struct es_kcollectors {
 	const es_kenv *env;
 	es_cgname *names;
+	int ring_fd;             /* the event ring buffer map, or -1 */
+	struct ring_buffer *rb;  /* its reader (dispatch), or NULL */
 	struct lws_context *ctx;
 	struct lws_vhost *vh;
+	struct lws *wsi;         /* rb's epoll fd in the event loop */
 	size_t n;
 	kc_slot slots[NREG];
 };
@@ -105,7 +108,6 @@ static void start_one(es_kcollector *kc, const es_kenv *env)
 	char why[256] = "", ferr[256] = "";
 	es_err rc;
 
-	kc->fd = -1;
 	kc->env = env;
 	if (kc->ops->start_ebpf) {
 		rc = kc->ops->start_ebpf(kc, env, why, sizeof(why));
@@ -119,7 +121,6 @@ static void start_one(es_kcollector *kc, const es_kenv *env)
 		if (!why[0])
 			snprintf(why, sizeof(why), "%s", es_strerror(rc));
 		kc->priv = NULL;
-		kc->fd = -1;
 		kc->poll_ms = 0;
 	} else {
 		snprintf(why, sizeof(why), "no eBPF backend");
@@ -135,7 +136,6 @@ static void start_one(es_kcollector *kc, const es_kenv *env)
 			return;
 		}
 		kc->priv = NULL;
-		kc->fd = -1;
 		kc->poll_ms = 0;
 		snprintf(kc->reason + strlen(kc->reason),
 			 sizeof(kc->reason) - strlen(kc->reason),
@@ -144,6 +144,85 @@ static void start_one(es_kcollector *kc, const es_kenv *env)
 	kc->backend = ES_KBACKEND_UNAVAILABLE;
 	es_log_warn("kcollect", "collector unavailable", "collector",
 		    kc->ops->name, "reason", kc->reason, NULL);
+}
+
+static int running(const kc_slot *s)
+{
+	return s->enabled && s->kc.backend != ES_KBACKEND_UNAVAILABLE;
+}
+
+/* ring_buffer_sample_fn of the set's ring: hands the record to the
+ * collector its source names. */
+static int dispatch(void *ctx, void *data, size_t size)
+{
+	es_kcollectors *set = ctx;
+	uint32_t source;
+	size_t i;
+
+	if (size < sizeof(source))
+		return 0;
+	memcpy(&source, data, sizeof(source));
+	for (i = 0; i < set->n; i++) {
+		kc_slot *s = &set->slots[i];
+
+		if (s->kc.ops->source == source && running(s) &&
+		    s->kc.backend == ES_KBACKEND_EBPF && s->kc.ops->on_event) {
+			s->kc.ops->on_event(&s->kc, data, size);
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Creates the event ring and its reader when eBPF is usable at all; a
+ * failure is logged and leaves the collectors that need it to their
+ * fallbacks. */
+static void ring_open(es_kcollectors *set)
+{
+	char why[256];
+
+	set->ring_fd = -1;
+	if (!es_kenv_ebpf_ok(set->env, 0, 0, why, sizeof(why)))
+		return;
+	set->ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "es_events", 0, 0,
+				      set->env->ringbuf_bytes ? set->env->ringbuf_bytes
+							      : ES_KENV_RINGBUF_DEFAULT,
+				      NULL);
+	if (set->ring_fd < 0) {
+		snprintf(why, sizeof(why), "%s", strerror(errno));
+	} else {
+		set->rb = ring_buffer__new(set->ring_fd, dispatch, set, NULL);
+		if (set->rb)
+			return;
+		snprintf(why, sizeof(why), "reader: %s", strerror(errno));
+		close(set->ring_fd);
+		set->ring_fd = -1;
+	}
+	es_log_warn("kcollect", "cannot create the event ring buffer", "error", why,
+		    NULL);
+}
+
+/* Frees the ring unless a running eBPF collector writes into it. */
+static void ring_close_unused(es_kcollectors *set)
+{
+	size_t i;
+
+	for (i = 0; i < set->n; i++)
+		if (running(&set->slots[i]) && set->slots[i].kc.ops->source &&
+		    set->slots[i].kc.backend == ES_KBACKEND_EBPF)
+			return;
+	ring_buffer__free(set->rb);
+	set->rb = NULL;
+	if (set->ring_fd >= 0)
+		close(set->ring_fd);
+	set->ring_fd = -1;
+}
+
+/* Hands every record in the ring to its collector. */
+static void drain(es_kcollectors *set)
+{
+	if (set->rb)
+		ring_buffer__consume(set->rb);
 }
 
 es_err es_kcollectors_start(const es_kenv *env, unsigned mask,
@@ -162,12 +241,13 @@ es_err es_kcollectors_start(const es_kenv *env, unsigned mask,
 		free(set);
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	}
+	ring_open(set);
 	for (i = 0; i < NREG; i++) {
 		kc_slot *s = &set->slots[i];
 
 		s->set = set;
 		s->kc.ops = registry[i];
-		s->kc.fd = -1;
+		s->kc.ring_fd = set->ring_fd;
 		s->kc.env = env;
 		s->kc.names = set->names;
 		s->enabled = (mask >> i) & 1u;
@@ -177,16 +257,14 @@ es_err es_kcollectors_start(const es_kenv *env, unsigned mask,
 		}
 		start_one(&s->kc, env);
 	}
+	ring_close_unused(set);
+	for (i = 0; i < NREG; i++)
+		set->slots[i].kc.ring_fd = set->ring_fd;
 	/* libbpf frees the kernel BTF it parsed once an object is loaded;
 	 * give the freed heap back to the kernel. */
 	malloc_trim(0);
 	*out = set;
 	return ES_OK;
-}
-
-static int running(const kc_slot *s)
-{
-	return s->enabled && s->kc.backend != ES_KBACKEND_UNAVAILABLE;
 }
 
 void es_kcollectors_poll(es_kcollectors *set)
@@ -195,6 +273,7 @@ void es_kcollectors_poll(es_kcollectors *set)
 
 	if (!set)
 		return;
+	drain(set);
 	for (i = 0; i < set->n; i++)
 		if (running(&set->slots[i]) && set->slots[i].kc.ops->poll)
 			set->slots[i].kc.ops->poll(&set->slots[i].kc);
@@ -267,19 +346,19 @@ es_err es_kcollectors_report(es_kcollectors *set, cJSON *status)
 static int kc_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		       void *user, void *in, size_t len)
 {
-	kc_slot *s = lws_get_opaque_user_data(wsi);
+	es_kcollectors *set = lws_get_opaque_user_data(wsi);
 
 	(void)user;
 	(void)in;
 	(void)len;
 	switch (reason) {
 	case LWS_CALLBACK_RAW_RX_FILE:
-		if (s && running(s) && s->kc.ops->poll)
-			s->kc.ops->poll(&s->kc);
+		if (set)
+			drain(set);
 		return 0;
 	case LWS_CALLBACK_RAW_CLOSE_FILE:
-		if (s)
-			s->wsi = NULL;
+		if (set)
+			set->wsi = NULL;
 		lws_set_opaque_user_data(wsi, NULL);
 		return 0;
 	default:
@@ -296,6 +375,7 @@ static void kc_timer(lws_sorted_usec_list_t *sul)
 {
 	kc_slot *s = lws_container_of(sul, kc_slot, sul);
 
+	drain(s->set);
 	if (running(s) && s->kc.ops->poll)
 		s->kc.ops->poll(&s->kc);
 	lws_sul_schedule(s->set->ctx, 0, &s->sul, kc_timer,
@@ -306,53 +386,46 @@ es_err es_kcollectors_watch(es_kcollectors *set, struct lws_context *ctx,
 			    char *err, size_t errsz)
 {
 	struct lws_context_creation_info info;
+	lws_sock_file_fd_type u;
 	size_t i;
+	int fd;
 
 	if (!set)
 		return ES_OK;
 	set->ctx = ctx;
 	for (i = 0; i < set->n; i++) {
 		kc_slot *s = &set->slots[i];
-		lws_sock_file_fd_type u;
-		int fd;
 
-		if (!running(s))
-			continue;
-		if (s->kc.poll_ms)
+		if (running(s) && s->kc.poll_ms)
 			lws_sul_schedule(ctx, 0, &s->sul, kc_timer,
 					 (lws_usec_t)s->kc.poll_ms * LWS_US_PER_MS);
-		if (s->kc.fd < 0)
-			continue;
-		if (!set->vh) {
-			memset(&info, 0, sizeof(info));
-			info.vhost_name = "kcollect";
-			info.port = CONTEXT_PORT_NO_LISTEN;
-			info.protocols = kc_protocols;
-			set->vh = lws_create_vhost(ctx, &info);
-			if (!set->vh)
-				return es_errf(ES_ERR_IO, err, errsz,
-					       "kernel collectors: cannot create "
-					       "the event-loop vhost");
-		}
-		/* lws closes an adopted descriptor with its wsi; the collector
-		 * keeps (and closes) its own. */
-		fd = fcntl(s->kc.fd, F_DUPFD_CLOEXEC, 3);
-		if (fd < 0)
-			return es_errf(ES_ERR_IO, err, errsz,
-				       "kernel collector %s: dup: %s",
-				       s->kc.ops->name, strerror(errno));
-		u.filefd = fd;
-		s->wsi = lws_adopt_descriptor_vhost(set->vh, LWS_ADOPT_RAW_FILE_DESC,
-						    u, "es-kcollect", NULL);
-		if (!s->wsi) {
-			close(fd);
-			return es_errf(ES_ERR_IO, err, errsz,
-				       "kernel collector %s: cannot watch its "
-				       "ring buffer from the event loop",
-				       s->kc.ops->name);
-		}
-		lws_set_opaque_user_data(s->wsi, s);
 	}
+	if (!set->rb)
+		return ES_OK;
+	memset(&info, 0, sizeof(info));
+	info.vhost_name = "kcollect";
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.protocols = kc_protocols;
+	set->vh = lws_create_vhost(ctx, &info);
+	if (!set->vh)
+		return es_errf(ES_ERR_IO, err, errsz,
+			       "kernel collectors: cannot create the event-loop vhost");
+	/* lws closes an adopted descriptor with its wsi; the reader keeps (and
+	 * closes) its own. */
+	fd = fcntl(ring_buffer__epoll_fd(set->rb), F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return es_errf(ES_ERR_IO, err, errsz, "kernel collectors: dup: %s",
+			       strerror(errno));
+	u.filefd = fd;
+	set->wsi = lws_adopt_descriptor_vhost(set->vh, LWS_ADOPT_RAW_FILE_DESC, u,
+					      "es-kcollect", NULL);
+	if (!set->wsi) {
+		close(fd);
+		return es_errf(ES_ERR_IO, err, errsz,
+			       "kernel collectors: cannot watch the event ring "
+			       "buffer from the event loop");
+	}
+	lws_set_opaque_user_data(set->wsi, set);
 	return ES_OK;
 }
 
@@ -362,22 +435,25 @@ void es_kcollectors_stop(es_kcollectors *set)
 
 	if (!set)
 		return;
+	if (set->wsi) {
+		struct lws *w = set->wsi;
+
+		lws_set_opaque_user_data(w, NULL);
+		set->wsi = NULL;
+		lws_wsi_close(w, LWS_TO_KILL_SYNC);
+	}
 	for (i = 0; i < set->n; i++) {
 		kc_slot *s = &set->slots[i];
 
 		if (set->ctx)
 			lws_sul_cancel(&s->sul);
-		if (s->wsi) {
-			struct lws *w = s->wsi;
-
-			lws_set_opaque_user_data(w, NULL);
-			s->wsi = NULL;
-			lws_wsi_close(w, LWS_TO_KILL_SYNC);
-		}
 		if (running(s) && s->kc.ops->stop)
 			s->kc.ops->stop(&s->kc);
 		s->kc.priv = NULL;
 	}
+	ring_buffer__free(set->rb);
+	if (set->ring_fd >= 0)
+		close(set->ring_fd);
 	es_cgname_free(set->names);
 	free(set);
 }

@@ -30,9 +30,9 @@ typedef enum es_kbackend {
 	ES_KBACKEND_PROCFS = 2,
 } es_kbackend;
 
-/* Ring buffer size per collector, bytes (setting ringbuf-bytes). A BPF ring
- * buffer's size is a power of 2 and a multiple of the page size
- * (kernel/bpf/ringbuf.c). */
+/* Size of the one event ring buffer the collectors share (setting
+ * ringbuf-bytes; bpf/es_events.h), bytes. A BPF ring buffer's size is a
+ * power of 2 and a multiple of the page size (kernel/bpf/ringbuf.c). */
 #define ES_KENV_RINGBUF_DEFAULT (128u * 1024)
 #define ES_KENV_RINGBUF_MIN 4096u
 #define ES_KENV_RINGBUF_MAX (64u * 1024 * 1024)
@@ -103,18 +103,25 @@ typedef struct es_kcollector es_kcollector;
 
 typedef struct es_kcollector_ops {
 	const char *name;  /* "process", "tcp", "cgroup-network", "oom", "blockio" */
-	/* Loads and attaches the eBPF side. ES_ERR_UNSUPPORTED with the reason
-	 * in err when this kernel can't; never aborts; leaves kc->priv freed or
+	/* The ES_EV_SRC_* of the records this collector's eBPF side writes into
+	 * the set's event ring (bpf/es_events.h); 0 when it writes none. */
+	uint32_t source;
+	/* Handles one ring record of this source (size bytes at data, borrowed
+	 * for the call); on the eBPF backend only. NULL when source is 0. */
+	void (*on_event)(es_kcollector *kc, const void *data, size_t size);
+	/* Loads and attaches the eBPF side (its ring buffer map is
+	 * kc->ring_fd, es_kc_skel_load). ES_ERR_UNSUPPORTED with the reason in
+	 * err when this kernel can't; never aborts; leaves kc->priv freed or
 	 * NULL on failure (stop is not called after a failed start). May set
-	 * kc->fd (ring buffer epoll fd) and kc->poll_ms. */
+	 * kc->poll_ms. */
 	es_err (*start_ebpf)(es_kcollector *kc, const es_kenv *env, char *err,
 			     size_t errsz);
 	/* The /proc or /sys fallback; NULL when there is none. Same rules. */
 	es_err (*start_procfs)(es_kcollector *kc, const es_kenv *env, char *err,
 			       size_t errsz);
-	/* Drains events (ring buffer consume / proc scan). Called by the loop
-	 * when kc->fd is readable, every kc->poll_ms when set, and before each
-	 * report. */
+	/* Reads what the eBPF side counts (after the set has drained the ring
+	 * into on_event), or scans /proc. Called every kc->poll_ms when set and
+	 * before each report. */
 	void (*poll)(es_kcollector *kc);
 	/* Adds this collector's member to status.activity (e.g. "processes").
 	 * Errors: ES_ERR_NOMEM. */
@@ -127,7 +134,8 @@ struct es_kcollector {
 	const es_kcollector_ops *ops;
 	es_kbackend backend;
 	char reason[256];   /* why not ebpf (or why unavailable); "" on ebpf */
-	int fd;             /* a ring-buffer epoll fd for the loop to watch, or -1 */
+	int ring_fd;        /* the set's event ring buffer map, or -1 (none);
+			     * borrowed */
 	unsigned poll_ms;   /* call poll this often (ms) regardless of fd; 0 = never */
 	uint64_t events;    /* events handled */
 	uint64_t lost;      /* events lost (ring-buffer reservation failures, full maps) */
@@ -166,9 +174,12 @@ typedef struct es_kcollectors es_kcollectors;
  * es_kenv_ebpf_ok and start_ebpf succeed, else the fallback, else
  * unavailable; each outcome logged at info (name, backend, reason). env is
  * borrowed and must outlive the set. The collectors share one cgroup name
- * cache (es_kcollector.names), owned by the set. Collectors outside mask are kept,
+ * cache (es_kcollector.names) and one event ring buffer of
+ * env->ringbuf_bytes (es_kcollector.ring_fd; bpf/es_events.h), both owned
+ * by the set; the ring is created only when eBPF is usable and kept only
+ * while a collector writes into it. Collectors outside mask are kept,
  * disabled, so that they are reported (enabled: false). Failures of one
- * collector never fail the set. Calls malloc_trim(0) afterwards (kernel
+ * collector (or of the ring) never fail the set. Calls malloc_trim(0) afterwards (kernel
  * BTF parsed by libbpf is freed after load).
  * Errors: ES_ERR_NOMEM only.
  */
@@ -195,10 +206,11 @@ es_kcollector *es_kcollectors_get(es_kcollectors *set, size_t i);
 const char *es_kbackend_str(es_kbackend b);
 
 /*
- * Hooks the set into the agent's event loop: each kc->fd is adopted as a
- * raw file descriptor (LWS_ADOPT_RAW_FILE_DESC, on a vhost of its own
- * without a listener) and its collector polled on LWS_CALLBACK_RAW_RX_FILE;
- * collectors with poll_ms get an lws_sul timer. Call once after
+ * Hooks the set into the agent's event loop: the event ring's epoll fd is
+ * adopted as a raw file descriptor (LWS_ADOPT_RAW_FILE_DESC, on a vhost of
+ * its own without a listener) and the ring drained into the collectors'
+ * on_event on LWS_CALLBACK_RAW_RX_FILE; collectors with poll_ms get an
+ * lws_sul timer that drains the ring and polls them. Call once after
  * es_kcollectors_start; es_kcollectors_stop undoes it.
  * Errors: ES_ERR_NOMEM, ES_ERR_IO (the vhost or an adoption failed; err
  * says which; the collectors stay usable by es_kcollectors_report).

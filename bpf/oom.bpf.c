@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "es_bpf_common.h"
+#include "es_events.h"
 #include "oom.h"
 
 struct {
@@ -22,7 +23,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024); /* set by user space before load */
+	__uint(max_entries, 4096); /* replaced by the agent's ring (es_events.h) */
 } events SEC(".maps");
 
 SEC("tracepoint/oom/mark_victim")
@@ -36,6 +37,7 @@ int es_oom_victim(struct trace_event_raw_mark_victim *ctx)
 	if (!e)
 		return 0;
 	__builtin_memset(e, 0, sizeof(*e));
+	e->source = ES_EV_SRC_OOM;
 	e->time_ns = bpf_ktime_get_boot_ns();
 	e->pid = pid;
 	if ((bpf_get_current_pid_tgid() >> 32) == pid)

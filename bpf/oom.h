@@ -15,10 +15,12 @@ enum es_oom_counter {
 
 /* Ring-buffer record: one OOM victim. */
 struct es_oom_event {
+	__u32 source;        /* ES_EV_SRC_OOM (es_events.h) */
+	__u32 pid;           /* the victim (thread-group id) */
 	__u64 time_ns;       /* bpf_ktime_get_boot_ns: since boot, suspend included */
 	__u64 cgroup_id;     /* the victim's cgroup v2 id; 0 when not known in the kernel */
-	__u32 pid;           /* the victim (thread-group id) */
 	__u32 has_comm;      /* 1: comm came from the tracepoint */
+	__u32 pad;
 	char comm[ES_OOM_COMM_LEN];
 };
 

@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "es_bpf_common.h"
+#include "es_events.h"
 #include "process.h"
 
 #define E2BIG 7
@@ -22,7 +23,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 128 * 1024); /* user space sets the size before load */
+	__uint(max_entries, 4096); /* replaced by the agent's ring (es_events.h) */
 } events SEC(".maps");
 
 struct {
@@ -78,12 +79,12 @@ static __always_inline __u64 wakeup_flag(void)
 static __always_inline void fill(struct es_proc_event *e, __u32 type,
 				 struct task_struct *task, __u64 cgid)
 {
+	e->source = ES_EV_SRC_PROCESS;
 	e->type = type;
 	e->pid = BPF_CORE_READ(task, tgid);
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
 	e->exit_status = 0;
 	e->exit_signal = 0;
-	e->pad = 0;
 	e->cgroup_id = cgid;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->lifetime_ns = 0;

@@ -36,15 +36,15 @@ struct es_proc_cgroup_counts {
 	__u64 exits;
 };
 
-/* Every ring buffer record starts with this; exec records carry a
- * filename after it (struct es_proc_exec_event). */
+/* Every ring buffer record of this collector starts with this; exec
+ * records carry a filename after it (struct es_proc_exec_event). */
 struct es_proc_event {
+	__u32 source;        /* ES_EV_SRC_PROCESS (es_events.h) */
 	__u32 type;          /* ES_PROC_EV_* */
 	__u32 pid;           /* tgid of the process (child for fork) */
 	__u32 ppid;          /* tgid of the real parent */
 	__u32 exit_status;   /* exit: (exit_code >> 8) & 0xff when not signalled */
 	__u32 exit_signal;   /* exit: the terminating signal, 0 when none */
-	__u32 pad;
 	__u64 cgroup_id;     /* cgroup v2 id of the task (parent for fork) */
 	__u64 ts_ns;         /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
 	__u64 lifetime_ns;   /* exit: now - task->start_time */

@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "es_bpf_common.h"
+#include "es_events.h"
 #include "tcp.h"
 
 #define ES_AF_INET 2
@@ -49,7 +50,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024); /* set by user space before load */
+	__uint(max_entries, 4096); /* replaced by the agent's ring (es_events.h) */
 } events SEC(".maps");
 
 static __always_inline __u64 sock_cgroup_id(const struct sock *sk)
@@ -172,6 +173,7 @@ static __always_inline void on_close(__u64 key, const struct sock *sk,
 	e = es_bpf_reserve(&events, sizeof(*e), &counters, ES_TCP_C_LOST_RINGBUF);
 	if (e) {
 		__builtin_memset(e, 0, sizeof(*e));
+		e->source = ES_EV_SRC_TCP;
 		e->cgroup_id = cgid;
 		e->bytes_sent = sent;
 		e->bytes_received = received;

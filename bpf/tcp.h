@@ -45,6 +45,8 @@ struct es_tcp_cgstats {
 
 /* Ring-buffer record: one closed connection. */
 struct es_tcp_event {
+	__u32 source;        /* ES_EV_SRC_TCP (es_events.h) */
+	__u32 pad0;
 	__u64 duration_ns;   /* 0 when the start was not seen */
 	__u64 cgroup_id;
 	__u64 bytes_sent;

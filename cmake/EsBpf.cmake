@@ -63,7 +63,8 @@ function(es_bpf_skeleton name)
     set(skel "${ES_BPF_OUT}/${name}.skel.h")
     # vmlinux.h is ordered by a target dependency (below): a file rule made
     # in another directory is not visible to this one's Makefile.
-    set(deps "${src}" "${PROJECT_SOURCE_DIR}/bpf/es_bpf_common.h")
+    set(deps "${src}" "${PROJECT_SOURCE_DIR}/bpf/es_bpf_common.h"
+        "${PROJECT_SOURCE_DIR}/bpf/es_events.h")
     if(EXISTS "${PROJECT_SOURCE_DIR}/bpf/${name}.h")
         list(APPEND deps "${PROJECT_SOURCE_DIR}/bpf/${name}.h")
     endif()

@@ -8,6 +8,7 @@ disturb the counts.
 """
 
 import os
+import socket
 import subprocess
 import tempfile
 import time
@@ -189,6 +190,36 @@ class ProcessCollectorTest(unittest.TestCase):
         # execs elsewhere on the host between the drain and the counter read.
         self.assertLessEqual(abs(procs["events"]["exec"] + lost["exec"] - procs["execs"]),
                              100, procs)
+
+    def test_one_event_ring_shared_by_the_collectors(self):
+        """process, tcp and oom write into one ring of ringbuf-bytes
+        (bpf/es_events.h), and each record reaches its own collector."""
+        c = self.start("--ringbuf-bytes", "65536")
+        for name in ("process", "tcp", "oom"):
+            self.assertEqual(collector(c, name)["backend"], "ebpf", name)
+        pid = c.agents[c.nodes[0]].p.pid
+        rings = {}
+        for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+            try:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    info = dict(line.split(":", 1) for line in f if ":" in line)
+            except OSError:
+                continue
+            if info.get("map_type", "").strip() == "27":  # BPF_MAP_TYPE_RINGBUF
+                rings[info["map_id"].strip()] = int(info["max_entries"])
+        self.assertEqual(list(rings.values()), [65536], rings)
+
+        before = {n: collector(c, n)["events"] for n in ("process", "tcp")}
+        srv = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(srv.close)
+        cli = socket.create_connection(srv.getsockname())
+        acc, _ = srv.accept()
+        cli.close()
+        acc.close()
+        subprocess.run(["/bin/true"], check=True)
+        wait_for("process and tcp events delivered from the one ring",
+                 lambda: all(collector(c, n)["events"] > before[n]
+                             for n in before), timeout=15)
 
 
 if __name__ == "__main__":
