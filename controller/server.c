@@ -211,8 +211,8 @@ static int on_writeable(conn *c)
 		if (!c->qhead)
 			c->qtail = NULL;
 		c->qbytes -= m->len;
-		n = lws_write(c->wsi, m->data + LWS_PRE, m->len, LWS_WRITE_TEXT);
-		free(m);
+		/* es_ws_send keeps m until libwebsockets is done with it. */
+		n = es_ws_send(&c->held, c->wsi, m, m->data + LWS_PRE, m->len);
 		if (n < 0)
 			return -1;
 		if (c->qhead || c->state == CS_CLOSING)
@@ -248,6 +248,7 @@ static void conn_release(conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	server__queue_clear(c);
+	es_ws_release(&c->held);
 	free(c->rx);
 	cJSON_Delete(c->labels);
 	memset(c, 0, sizeof(*c));

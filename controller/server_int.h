@@ -19,6 +19,7 @@
 #include "es_obj.h"
 #include "es_pki.h"
 #include "es_proto.h"
+#include "es_ws.h"
 #include "metrics.h"
 #include "server.h"
 
@@ -41,6 +42,7 @@ typedef struct conn {
 	cJSON *labels;
 	out_msg *qhead, *qtail;
 	size_t qbytes;
+	es_ws_held held;      /* the last message written (es_ws.h) */
 	char *rx;
 	size_t rx_len, rx_cap;
 	int close_code;

@@ -5,6 +5,7 @@
 #include "es_ws.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #define EXT_NAME "permessage-deflate"
 
@@ -26,4 +27,25 @@ int es_ws_deflate_tune(struct lws *wsi)
 	snprintf(v, sizeof(v), "%d", ES_WS_DEFLATE_CLIENT_WINDOW_BITS);
 	lws_set_extension_option(wsi, EXT_NAME, "client_max_window_bits", v);
 	return 1;
+}
+
+int es_ws_send(es_ws_held *h, struct lws *wsi, void *block, unsigned char *payload,
+	       size_t len)
+{
+	int n;
+
+	/* A WRITEABLE callback runs only once the previous message is
+	 * drained: what was held is no longer read. */
+	es_ws_release(h);
+	h->block = block;
+	n = lws_write(wsi, payload, len, LWS_WRITE_TEXT);
+	return n < 0 || (size_t)n < len ? -1 : 0;
+}
+
+void es_ws_release(es_ws_held *h)
+{
+	if (!h)
+		return;
+	free(h->block);
+	h->block = NULL;
 }

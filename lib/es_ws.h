@@ -39,4 +39,32 @@ extern const struct lws_extension es_ws_extensions[];
  */
 int es_ws_deflate_tune(struct lws *wsi);
 
+/*
+ * The message buffer of a connection's last write. With permessage-deflate
+ * lws_write compresses into a 1 KiB buffer; when a message does not fit,
+ * libwebsockets keeps reading the caller's buffer from later POLLOUT events
+ * (tx_draining_ext, lib/roles/ws/ops-ws.c "Priority 5"), before it calls
+ * the next WRITEABLE callback. So the buffer must outlive lws_write until
+ * that callback, or until the connection is closed. Zero-initialize; one per
+ * connection.
+ */
+typedef struct es_ws_held {
+	void *block;
+} es_ws_held;
+
+/*
+ * Writes len bytes at payload (inside block, with LWS_PRE bytes of headroom
+ * before it) as one text message on wsi, and holds block (malloc'd; always
+ * taken over, also on failure) until the next es_ws_send or es_ws_release
+ * on h, freeing the block held before. Call only from wsi's WRITEABLE
+ * callback, once per callback. Returns 0, or -1 when lws_write failed or
+ * wrote less than len (close the connection).
+ */
+int es_ws_send(es_ws_held *h, struct lws *wsi, void *block, unsigned char *payload,
+	       size_t len);
+
+/* Frees the held block: call once the connection is closed (libwebsockets
+ * no longer drains it) and when the owner goes away. NULL-safe; idempotent. */
+void es_ws_release(es_ws_held *h);
+
 #endif
