@@ -51,6 +51,9 @@ static const es_sqlite_schema st_schema = {
 	.foreign_err = ES_ERR_UNSUPPORTED,
 	.version = ES_STORE_SCHEMA_VERSION,
 	.migrations = st_migrations,
+	/* The agent reads a few rows per round; its resident memory is
+	 * budgeted (README, "Installing and running it"). */
+	.cache_kib = 64,
 };
 
 es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)

@@ -299,6 +299,23 @@ static es_err migrate(es_sqlite *db, const es_sqlite_schema *sc, char *err,
 	return rc;
 }
 
+/* Before SQLite initializes (its first open in this process): no up-front
+ * page cache block per pager. SQLite's default preallocates 20 pages
+ * (SQLITE_DEFAULT_PCACHE_INITSZ, about 87 KiB) for each database a
+ * connection opens, main and temp, used or not; without it pages are
+ * allocated as read, within cache_size (sqlite.org/c3ref/c_config_covering_index_scan.html,
+ * SQLITE_CONFIG_PAGECACHE). Once SQLite is initialized sqlite3_config
+ * refuses (SQLITE_MISUSE) and the default stays: harmless. */
+static void config_once(void)
+{
+	static int done;
+
+	if (!done) {
+		done = 1;
+		(void)sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
+	}
+}
+
 es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 		      es_sqlite **out, char *err, size_t errsz)
 {
@@ -321,6 +338,7 @@ es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 		goto cleanup;
 	}
 	db->log = schema->log;
+	config_once();
 	r = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
 			    NULL);
 	if (r != SQLITE_OK) {
@@ -336,6 +354,12 @@ es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 	if (rc == ES_OK)
 		rc = exec_open(db, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
 			       err, errsz);
+	if (rc == ES_OK && schema->cache_kib > 0) {
+		char sql[48];
+
+		snprintf(sql, sizeof(sql), "PRAGMA cache_size = -%d", schema->cache_kib);
+		rc = exec_open(db, sql, err, errsz);
+	}
 	if (rc == ES_OK && st.version < schema->version)
 		rc = migrate(db, schema, err, errsz);
 	if (rc != ES_OK)

@@ -45,6 +45,10 @@ typedef struct es_sqlite_schema {
 	/* version entries; migrations[v] is SQL that turns version v into
 	 * v + 1 (several statements allowed, no bound values). */
 	const char *const *migrations;
+	/* Page cache bound of each connection, KiB (PRAGMA cache_size = -N);
+	 * 0 keeps SQLite's default (2000 KiB). Pages past it are read again
+	 * from the file, which the kernel's page cache usually holds. */
+	int cache_kib;
 } es_sqlite_schema;
 
 /* An open connection. Members are read-only for users: h for sqlite3_*
