@@ -6,7 +6,6 @@
 #include "agent.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "es_proto.h"
 #include "es_time.h"
 #include "es_version.h"
+#include "heap.h"
 #include "httpd.h"
 #include "reconcile.h"
 #include "store.h"
@@ -98,9 +98,9 @@ static void queue_current_state(es_agent *a)
 {
 	es_err rc;
 
-	if (!a->node)
+	if (!a->node_json)
 		return;
-	rc = es_store_outbox_put_state(a->st, a->node, time(NULL), NULL);
+	rc = es_store_outbox_put_state(a->st, a->node_json, time(NULL), NULL);
 	if (rc != ES_OK)
 		es_log_error("agent", "cannot queue the node state", "error",
 			     es_strerror(rc), NULL);
@@ -111,6 +111,7 @@ static void queue_current_state(es_agent *a)
 static void collect_now(es_agent *a)
 {
 	cJSON *status = NULL, *node;
+	char *text = NULL;
 	time_t now = time(NULL);
 	es_err rc;
 
@@ -123,12 +124,14 @@ static void collect_now(es_agent *a)
 	} else {
 		agent__update_conditions(a, status, now);
 		node = agent__build_node(a, status);
-		if (!node) {
+		text = node ? es_json_print(node) : NULL;
+		cJSON_Delete(node);
+		if (!text) {
 			es_log_error("agent", "cannot build the node object", "error",
 				     "out of memory", NULL);
 		} else {
-			cJSON_Delete(a->node);
-			a->node = node;
+			free(a->node_json);
+			a->node_json = text;
 			queue_current_state(a);
 			a->ready = 1;
 		}
@@ -136,7 +139,7 @@ static void collect_now(es_agent *a)
 	/* A round builds and frees the whole Node document, its merge patch
 	 * and their JSON text; hand the freed heap back so the resident set
 	 * between rounds is what the agent holds, not its last round's peak. */
-	malloc_trim(0);
+	es_heap_trim();
 	lws_sul_schedule(a->ctx, 0, &a->sul_collect, collect_timer,
 			 (lws_usec_t)a->eff.interval_s * LWS_US_PER_SEC);
 }
@@ -224,11 +227,16 @@ static cJSON *src_state(void *user)
 static int src_metrics(void *user, char **body, size_t *len)
 {
 	es_agent *a = user;
-	es_agent_metrics_input in = { a->node, 0, 0, "disabled", 0 };
+	es_agent_metrics_input in = { NULL, 0, 0, "disabled", 0 };
+	cJSON *node = a->node_json ? cJSON_Parse(a->node_json) : NULL;
+	int rc = -1;
 
+	if (a->node_json && !node)
+		return -1;
+	in.node = node;
 	if (es_store_outbox_depth(a->st, &in.reports_queued) != ES_OK ||
 	    es_store_dropped(a->st, &in.reports_dropped) != ES_OK)
-		return -1;
+		goto done;
 	if (a->sync) {
 		es_sync_info si;
 
@@ -236,7 +244,10 @@ static int src_metrics(void *user, char **body, size_t *len)
 		in.sync_state = si.state;
 		in.reconnects = si.reconnects;
 	}
-	return es_agent_metrics_render(a->metrics, &in, body, len) == ES_OK ? 0 : -1;
+	rc = es_agent_metrics_render(a->metrics, &in, body, len) == ES_OK ? 0 : -1;
+done:
+	cJSON_Delete(node);
+	return rc;
 }
 
 cJSON *es_agent_state_json(es_agent *a)
@@ -246,7 +257,7 @@ cJSON *es_agent_state_json(es_agent *a)
 
 	if (!root)
 		return NULL;
-	tmp = a->node ? cJSON_Duplicate(a->node, 1) : cJSON_CreateNull();
+	tmp = a->node_json ? cJSON_Parse(a->node_json) : cJSON_CreateNull();
 	if (!tmp || !cJSON_AddItemToObject(root, "node", tmp))
 		goto fail;
 	if (es_store_desired_list(a->st, &list) != ES_OK)
@@ -452,7 +463,7 @@ void es_agent_free(es_agent *a)
 	cJSON_Delete(a->labels);
 	cJSON_Delete(a->conditions);
 	es_health_eval_free(a->health);
-	cJSON_Delete(a->node);
-	cJSON_Delete(a->objects);
+	free(a->node_json);
+	free(a->objects_json);
 	free(a);
 }

@@ -33,11 +33,15 @@ struct es_agent {
 	lws_sorted_usec_list_t sul_collect;
 	cJSON *labels;
 	cJSON *conditions;  /* node conditions, kept across rounds */
-	cJSON *node;        /* the latest Node object */
+	/* The latest Node object as compact JSON text (es_json_print), NULL
+	 * before the first round. Kept as text: a cJSON tree of it costs about
+	 * six times its text, and it is read only by /v1/state, /metrics and
+	 * the outbox. */
+	char *node_json;
 	es_collector_cfg eff;
 	int has_cc;         /* a CollectorConfig is cached */
 	int ready;          /* the first round is done */
-	cJSON *objects;      /* status.objects as stored (agent_node.c) ... */
+	char *objects_json;  /* status.objects as stored, JSON text (agent_node.c) ... */
 	uint64_t objects_at; /* ... at this es_store_changes count */
 	char boot_id[64];    /* /proc/sys/kernel/random/boot_id, "" if unread */
 	es_health_eval *health; /* the applied HealthRules (health.h) */

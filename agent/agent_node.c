@@ -294,24 +294,25 @@ void agent__update_conditions(es_agent *a, const cJSON *status, time_t now)
 	free(c);
 }
 
-/* A copy of status.objects as stored (without the EgressPolicy actual
- * state), read again only after the desired objects or their statuses
- * changed; an empty array when they cannot be read. NULL on allocation
- * failure. */
+/* status.objects as stored (without the EgressPolicy actual state), a new
+ * tree: read from the database again only after the desired objects or
+ * their statuses changed, else parsed from the text kept since; an empty
+ * array when they cannot be read. NULL on allocation failure. */
 static cJSON *objects_status(es_agent *a)
 {
 	uint64_t at = es_store_changes(a->st);
 	cJSON *objs = NULL;
 
-	if (!a->objects || a->objects_at != at) {
-		cJSON_Delete(a->objects);
-		a->objects = NULL;
-		if (es_reconcile_objects_status(a->st, &objs) == ES_OK && objs) {
-			a->objects = objs;
-			a->objects_at = at;
-		}
-	}
-	return a->objects ? cJSON_Duplicate(a->objects, 1) : cJSON_CreateArray();
+	if (a->objects_json && a->objects_at == at)
+		return cJSON_Parse(a->objects_json);
+	free(a->objects_json);
+	a->objects_json = NULL;
+	if (es_reconcile_objects_status(a->st, &objs) != ES_OK || !objs)
+		return cJSON_CreateArray();
+	a->objects_json = es_json_print(objs);
+	if (a->objects_json)
+		a->objects_at = at;
+	return objs;
 }
 
 cJSON *agent__build_node(es_agent *a, cJSON *status)

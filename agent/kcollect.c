@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 
 #include "es_json.h"
 #include "es_log.h"
+#include "heap.h"
 
 /* One line per collector; the order is the report order and the mask bit. */
 static const es_kcollector_ops *const registry[] = {
@@ -262,7 +262,7 @@ es_err es_kcollectors_start(const es_kenv *env, unsigned mask,
 		set->slots[i].kc.ring_fd = set->ring_fd;
 	/* libbpf frees the kernel BTF it parsed once an object is loaded;
 	 * give the freed heap back to the kernel. */
-	malloc_trim(0);
+	es_heap_trim();
 	*out = set;
 	return ES_OK;
 }

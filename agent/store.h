@@ -79,13 +79,14 @@ typedef struct es_outbox_row {
 void es_outbox_row_free(es_outbox_row *row); /* frees members; NULL-safe */
 
 /*
- * Queues the current node state (a Node object, copied). Latest wins: when
+ * Queues the current node state: node_json is a Node object as JSON text
+ * (es_json_print), copied. Latest wins: when
  * the newest state row was never sent, its doc is replaced and it keeps its
  * seq; otherwise a new row takes "next_seq" (incremented in the same
  * transaction). *seq_out (may be NULL) gets the row's seq.
  * Errors: ES_ERR_DB, ES_ERR_NOMEM.
  */
-es_err es_store_outbox_put_state(es_store *st, const cJSON *node, time_t now,
+es_err es_store_outbox_put_state(es_store *st, const char *node_json, time_t now,
 				 int64_t *seq_out);
 
 /*

@@ -52,23 +52,19 @@ cleanup:
 	return rc;
 }
 
-es_err es_store_outbox_put_state(es_store *st, const cJSON *node, time_t now,
+es_err es_store_outbox_put_state(es_store *st, const char *doc, time_t now,
 				 int64_t *seq_out)
 {
 	sqlite3_stmt *s = NULL;
-	char *doc = NULL;
 	int64_t seq = 0;
 	int r, unsent = 0;
 	es_err rc;
 
-	if (!st || !node)
+	if (!st || !doc)
 		return ES_ERR_INVAL;
-	doc = es_json_print(node);
-	if (!doc)
-		return ES_ERR_NOMEM;
 	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
-		goto cleanup;
+		return rc;
 	rc = es_sqlite_prepare(st->db, "SELECT seq, wire IS NULL FROM outbox WHERE"
 			 " is_state = 1 ORDER BY seq DESC LIMIT 1", &s);
 	if (rc != ES_OK)
@@ -103,8 +99,6 @@ end:
 	rc = es_sqlite_end(st->db, rc);
 	if (rc == ES_OK && seq_out)
 		*seq_out = seq;
-cleanup:
-	free(doc);
 	return rc;
 }
 

@@ -11,6 +11,7 @@
 #include "es_log.h"
 #include "es_mpatch.h"
 #include "es_time.h"
+#include "heap.h"
 #include "sync_int.h"
 
 /* Keeps the highest acknowledged seq, also in the store ("acked_seq") so
@@ -75,7 +76,7 @@ int sync__send_next_report(es_sync *s, struct lws *wsi)
 	es_outbox_row row;
 	char err[256] = "", seqs[24];
 	char *text = NULL;
-	int snapshot = 0, rv = 0;
+	int snapshot = 0, rv = 0, built = 0;
 	es_err rc;
 
 	memset(&row, 0, sizeof(row));
@@ -95,6 +96,7 @@ int sync__send_next_report(es_sync *s, struct lws *wsi)
 			goto cleanup;
 	} else {
 		text = build_report(s, &row, &snapshot, err, sizeof(err));
+		built = row.is_state;
 		if (!text) {
 			snprintf(seqs, sizeof(seqs), "%lld", (long long)row.seq);
 			es_log_error("sync", "cannot build report", "seq", seqs,
@@ -123,6 +125,10 @@ int sync__send_next_report(es_sync *s, struct lws *wsi)
 cleanup:
 	free(text);
 	es_outbox_row_free(&row);
+	/* Building a state report parsed the state and its patch base and
+	 * diffed them: several times the text's size, now free. */
+	if (built)
+		es_heap_trim();
 	return rv;
 }
 

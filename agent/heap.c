@@ -1,0 +1,15 @@
+/*
+ * heap.c - giving freed heap back to the kernel (heap.h).
+ */
+#include "heap.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+void es_heap_trim(void)
+{
+#if defined(__GLIBC__)
+	(void)malloc_trim(0);
+#endif
+}
