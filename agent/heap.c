@@ -3,6 +3,7 @@
  */
 #include "heap.h"
 
+#include <stdlib.h> /* defines __GLIBC__ on glibc (features.h) */
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
