@@ -179,8 +179,9 @@ typedef struct es_kcollectors es_kcollectors;
  * by the set; the ring is created only when eBPF is usable and kept only
  * while a collector writes into it. Collectors outside mask are kept,
  * disabled, so that they are reported (enabled: false). Failures of one
- * collector (or of the ring) never fail the set. Calls malloc_trim(0) afterwards (kernel
- * BTF parsed by libbpf is freed after load).
+ * collector (or of the ring) never fail the set. Calls es_heap_trim
+ * afterwards (agent/heap.h): the kernel BTF libbpf parsed is freed after
+ * load.
  * Errors: ES_ERR_NOMEM only.
  */
 es_err es_kcollectors_start(const es_kenv *env, unsigned mask,

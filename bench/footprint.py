@@ -8,7 +8,9 @@ DaemonSet's requests and limits and of the README's size claims:
   packages`): file size, Installed-Size, and the size of the data archive;
 - resident memory (VmRSS, VmHWM) of the agent at steady state holding 100
   cached desired objects, and of the controller serving it, on loopback
-  (tests/integration/harness.py).
+  (tests/integration/harness.py); also their PSS and USS (private pages)
+  from /proc/<pid>/smaps_rollup, since most of the RSS is library pages
+  that other processes share.
 
 Usage: bench/footprint.py [--build DIR] [--settle SECONDS]
 """
@@ -90,6 +92,17 @@ def package_sizes(pkgdir):
               f"compressed, {kib(unpacked)} of files)")
 
 
+def smaps_rollup(pid):
+    """{field: kB} of /proc/<pid>/smaps_rollup (Rss, Pss, Private_Clean, ...)."""
+    out = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "kB":
+                out[parts[0].rstrip(":")] = int(parts[1])
+    return out
+
+
 def resident(settle):
     owner = Owner()
     try:
@@ -111,6 +124,13 @@ def resident(settle):
             hwm = proc_status(p.p.pid, "VmHWM")
             print(f"{name}_rss_steady_100_objects_kib {rss}  ({rss / 1024:.2f} MiB; "
                   f"peak VmHWM {hwm / 1024:.2f} MiB; after {settle} s at a 10 s interval)")
+            roll = smaps_rollup(p.p.pid)
+            uss = roll["Private_Clean"] + roll["Private_Dirty"]
+            print(f"{name}_pss_kib {roll['Pss']}  ({roll['Pss'] / 1024:.2f} MiB: shared "
+                  f"pages divided among the processes mapping them)")
+            print(f"{name}_uss_kib {uss}  ({uss / 1024:.2f} MiB mapped by it alone; "
+                  f"frees; anonymous {roll['Anonymous'] / 1024:.2f} MiB, the rest "
+                  f"file-backed pages of its binary and libraries)")
     finally:
         owner.run_cleanups()
 
