@@ -54,6 +54,9 @@ static const es_sqlite_schema st_schema = {
 	/* The agent reads a few rows per round; its resident memory is
 	 * budgeted (README, "Installing and running it"). */
 	.cache_kib = 64,
+	/* The state directory may be in RAM (/var on OpenWrt) or on flash:
+	 * no 4 MiB write-ahead log (SQLite's default checkpoint size). */
+	.wal_kib = 1024,
 };
 
 es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)

@@ -360,6 +360,21 @@ es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 		snprintf(sql, sizeof(sql), "PRAGMA cache_size = -%d", schema->cache_kib);
 		rc = exec_open(db, sql, err, errsz);
 	}
+	if (rc == ES_OK && schema->wal_kib > 0) {
+		char sql[96];
+		int64_t page = 0;
+
+		rc = query_int(db, "PRAGMA page_size", &page, err, errsz);
+		if (rc == ES_OK) {
+			snprintf(sql, sizeof(sql),
+				 "PRAGMA wal_autocheckpoint = %lld; "
+				 "PRAGMA journal_size_limit = %lld",
+				 (long long)((schema->wal_kib * 1024LL + page - 1) /
+					     (page > 0 ? page : 4096)),
+				 schema->wal_kib * 1024LL);
+			rc = exec_open(db, sql, err, errsz);
+		}
+	}
 	if (rc == ES_OK && st.version < schema->version)
 		rc = migrate(db, schema, err, errsz);
 	if (rc != ES_OK)

@@ -49,6 +49,12 @@ typedef struct es_sqlite_schema {
 	 * 0 keeps SQLite's default (2000 KiB). Pages past it are read again
 	 * from the file, which the kernel's page cache usually holds. */
 	int cache_kib;
+	/* Bound of the write-ahead log, KiB: checkpoint once it holds that
+	 * much (PRAGMA wal_autocheckpoint, in pages) and truncate it back to
+	 * that size after a checkpoint (PRAGMA journal_size_limit); 0 keeps
+	 * SQLite's defaults (a checkpoint every 1000 pages, the file never
+	 * shrinks). sqlite.org/pragma.html, sqlite.org/wal.html. */
+	int wal_kib;
 } es_sqlite_schema;
 
 /* An open connection. Members are read-only for users: h for sqlite3_*
