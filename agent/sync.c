@@ -276,7 +276,6 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 		break;
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		s->wsi = wsi;
-		es_ws_deflate_tune(wsi);
 		s->state = ST_HANDSHAKING;
 		s->last_rx_ms = es_time_mono_ms();
 		s->heartbeat_s = ES_PROTO_HEARTBEAT_S;
@@ -373,7 +372,9 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 	info.protocols = sync_protocols;
-	info.extensions = es_ws_extensions;
+	/* No WebSocket extension: PROTOCOL.md "Transport" says why there is
+	 * no permessage-deflate. */
+	info.extensions = NULL;
 	info.client_ssl_ca_filepath = opts->ca;
 	info.client_ssl_cert_filepath = opts->cert;
 	info.client_ssl_private_key_filepath = opts->key;

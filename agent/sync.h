@@ -55,7 +55,7 @@ typedef struct es_sync_info {
 /*
  * Creates the client: a vhost named "sync" on ctx (a context created with
  * LWS_SERVER_OPTION_EXPLICIT_VHOSTS) carrying the client certificate, key
- * and CA, and permessage-deflate. Does not dial yet (es_sync_start).
+ * and CA, no WebSocket extension. Does not dial yet (es_sync_start).
  * Borrowed: ctx and st must outlive the client. Strings are copied.
  * Errors: ES_ERR_INVAL (bad URL, naming controller-url; a certificate
  * file unreadable, naming the setting and the file), ES_ERR_TLS

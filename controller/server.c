@@ -293,7 +293,6 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 			return -1;
 		c->srv = s;
 		c->wsi = wsi;
-		es_ws_deflate_tune(wsi);
 		c->state = CS_HELLO;
 		c->last_rx_ms = es_time_mono_ms();
 		c->linked = 1;
@@ -388,7 +387,9 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	info.iface = o->listen_host;
 	info.port = o->listen_port;
 	info.protocols = agent_protocols;
-	info.extensions = es_ws_extensions;
+	/* No WebSocket extension: PROTOCOL.md "Transport" says why there is
+	 * no permessage-deflate. */
+	info.extensions = NULL;
 	info.ssl_cert_filepath = o->cert;
 	info.ssl_private_key_filepath = o->key;
 	info.ssl_ca_filepath = o->client_ca;

@@ -3,7 +3,7 @@
  * serviced by one thread, with two TLS vhosts.
  *
  *   "agents"  the sync endpoint: WebSocket subprotocol edgesync.v1 at
- *             /v1/sync (proto/PROTOCOL.md), permessage-deflate offered;
+ *             /v1/sync (proto/PROTOCOL.md), no WebSocket extension;
  *             every peer must present a certificate that verifies against
  *             the client CA and carries a node SPIFFE ID.
  *   "admin"   HTTPS: the REST API (admin.h), /metrics (Prometheus text

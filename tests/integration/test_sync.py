@@ -187,11 +187,10 @@ class SyncTest(unittest.TestCase):
 
 
 class LargeMessageTest(unittest.TestCase):
-    """Messages much larger than one permessage-deflate write arrive intact
-    both ways. libwebsockets compresses into a 1 KiB buffer and reads the
-    rest of a message from the sender's buffer on later writable events
-    (lib/es_ws.h): a sender that freed its buffer after lws_write sent
-    garbage. Controller to agent: the full desired list of 100 objects with
+    """Large messages arrive intact both ways. With permessage-deflate,
+    libwebsockets read the rest of a message from the sender's buffer on
+    later writable events (lib/es_ws.h): a sender that freed its buffer
+    after lws_write sent garbage. Controller to agent: the full desired list of 100 objects with
     about 150 KiB of random labels, to a new agent. Agent to controller: that
     agent's state with the status of the 100 objects."""
 
@@ -227,6 +226,43 @@ class LargeMessageTest(unittest.TestCase):
         self.assertEqual(st["sync"]["lastError"], "", st["sync"])
         for obj in c.node()["status"]["objects"]:
             self.assertIn(obj["name"], want)
+
+
+class ConcurrentBurstTest(unittest.TestCase):
+    """Three agents report bursts at the same moment (deleting the
+    CollectorConfig in effect rewrites the status of every other object on
+    each of them): every message is decoded on its own connection, none is
+    refused as malformed and no agent is disconnected."""
+
+    def test_three_agents_burst_at_once(self):
+        nodes = ["burst-a", "burst-b", "burst-c"]
+        c = Cluster(self, nodes=nodes)
+        c.start_controller()
+        docs = ["apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
+                f"metadata: {{name: cc-{i:03d}}}\nspec: {{intervalSeconds: 1}}\n"
+                for i in range(200)]
+        c.ctl("apply", "-f", "-", stdin="---\n".join(docs))
+        for n in nodes:
+            c.start_agent(node=n, extra=["--interval", "1"])
+        try:
+            for n in nodes:
+                wait_for(f"{n}: 200 objects reported", lambda n=n: len(
+                    (c.node(n) or {}).get("status", {}).get("objects", [])) == 200,
+                    timeout=60)
+            for i in range(3):
+                c.ctl("delete", "collectorconfig", f"cc-{i:03d}")
+                for n in nodes:
+                    wait_for(f"{n}: the delete reported", lambda n=n, i=i: len(
+                        (c.node(n) or {}).get("status", {}).get("objects", []))
+                        == 199 - i, timeout=60)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+        errors = [line for line in c.controller.output().splitlines()
+                  if "protocol error" in line or "inflate" in line]
+        self.assertEqual(errors, [])
+        for n in nodes:
+            st = c.agent_state(n)["sync"]
+            self.assertEqual((st["reconnects"], st["lastError"]), (0, ""), (n, st))
 
 
 if __name__ == "__main__":
