@@ -12,6 +12,7 @@
 #include "admin_int.h"
 #include "es_json.h"
 #include "es_log.h"
+#include "es_proto.h"
 
 #define API_PREFIX "/apis/" ES_API_GROUP "/v1alpha1/"
 #define JSON_TYPE "application/json"
@@ -204,6 +205,23 @@ static es_err read_body(req *r, es_kind kind, const char *path_name,
 		return rc;
 	}
 	if (es_obj_validate_desired(o, perr, sizeof(perr)) == ES_OK) {
+		char *txt = es_json_print(o);
+		size_t sz = txt ? strlen(txt) : 0;
+
+		free(txt);
+		if (!txt) {
+			cJSON_Delete(o);
+			return ES_ERR_NOMEM;
+		}
+		if (sz > ES_PROTO_MAX_OBJECT) {
+			rc = fail_details(r, 413, details_of(bname, es_obj_kind_name(kind)),
+					  "%s \"%s\" is %zu bytes as JSON; an object must"
+					  " fit in one desired message: at most %d bytes",
+					  es_obj_kind_name(kind), bname ? bname : "", sz,
+					  ES_PROTO_MAX_OBJECT);
+			cJSON_Delete(o);
+			return rc;
+		}
 		*obj = o;
 		return ES_OK;
 	}

@@ -22,6 +22,10 @@
 #define ES_PROTO_CONTROLLER_DEAD_S 60
 #define ES_PROTO_MAX_EVENTS 1000
 #define ES_PROTO_MAX_OBJECTS_PER_MSG 1000
+/* Largest desired object, as compact JSON, the admin API accepts: it must
+ * fit in one desired message with the envelope and the metadata the
+ * controller adds (PROTOCOL.md "Limits"). */
+#define ES_PROTO_MAX_OBJECT (ES_PROTO_MAX_MESSAGE - 8192)
 
 typedef enum es_msg_type {
 	ES_MSG_UNKNOWN = 0,

@@ -227,6 +227,21 @@ class LargeMessageTest(unittest.TestCase):
         for obj in c.node()["status"]["objects"]:
             self.assertIn(obj["name"], want)
 
+    def test_object_over_the_message_limit_refused(self):
+        """An object that cannot fit in one desired message (1 MiB) is
+        refused by the admin API, not stored and then never delivered."""
+        c = Cluster(self)
+        c.start_controller()
+        labels = "".join(f"    k{j:05d}: {'v' * 63}\n" for j in range(15000))
+        doc = ("apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
+               f"metadata:\n  name: huge\n  labels:\n{labels}"
+               "spec:\n  intervalSeconds: 10\n")
+        r = c.ctl("apply", "-f", "-", stdin=doc, check=False)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("at most 1040384 bytes", r.stdout + r.stderr)
+        st, _ = c.admin("GET", f"{API}/collectorconfigs/huge")
+        self.assertEqual(st, 404)
+
 
 class ConcurrentBurstTest(unittest.TestCase):
     """Three agents report bursts at the same moment (deleting the
