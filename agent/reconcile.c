@@ -149,6 +149,7 @@ static es_err reconcile_one(es_store *st, const cJSON *obj,
 	int64_t gen = es_obj_generation(obj);
 	cJSON *old = NULL, *status = NULL, *conds = NULL;
 	const cJSON *prev, *cond;
+	int transition;
 	es_err rc;
 
 	*rewritten = 0;
@@ -162,6 +163,12 @@ static es_err reconcile_one(es_store *st, const cJSON *obj,
 	    str_eq(cond, "reason", oc->reason) &&
 	    str_eq(cond, "message", oc->message))
 		goto cleanup;
+	/* An event records a transition: a new object or generation, or a
+	 * new status or reason. A message alone changing (another object
+	 * now supersedes it) rewrites the status without one. */
+	transition = !old || int_member(old, "observedGeneration") != gen || !cond ||
+		     !str_eq(cond, "status", oc->status) ||
+		     !str_eq(cond, "reason", oc->reason);
 
 	conds = cJSON_IsArray(prev) ? cJSON_Duplicate(prev, 1)
 				    : cJSON_CreateArray();
@@ -188,7 +195,8 @@ static es_err reconcile_one(es_store *st, const cJSON *obj,
 	*rewritten = 1;
 	es_log_info("reconcile", "status written", "kind", kind, "name", name,
 		    "applied", oc->status, "reason", oc->reason, NULL);
-	rc = event_add(events, obj, oc, gen, now);
+	if (transition)
+		rc = event_add(events, obj, oc, gen, now);
 cleanup:
 	cJSON_Delete(old);
 	cJSON_Delete(status);

@@ -224,6 +224,32 @@ static void test_two_configs_and_promotion(void **state)
 	cJSON_Delete(status);
 }
 
+/* When the CollectorConfig in effect goes, every other one's message
+ * names the new winner: their statuses are rewritten, but only the
+ * promoted one emits an event (Kubernetes events record transitions; a
+ * message alone is not one), so one delete does not flood the outbox. */
+static void test_message_change_is_not_an_event(void **state)
+{
+	fx *f = *state;
+	cJSON *status = NULL;
+	const cJSON *c, *ev;
+
+	put_obj(f, "CollectorConfig", "alpha", "u-a", 1, "{\"intervalSeconds\":15}");
+	put_obj(f, "CollectorConfig", "beta", "u-b", 1, "{\"intervalSeconds\":20}");
+	put_obj(f, "CollectorConfig", "gamma", "u-g", 1, "{\"intervalSeconds\":30}");
+	run(f, T0);
+	assert_int_equal(cJSON_GetArraySize(f->events), 3);
+	del_obj(f, "CollectorConfig", "alpha", "u-a");
+	run(f, T0 + 10);
+	assert_int_equal(f->applied, 2);
+	c = applied_cond(f, "CollectorConfig", "gamma", &status);
+	assert_non_null(strstr(sget(c, "message"), "beta"));
+	cJSON_Delete(status);
+	assert_int_equal(cJSON_GetArraySize(f->events), 1);
+	ev = cJSON_GetArrayItem(f->events, 0);
+	assert_string_equal(sget(cJSON_GetObjectItem(ev, "involvedObject"), "name"), "beta");
+}
+
 static void test_defaults_and_unsupported(void **state)
 {
 	fx *f = *state;
@@ -346,6 +372,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_generation_skip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_generation_bump, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_configs_and_promotion, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_message_change_is_not_an_event, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults_and_unsupported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uid_change_is_new, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_objects_status, setup, teardown),
