@@ -363,6 +363,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	agent__kc_start(a);
 	{
 		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
+				      cfg->cgroup_root,
 				      (int)cfg->egress_check_interval,
 				      cfg->node_name, cfg->egress_backend };
 

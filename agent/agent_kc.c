@@ -25,6 +25,7 @@ void agent__kc_start(es_agent *a)
 				strcmp(a->cfg->collector_backend, "procfs") == 0;
 	a->kenv->ringbuf_bytes = (unsigned)a->cfg->ringbuf_bytes;
 	a->kenv->state_dir = a->cfg->state_dir;
+	a->kenv->cgroup_root = a->cfg->cgroup_root;
 	es_kenv_probe(a->kenv, 1, err, sizeof(err));
 	if (a->kenv->ebpf_reason[0])
 		es_log_info("kcollect", "eBPF is not usable", "reason",

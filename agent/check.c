@@ -2,6 +2,7 @@
  * check.c - host probes for `edgesync-agent check` (see check.h).
  */
 #include "check.h"
+#include "cgroot.h"
 #include "kcollect.h"
 
 #include <errno.h>
@@ -121,7 +122,7 @@ static void os_release(FILE *out)
 	    "no /etc/os-release or /usr/lib/os-release (osImage will be empty)");
 }
 
-int es_check_run(FILE *out)
+int es_check_run(FILE *out, const es_agent_config *cfg)
 {
 	static const struct {
 		const char *name, *source;
@@ -134,6 +135,8 @@ int es_check_run(FILE *out)
 	};
 	char d[768], where[512];
 	struct stat sb;
+	es_kenv in;
+	int mnt = 0;
 	int procfs_ok, e;
 	size_t i;
 	DIR *dir;
@@ -185,12 +188,13 @@ int es_check_run(FILE *out)
 		    "not mounted (mount -t tracefs tracefs /sys/kernel/tracing)");
 	}
 
-	if (mounted("cgroup2", NULL, where, sizeof(where))) {
-		snprintf(d, sizeof(d), "mounted at %s", where);
+	if (es_cgroot_find(cfg->cgroup_root, NULL, 0, where, sizeof(where), &mnt, d,
+			   sizeof(d)) == ES_OK) {
+		snprintf(d, sizeof(d), "%s %s", cfg->cgroup_root && *cfg->cgroup_root ?
+			 "cgroup-root" : "mounted at", where);
 		row(out, "cgroup-v2", RES_OK, d);
 	} else {
-		row(out, "cgroup-v2", RES_MISSING,
-		    "no cgroup2 mount in /proc/mounts (mount -t cgroup2 none DIR)");
+		row(out, "cgroup-v2", RES_MISSING, d);
 	}
 
 	for (i = 0; i < sizeof(collectors) / sizeof(collectors[0]); i++) {
@@ -202,6 +206,11 @@ int es_check_run(FILE *out)
 			 ok ? "" : ": cannot read ", ok ? "" : collectors[i].source);
 		row(out, name, ok ? RES_OK : RES_FAIL, d);
 	}
-	es_kcollectors_check(out);
+	memset(&in, 0, sizeof(in));
+	in.force_procfs = cfg->collector_backend &&
+			  strcmp(cfg->collector_backend, "procfs") == 0;
+	in.ringbuf_bytes = (unsigned)cfg->ringbuf_bytes;
+	in.cgroup_root = cfg->cgroup_root;
+	es_kcollectors_check(out, &in);
 	return procfs_ok ? 0 : 1;
 }

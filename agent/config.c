@@ -47,6 +47,10 @@ static const es_setting settings[] = {
 	S("ringbuf-bytes", "RINGBUF_BYTES", ES_SET_INT, "131072", 4096, 67108864,
 	  ringbuf_bytes,
 	  "size of the BPF ring buffer the kernel collectors share (rounded up to a power of 2)"),
+	S("cgroup-root", "CGROUP_ROOT", ES_SET_STRING, "", 0, 0, cgroup_root,
+	  "cgroup v2 hierarchy to watch and enforce in, such as the host's "
+	  "/sys/fs/cgroup mounted into a container (empty: the mounted one, or "
+	  "one mounted in state-dir)"),
 	S("egress-pin-dir", "EGRESS_PIN_DIR", ES_SET_STRING, "/sys/fs/bpf/edgesync/egress",
 	  0, 0, egress_pin_dir,
 	  "bpffs directory where EgressPolicy programs and maps are pinned"),

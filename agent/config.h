@@ -27,6 +27,7 @@ typedef struct es_agent_config {
 	int64_t max_events;    /* events kept in the outbox */
 	char *collector_backend; /* "auto" or "procfs" (kernel collectors) */
 	int64_t ringbuf_bytes; /* bytes of the kernel collectors' shared BPF ring buffer */
+	char *cgroup_root;     /* cgroup v2 hierarchy to use; "" = find one (cgroot.h) */
 	char *egress_pin_dir;  /* bpffs directory of the EgressPolicy pins */
 	int64_t egress_check_interval; /* seconds between EgressPolicy drift checks */
 	char *egress_backend;  /* "auto", "ebpf" or "nftables" (EgressPolicy) */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <libwebsockets.h>
 
+#include "cgroot.h"
 #include "egress_cgroup.h"
 #include "egress_int.h"
 #include "egress_kern.h"
@@ -39,6 +40,8 @@ es_err es_egress_new(const es_egress_opts *o, es_egress **out, char *err,
 	snprintf(e->pin_dir, sizeof(e->pin_dir), "%s", o->pin_dir);
 	snprintf(e->state_dir, sizeof(e->state_dir), "%s",
 		 o->state_dir ? o->state_dir : "");
+	snprintf(e->cg_conf, sizeof(e->cg_conf), "%s",
+		 o->cgroup_root ? o->cgroup_root : "");
 	e->check_interval_s = o->check_interval_s;
 	if (!o->backend || !strcmp(o->backend, "auto")) {
 		e->backend = EG_BACKEND_AUTO;
@@ -342,8 +345,8 @@ static int ensure_loaded(es_egress *e, char *why, size_t whysz)
 
 	if (e->k || e->nft)
 		return 1;
-	if (es_egcg_find_root(e->state_dir[0] ? e->state_dir : NULL, e->cg_root,
-			      sizeof(e->cg_root), &mounted, err, sizeof(err)) != ES_OK)
+	if (es_cgroot_find(e->cg_conf, e->state_dir, 1, e->cg_root, sizeof(e->cg_root),
+			   &mounted, err, sizeof(err)) != ES_OK)
 		e->cg_root[0] = '\0';
 	else if (e->backend != EG_BACKEND_NFT)
 		ok = es_egk_open(e->pin_dir, e->cg_root, &e->k, &reused, err,

@@ -29,6 +29,9 @@ typedef struct es_egress_opts {
 	const char *pin_dir;     /* bpffs directory of the pins (copied) */
 	const char *state_dir;   /* where a cgroup v2 hierarchy is mounted when
 				    the host has none (copied) */
+	const char *cgroup_root; /* setting cgroup-root (copied): the cgroup v2
+				    hierarchy to use; NULL or "" = find one
+				    (cgroot.h) */
 	int check_interval_s;    /* seconds between drift checks, >= 1 */
 	const char *node_name;   /* involvedObject of node-level events (copied) */
 	const char *backend;     /* egress-backend: "auto" (or NULL): cgroup BPF

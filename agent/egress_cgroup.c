@@ -1,5 +1,5 @@
 /*
- * egress_cgroup.c - cgroup v2 mount, ids and target resolution (see
+ * egress_cgroup.c - cgroup ids and target resolution (see
  * egress_cgroup.h).
  */
 #define _GNU_SOURCE
@@ -11,89 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "es_log.h"
 
 #define CG_MAX_DEPTH 64
-
-/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *w = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*w++ = *s;
-		}
-	}
-	*w = '\0';
-}
-
-static int find_mount(char *root, size_t rootsz)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[4096];
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *fields[6], *sep = strstr(line, " - "), *save = NULL, *p;
-		int i = 0;
-
-		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
-			continue;
-		*sep = '\0';
-		for (p = strtok_r(line, " ", &save); p && i < 6;
-		     p = strtok_r(NULL, " ", &save))
-			fields[i++] = p;
-		if (i < 5 || strcmp(fields[3], "/"))
-			continue;
-		unescape(fields[4]);
-		if (strlen(fields[4]) < rootsz) {
-			snprintf(root, rootsz, "%s", fields[4]);
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-es_err es_egcg_find_root(const char *state_dir, char *root, size_t rootsz,
-			 int *mounted, char *err, size_t errsz)
-{
-	char dir[4096];
-
-	*mounted = 0;
-	if (rootsz < 2)
-		return es_errf(ES_ERR_INVAL, err, errsz, "cgroup root buffer too small");
-	if (find_mount(root, rootsz))
-		return ES_OK;
-	if (!state_dir)
-		return es_errf(ES_ERR_UNSUPPORTED, err, errsz,
-			       "no cgroup v2 hierarchy is mounted");
-	snprintf(dir, sizeof(dir), "%s/cgroup2", state_dir);
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return es_errf(ES_ERR_UNSUPPORTED, err, errsz,
-			       "no cgroup v2 hierarchy is mounted and %s cannot be "
-			       "created: %s", dir, strerror(errno));
-	if (mount("none", dir, "cgroup2", 0, NULL) != 0)
-		return es_errf(ES_ERR_UNSUPPORTED, err, errsz,
-			       "no cgroup v2 hierarchy is mounted and mounting one "
-			       "at %s failed: %s", dir, strerror(errno));
-	if (strlen(dir) >= rootsz)
-		return es_errf(ES_ERR_INVAL, err, errsz, "cgroup root buffer too small");
-	snprintf(root, rootsz, "%s", dir);
-	*mounted = 1;
-	es_log_info("egress", "mounted a cgroup v2 hierarchy", "path", dir, NULL);
-	return ES_OK;
-}
 
 es_err es_egcg_id(const char *path, uint64_t *id, char *err, size_t errsz)
 {

@@ -1,7 +1,7 @@
 /*
- * egress_cgroup.h - the cgroup v2 side of EgressPolicy enforcement: where
- * the hierarchy is mounted, cgroup ids, and which cgroups a policy's
- * targets select (PROTOCOL.md "EgressPolicy", spec.targets).
+ * egress_cgroup.h - the cgroup v2 side of EgressPolicy enforcement: cgroup
+ * ids, and which cgroups a policy's targets select (the hierarchy is
+ * cgroot.h's) (PROTOCOL.md "EgressPolicy", spec.targets).
  */
 #ifndef ES_AGENT_EGRESS_CGROUP_H
 #define ES_AGENT_EGRESS_CGROUP_H
@@ -10,17 +10,6 @@
 #include <stdint.h>
 #include "es_egress.h"
 #include "es_err.h"
-
-/*
- * Finds a cgroup v2 mount (fstype cgroup2 with root "/" in
- * /proc/self/mountinfo) and writes its path into root (rootsz bytes).
- * When there is none and state_dir is not NULL, mounts one at
- * <state_dir>/cgroup2 (created 0700) and sets *mounted to 1 (else 0).
- * Errors: ES_ERR_UNSUPPORTED (no cgroup v2 and none could be mounted; err
- * says why), ES_ERR_INVAL (root too small).
- */
-es_err es_egcg_find_root(const char *state_dir, char *root, size_t rootsz,
-			 int *mounted, char *err, size_t errsz);
 
 /*
  * The cgroup id of the cgroup directory path: the kernfs node id the

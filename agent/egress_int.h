@@ -31,6 +31,7 @@ enum { EG_BACKEND_AUTO, EG_BACKEND_EBPF, EG_BACKEND_NFT };
 
 struct es_egress {
 	char pin_dir[512], state_dir[512], node_name[256];
+	char cg_conf[512];   /* setting cgroup-root, "" = find one */
 	int check_interval_s;
 	int backend;             /* EG_BACKEND_* asked for */
 	es_egk *k;

@@ -458,7 +458,7 @@ void es_kcollectors_stop(es_kcollectors *set)
 	free(set);
 }
 
-int es_kcollectors_check(FILE *out)
+int es_kcollectors_check(FILE *out, const es_kenv *inputs)
 {
 	es_kenv env;
 	es_kcollectors *set = NULL;
@@ -467,6 +467,11 @@ int es_kcollectors_check(FILE *out)
 	size_t i;
 
 	memset(&env, 0, sizeof(env));
+	if (inputs) {
+		env.force_procfs = inputs->force_procfs;
+		env.ringbuf_bytes = inputs->ringbuf_bytes;
+		env.cgroup_root = inputs->cgroup_root;
+	}
 	es_kenv_probe(&env, 0, NULL, 0);
 	es_kenv_print(&env, out);
 	if (es_kcollectors_start(&env, ES_KC_ALL, &set, NULL, 0) != ES_OK)

@@ -48,7 +48,7 @@ typedef struct es_kenv {
 	int tracefs;       /* 1: tracefs is mounted (tracefs_path) */
 	int cgroup_v2;     /* 1: a cgroup v2 hierarchy is mounted (cgroup2_path) */
 	char tracefs_path[128];  /* where tracefs is (mounted by the agent when missing and allowed) */
-	char cgroup2_path[256];  /* a cgroup v2 mount: the host's, or <state-dir>/cgroup2 */
+	char cgroup2_path[256];  /* the cgroup v2 hierarchy: cgroup-root, the host's, or <state-dir>/cgroup2 */
 	int mounted_tracefs, mounted_cgroup2; /* 1: the agent mounted it (logged, in check) */
 	char ebpf_reason[256];   /* why eBPF is not usable at all; "" when it is */
 	char tracefs_reason[160]; /* why tracefs is missing; "" when present */
@@ -56,6 +56,8 @@ typedef struct es_kenv {
 	/* Inputs, set by the caller before es_kenv_probe: */
 	int force_procfs;        /* setting collector-backend=procfs */
 	unsigned ringbuf_bytes;  /* setting ringbuf-bytes; 0 = ES_KENV_RINGBUF_DEFAULT */
+	const char *cgroup_root; /* borrowed; setting cgroup-root; NULL or "" =
+				  * find one (agent/cgroot.h) */
 	const char *state_dir;   /* borrowed; where a cgroup2 mount goes; NULL = never mount one */
 } es_kenv;
 
@@ -64,7 +66,8 @@ typedef struct es_kenv {
  * overwritten): the bpf() syscall (a tiny BPF_MAP_CREATE), BTF, the ring
  * buffer map type and the tracepoint, raw tracepoint and cgroup_skb program
  * types (libbpf_probe_bpf_*), tracefs (/sys/kernel/tracing, then
- * /sys/kernel/debug/tracing) and cgroup v2 (/proc/self/mountinfo). When
+ * /sys/kernel/debug/tracing) and cgroup v2 (env->cgroup_root when set,
+ * else /proc/self/mountinfo; es_cgroot_find in cgroot.h). When
  * may_mount is non-zero, a missing tracefs is mounted at /sys/kernel/tracing
  * and a missing cgroup v2 at <state_dir>/cgroup2 (created 0700), each
  * logged at info. Also routes libbpf's log through es_log (component
@@ -228,9 +231,11 @@ void es_kcollectors_stop(es_kcollectors *set);
  * (may_mount 0), starts every kernel collector as `run` would (attaching
  * its programs), prints the probe rows and one row per collector
  * ("collector/<name>  ebpf|procfs|unavailable  reason"), and stops them.
- * Returns the number of collectors that are unavailable.
+ * inputs (may be NULL: defaults) gives the settings that change the
+ * outcome: force_procfs, ringbuf_bytes and cgroup_root; its other members
+ * are ignored. Returns the number of collectors that are unavailable.
  */
-int es_kcollectors_check(FILE *out);
+int es_kcollectors_check(FILE *out, const es_kenv *inputs);
 
 /* Sums the 64-bit value at key of an array or per-CPU array map (per-CPU
  * when percpu). Returns 0 on success, -errno otherwise. For collectors'

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "cgroot.h"
 #include "es_log.h"
 
 #define TRACEFS_MAIN "/sys/kernel/tracing"
@@ -106,39 +107,14 @@ static void probe_tracefs(es_kenv *env, int may_mount)
 
 static void probe_cgroup2(es_kenv *env, int may_mount)
 {
-	char path[sizeof(env->cgroup2_path)];
-	int n;
+	int mounted = 0;
 
-	if (find_mount("cgroup2", NULL, path, sizeof(path))) {
-		env->cgroup_v2 = 1;
-		snprintf(env->cgroup2_path, sizeof(env->cgroup2_path), "%s", path);
+	if (es_cgroot_find(env->cgroup_root, env->state_dir, may_mount,
+			   env->cgroup2_path, sizeof(env->cgroup2_path), &mounted,
+			   env->cgroup2_reason, sizeof(env->cgroup2_reason)) != ES_OK)
 		return;
-	}
-	if (!may_mount || !env->state_dir || !*env->state_dir) {
-		snprintf(env->cgroup2_reason, sizeof(env->cgroup2_reason),
-			 "no cgroup v2 hierarchy is mounted (the agent mounts one "
-			 "in its state directory when it runs as root)");
-		return;
-	}
-	n = snprintf(path, sizeof(path), "%s/cgroup2", env->state_dir);
-	if (n < 0 || (size_t)n >= sizeof(path)) {
-		snprintf(env->cgroup2_reason, sizeof(env->cgroup2_reason),
-			 "no cgroup v2 hierarchy is mounted and the state "
-			 "directory path is too long to mount one");
-		return;
-	}
-	if ((mkdir(path, 0700) != 0 && errno != EEXIST) ||
-	    mount("none", path, "cgroup2", 0, NULL) != 0) {
-		snprintf(env->cgroup2_reason, sizeof(env->cgroup2_reason),
-			 "no cgroup v2 hierarchy is mounted and mounting one at "
-			 "%.80s failed: %s", path, strerror(errno));
-		return;
-	}
 	env->cgroup_v2 = 1;
-	env->mounted_cgroup2 = 1;
-	snprintf(env->cgroup2_path, sizeof(env->cgroup2_path), "%s", path);
-	es_log_info("kcollect", "mounted a cgroup v2 hierarchy (the host has none)",
-		    "path", path, NULL);
+	env->mounted_cgroup2 = mounted;
 }
 
 static unsigned ringbuf_size(unsigned want, long page)
@@ -181,16 +157,18 @@ es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz)
 {
 	int force;
 	unsigned rb;
-	const char *sd;
+	const char *sd, *root;
 
 	if (!env)
 		return es_errf(ES_ERR_INVAL, err, errsz, "kenv: no environment");
 	force = env->force_procfs;
 	rb = env->ringbuf_bytes;
 	sd = env->state_dir;
+	root = env->cgroup_root;
 	memset(env, 0, sizeof(*env));
 	env->force_procfs = force;
 	env->state_dir = sd;
+	env->cgroup_root = root;
 	env->ringbuf_bytes = ringbuf_size(rb, sysconf(_SC_PAGESIZE));
 	es_kenv_route_libbpf_log();
 

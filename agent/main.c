@@ -42,7 +42,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage:\n"
 		"  " PROG " run [--config FILE] [flags]   run the agent\n"
-		"  " PROG " check                         probe this host and print a table\n"
+		"  " PROG " check [--config FILE] [flags] probe this host with these settings\n"
+		"                                          and print a table\n"
 		"  " PROG " status [--config FILE] [--http-listen ADDR] [-o table|json]\n"
 		"                                          show the running agent's state\n"
 		"  " PROG " --help | --version\n"
@@ -54,24 +55,49 @@ static void usage(FILE *f)
 	fprintf(f, "\nExit status: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }
 
+/* Loads and validates the settings from argv[2..], the config file and the
+ * environment into cfg (zeroed here; the caller frees it). Returns 0, or
+ * the exit status after printing the error: 2 for a configuration error,
+ * 1 when out of memory. */
+static int load_config(int argc, char **argv, es_agent_config *cfg)
+{
+	char err[512] = "";
+	es_err rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	rc = es_agent_config_load(cfg, argc, argv, 2, NULL, NULL, err, sizeof(err));
+	if (rc == ES_OK)
+		rc = es_agent_config_validate(cfg, err, sizeof(err));
+	if (rc == ES_OK)
+		return 0;
+	fprintf(stderr, PROG ": %s\n", err);
+	return rc == ES_ERR_NOMEM ? 1 : 2;
+}
+
+/* `check`: the settings as `run` would read them, then the probes. */
+static int cmd_check(int argc, char **argv)
+{
+	es_agent_config cfg;
+	int code = load_config(argc, argv, &cfg);
+
+	if (code == 0)
+		code = es_check_run(stdout, &cfg);
+	es_agent_config_free(&cfg);
+	return code;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	es_agent_config cfg;
 	es_agent *a = NULL;
 	es_log_level lvl = ES_LOG_INFO;
 	char err[512] = "";
-	int code = 0;
+	int code;
 	es_err rc;
 
-	memset(&cfg, 0, sizeof(cfg));
-	rc = es_agent_config_load(&cfg, argc, argv, 2, NULL, NULL, err, sizeof(err));
-	if (rc == ES_OK)
-		rc = es_agent_config_validate(&cfg, err, sizeof(err));
-	if (rc != ES_OK) {
-		fprintf(stderr, PROG ": %s\n", err);
-		code = rc == ES_ERR_NOMEM ? 1 : 2;
+	code = load_config(argc, argv, &cfg);
+	if (code != 0)
 		goto cleanup;
-	}
 	es_log_parse_level(cfg.log_level, &lvl);
 	es_log_set_level(lvl);
 	es_log_route_lws();
@@ -362,13 +388,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc, argv);
-	if (!strcmp(cmd, "check")) {
-		if (argc > 2) {
-			fprintf(stderr, PROG ": check: unexpected argument \"%s\"\n", argv[2]);
-			return 2;
-		}
-		return es_check_run(stdout);
-	}
+	if (!strcmp(cmd, "check"))
+		return cmd_check(argc, argv);
 	if (!strcmp(cmd, "status"))
 		return cmd_status(argc, argv);
 	fprintf(stderr, PROG ": unknown command \"%s\" (run, check or status; see --help)\n",

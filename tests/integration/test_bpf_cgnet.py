@@ -10,13 +10,16 @@ included), so the counters are at least the payload and, with loopback's
 """
 
 import http.client
+import os
 import socket
+import subprocess
+import tempfile
 import threading
 import unittest
 
-from harness import Cluster, main, wait_for
-from bpfnet_util import (Cgroup2Child, activity, read_to_eof, require_root, wait_backend,
-                         wait_named, workload)
+from harness import BIN_DIR, Cluster, main, wait_for
+from bpfnet_util import (Cgroup2Child, activity, collector, read_to_eof, require_root,
+                         wait_backend, wait_named, workload)
 from test_metrics import promtool_problems, samples
 
 SEND = 1 << 20
@@ -119,6 +122,43 @@ class CgroupNetTest(unittest.TestCase):
                                    RECV), text)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.c.logs()}") from e
+
+
+class CgroupRootTest(unittest.TestCase):
+    """The cgroup-root setting (agent/cgroot.h): the agent works on the
+    cgroup v2 hierarchy it names (in a container, the host's /sys/fs/cgroup
+    mounted into it) instead of the one it finds, and says so in `check`;
+    a directory that is not cgroup v2 makes cgroup-network unavailable
+    with a reason naming the setting."""
+
+    def setUp(self):
+        require_root()
+        self.mnt = tempfile.mkdtemp(prefix="es-cgroot-")
+        subprocess.run(["mount", "-t", "cgroup2", "none", self.mnt], check=True)
+        self.addCleanup(os.rmdir, self.mnt)
+        self.addCleanup(subprocess.run, ["umount", self.mnt])
+
+    def check(self, *flags):
+        r = subprocess.run([os.path.join(BIN_DIR, "edgesync-agent"), "check"] + list(flags),
+                           capture_output=True, text=True, timeout=120)
+        return {line.split()[0]: line.split(None, 2)[1:] for line in r.stdout.splitlines()
+                if line.strip()}
+
+    def test_check_and_run_use_the_setting(self):
+        rows = self.check("--cgroup-root", self.mnt)
+        self.assertEqual(rows["kernel-cgroup-v2"], ["ok", self.mnt], rows)
+        self.assertEqual(rows["collector/cgroup-network"][:2], ["ok", "ebpf"], rows)
+        rows = self.check("--cgroup-root", "/tmp", "--collector-backend", "procfs")
+        self.assertEqual(rows["cgroup-v2"][0], "missing", rows)
+        self.assertIn("/tmp is not a cgroup v2 file system", rows["cgroup-v2"][1])
+        self.assertTrue(rows["collector/process"][1].startswith("procfs"), rows)
+
+        c = Cluster(self)
+        c.start_controller()
+        c.start_agent(extra=["--interval", "1", "--cgroup-root", "/tmp"])
+        e = wait_for("cgroup-network reported", lambda: collector(c, "cgroup-network"))
+        self.assertEqual(e["backend"], "unavailable", e)
+        self.assertIn("cgroup-root: /tmp is not a cgroup v2 file system", e["reason"])
 
 
 if __name__ == "__main__":
