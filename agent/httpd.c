@@ -11,6 +11,7 @@
 #include "config.h"
 #include "es_json.h"
 #include "es_log.h"
+#include "heap.h"
 
 #define CHUNK 4096
 #define CT_TEXT "text/plain; charset=utf-8"
@@ -132,6 +133,9 @@ static int start_response(struct lws *wsi, pss *p, const char *path)
 	p->body = NULL;
 	p->off = 0;
 	status = es_httpd_respond(&h->src, method, path, &p->body, &p->len, &ctype);
+	/* /v1/state and /metrics parse the Node and read the store: give that
+	 * heap back (heap.h); the body is given back once sent. */
+	es_heap_trim();
 	p->close_after = strcmp(method, "GET") != 0;
 	if (lws_add_http_common_headers(wsi, (unsigned)status, ctype,
 					(lws_filepos_t)p->len, &q, end))
@@ -170,6 +174,7 @@ static int write_chunk(struct lws *wsi, pss *p)
 	}
 	free(p->body);
 	p->body = NULL;
+	es_heap_trim();
 	if (p->close_after)
 		return -1;
 	if (lws_http_transaction_completed(wsi))
