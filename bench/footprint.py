@@ -129,7 +129,7 @@ def resident(settle):
             print(f"{name}_pss_kib {roll['Pss']}  ({roll['Pss'] / 1024:.2f} MiB: shared "
                   f"pages divided among the processes mapping them)")
             print(f"{name}_uss_kib {uss}  ({uss / 1024:.2f} MiB mapped by it alone; "
-                  f"frees; anonymous {roll['Anonymous'] / 1024:.2f} MiB, the rest "
+                  f"anonymous {roll['Anonymous'] / 1024:.2f} MiB, the rest "
                   f"file-backed pages of its binary and libraries)")
     finally:
         owner.run_cleanups()
