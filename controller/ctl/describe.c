@@ -212,16 +212,20 @@ static es_err usage(FILE *f, const cJSON *st)
 	return rc;
 }
 
+/* One row per status.collectors entry; EVENTS and LOST are empty for the
+ * collectors that count none, REASON is the error or why not ebpf. */
 static es_err collector_row(es_print_table *t, const cJSON *c)
 {
-	char b1[8], b2[8];
-	const char *cells[5];
+	char b1[8], b2[8], b3[24], b4[24];
+	const char *cells[7];
 
 	cells[0] = str(c, "name");
 	cells[1] = str(c, "backend");
 	cells[2] = scalar(get(c, "enabled"), b1, sizeof(b1));
 	cells[3] = scalar(get(c, "healthy"), b2, sizeof(b2));
-	cells[4] = str(c, "error") ? str(c, "error") : "";
+	cells[4] = get(c, "events") ? scalar(get(c, "events"), b3, sizeof(b3)) : "";
+	cells[5] = get(c, "events") ? scalar(get(c, "eventsLost"), b4, sizeof(b4)) : "";
+	cells[6] = str(c, "error") ? str(c, "error") : str(c, "reason") ? str(c, "reason") : "";
 	return es_print_table_add(t, cells);
 }
 
@@ -239,9 +243,10 @@ static es_err condition_row(es_print_table *t, const cJSON *c)
 
 static es_err collectors(FILE *f, const cJSON *st)
 {
-	static const char *const head[] = { "NAME", "BACKEND", "ENABLED", "HEALTHY", "ERROR" };
+	static const char *const head[] = { "NAME", "BACKEND", "ENABLED", "HEALTHY",
+					    "EVENTS", "LOST", "REASON" };
 
-	return table_section(f, "Collectors:", "  ", head, 5, get(st, "collectors"),
+	return table_section(f, "Collectors:", "  ", head, 7, get(st, "collectors"),
 			     collector_row);
 }
 

@@ -184,6 +184,41 @@ static void test_describe_fs_use(void **state)
 	cJSON_Delete(v);
 }
 
+/* describe node's Collectors table shows events, losses and the reason a
+ * collector is not on ebpf. */
+static void test_describe_collectors(void **state)
+{
+	const char *node = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+			   "{\"collectors\":[{\"name\":\"process\",\"backend\":\"ebpf\","
+			   "\"enabled\":true,\"healthy\":true,\"events\":1234,\"eventsLost\":56},"
+			   "{\"name\":\"tcp\",\"backend\":\"procfs\",\"enabled\":true,"
+			   "\"healthy\":true,\"reason\":\"forced\",\"events\":0,\"eventsLost\":0},"
+			   "{\"name\":\"cpu\",\"backend\":\"procfs\",\"enabled\":true,"
+			   "\"healthy\":true,\"eventsLost\":0}]}}";
+	cJSON *v = NULL;
+	char *buf = NULL, *line;
+	size_t len = 0;
+	FILE *f;
+	(void)state;
+
+	assert_int_equal(es_json_parse(node, strlen(node), 16, &v, NULL, 0), ES_OK);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(es_describe_node(f, v, NULL, NULL, 0), ES_OK);
+	fclose(f);
+	assert_non_null(strstr(buf, "EVENTS"));
+	line = strstr(buf, "  process");
+	assert_non_null(line);
+	*strchr(line, '\n') = '\0';
+	assert_non_null(strstr(line, " 1234 "));
+	assert_non_null(strstr(line, " 56"));
+	line = strstr(line + strlen(line) + 1, "  tcp");
+	assert_non_null(line);
+	assert_non_null(strstr(line, "forced"));
+	free(buf);
+	cJSON_Delete(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +228,7 @@ int main(void)
 		cmocka_unit_test(test_server_error),
 		cmocka_unit_test(test_fs_use),
 		cmocka_unit_test(test_describe_fs_use),
+		cmocka_unit_test(test_describe_collectors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
