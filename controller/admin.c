@@ -179,7 +179,7 @@ static es_err read_body(req *r, es_kind kind, const char *path_name,
 				    " limit of %d bytes", len, ES_ADMIN_MAX_BODY);
 	if (!body || len == 0)
 		return fail_details(r, 400, NULL, "request body is empty");
-	rc = es_json_parse(body, len, ES_JSON_MAX_DEPTH, &o, perr, sizeof(perr));
+	rc = es_json_parse(body, len, ES_PROTO_MAX_OBJECT_DEPTH, &o, perr, sizeof(perr));
 	if (rc == ES_ERR_NOMEM)
 		return rc;
 	if (rc != ES_OK)

@@ -26,6 +26,9 @@
  * fit in one desired message with the envelope and the metadata the
  * controller adds (PROTOCOL.md "Limits"). */
 #define ES_PROTO_MAX_OBJECT (ES_PROTO_MAX_MESSAGE - 8192)
+/* Deepest desired object the admin API accepts: a desired message holds it
+ * two levels down ({"objects": [object]}), within ES_JSON_MAX_DEPTH. */
+#define ES_PROTO_MAX_OBJECT_DEPTH (ES_JSON_MAX_DEPTH - 2)
 
 typedef enum es_msg_type {
 	ES_MSG_UNKNOWN = 0,

@@ -242,6 +242,21 @@ class LargeMessageTest(unittest.TestCase):
         st, _ = c.admin("GET", f"{API}/collectorconfigs/huge")
         self.assertEqual(st, 404)
 
+    def test_object_too_deep_for_a_message_refused(self):
+        """A desired message holds an object two levels down: an object
+        nested 63 deep would break the 64-level limit on the wire, so the
+        admin API refuses it, and takes one nested 62 deep."""
+        c = Cluster(self)
+        c.start_controller()
+        for levels, want in ((60, 0), (61, 1)):
+            extra = "{\"a\":" * levels + "1" + "}" * levels
+            doc = ('{"apiVersion":"edgesync.io/v1alpha1","kind":"CollectorConfig",'
+                   f'"metadata":{{"name":"deep-{levels}","extra":{extra}}},'
+                   '"spec":{"intervalSeconds":10}}')
+            r = c.ctl("apply", "-f", "-", stdin=doc, check=False)
+            self.assertEqual(r.returncode, want, (levels, r))
+        self.assertIn("nesting deeper than 62", r.stdout + r.stderr)
+
 
 class ConcurrentBurstTest(unittest.TestCase):
     """Three agents report bursts at the same moment (deleting the
