@@ -124,7 +124,8 @@ static void collect_now(es_agent *a)
 	} else {
 		agent__update_conditions(a, status, now);
 		node = agent__build_node(a, status);
-		text = node ? es_json_print(node) : NULL;
+		/* Room for the report envelope around the Node. */
+		text = node ? agent__node_text(node, ES_PROTO_MAX_MESSAGE - 16384) : NULL;
 		cJSON_Delete(node);
 		if (!text) {
 			es_log_error("agent", "cannot build the node object", "error",

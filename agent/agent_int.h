@@ -81,6 +81,15 @@ void agent__queue_event(es_agent *a, cJSON *ev);
 void agent__update_conditions(es_agent *a, const cJSON *status, time_t now);
 /* Builds the Node object around one round's status (consumed). */
 cJSON *agent__build_node(es_agent *a, cJSON *status);
+/*
+ * node (modified) as compact JSON text of at most max bytes, so that a
+ * state report fits in one message (PROTOCOL.md "Limits"): while it is
+ * longer, entries are left out from the end of status.objects and their
+ * number is set in status.agent.objectsOmitted (logged at warn). Returns
+ * malloc'd text, or NULL when out of memory; longer than max only when
+ * status.objects is already empty.
+ */
+char *agent__node_text(cJSON *node, size_t max);
 /* Seeds the node conditions from the newest stored state so that
  * lastTransitionTime survives restarts. */
 void agent__seed_conditions(es_agent *a);

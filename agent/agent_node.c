@@ -381,3 +381,39 @@ void agent__seed_conditions(es_agent *a)
 	}
 	cJSON_Delete(doc);
 }
+
+char *agent__node_text(cJSON *node, size_t max)
+{
+	cJSON *st = cJSON_GetObjectItemCaseSensitive(node, "status");
+	cJSON *objs = cJSON_GetObjectItemCaseSensitive(st, "objects");
+	cJSON *ag = cJSON_GetObjectItemCaseSensitive(st, "agent");
+	char *text = es_json_print(node), n_omitted[24];
+	int64_t omitted = 0;
+	size_t len;
+	int n, drop;
+
+	while (text && (len = strlen(text)) > max &&
+	       (n = cJSON_GetArraySize(objs)) > 0) {
+		/* Objects make up most of an oversized Node: leave out their
+		 * share of the excess, at least one. */
+		drop = (int)((double)n * (double)(len - max) / (double)len) + 1;
+		if (drop > n)
+			drop = n;
+		omitted += drop;
+		while (drop-- > 0)
+			cJSON_DeleteItemFromArray(objs, cJSON_GetArraySize(objs) - 1);
+		cJSON_DeleteItemFromObjectCaseSensitive(ag, "objectsOmitted");
+		if (ag && !es_json_add_int(ag, "objectsOmitted", omitted)) {
+			free(text);
+			return NULL;
+		}
+		free(text);
+		text = es_json_print(node);
+	}
+	if (omitted) {
+		snprintf(n_omitted, sizeof(n_omitted), "%lld", (long long)omitted);
+		es_log_warn("agent", "status.objects shortened to fit one message",
+			    "objectsOmitted", n_omitted, NULL);
+	}
+	return text;
+}

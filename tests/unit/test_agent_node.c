@@ -133,12 +133,67 @@ static void test_disabled_is_not_failing(void **state)
 	cJSON_Delete(ready);
 }
 
+/* A Node too long for one message loses entries from the end of
+ * status.objects, counted in status.agent.objectsOmitted; a short one is
+ * printed as it is. */
+static void test_node_text_fits_one_message(void **state)
+{
+	const size_t max = 1024 * 1024 - 16384;
+	cJSON *node = cJSON_CreateObject(), *st, *objs, *o, *back;
+	char name[32], *text;
+	int i;
+	(void)state;
+
+	st = cJSON_AddObjectToObject(node, "status");
+	cJSON_AddObjectToObject(st, "agent");
+	objs = cJSON_AddArrayToObject(st, "objects");
+	for (i = 0; i < 3000; i++) {
+		o = cJSON_CreateObject();
+		snprintf(name, sizeof(name), "cc-%04d", i);
+		cJSON_AddStringToObject(o, "name", name);
+		cJSON_AddStringToObject(o, "message", "superseded by CollectorConfig cc-0000, "
+					"which sorts first among the CollectorConfigs of this "
+					"node; this text pads the entry to about 600 bytes, as "
+					"the status of a real object with its conditions is. "
+					"Lorem ipsum dolor sit amet, consectetur adipiscing elit, "
+					"sed do eiusmod tempor incididunt ut labore et dolore magna "
+					"aliqua. Ut enim ad minim veniam, quis nostrud exercitation "
+					"ullamco laboris nisi ut aliquip ex ea commodo consequat.");
+		cJSON_AddItemToArray(objs, o);
+	}
+	text = agent__node_text(node, max);
+	assert_non_null(text);
+	assert_true(strlen(text) <= max);
+	back = cJSON_Parse(text);
+	assert_non_null(back);
+	st = cJSON_GetObjectItem(back, "status");
+	i = cJSON_GetArraySize(cJSON_GetObjectItem(st, "objects"));
+	assert_true(i > 1000 && i < 3000);
+	assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "agent"), "objectsOmitted"));
+	assert_int_equal(i + cJSON_GetObjectItem(cJSON_GetObjectItem(st, "agent"),
+						 "objectsOmitted")->valueint, 3000);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(
+		cJSON_GetObjectItem(st, "objects"), 0), "name")->valuestring, "cc-0000");
+	cJSON_Delete(back);
+	free(text);
+
+	cJSON_Delete(node);
+
+	node = cJSON_Parse("{\"status\":{\"agent\":{},\"objects\":[{\"name\":\"a\"}]}}");
+	assert_non_null(node);
+	text = agent__node_text(node, max);
+	assert_string_equal(text, "{\"status\":{\"agent\":{},\"objects\":[{\"name\":\"a\"}]}}");
+	free(text);
+	cJSON_Delete(node);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unavailable_is_not_failing),
 		cmocka_unit_test(test_running_unhealthy_is_failing),
 		cmocka_unit_test(test_disabled_is_not_failing),
+		cmocka_unit_test(test_node_text_fits_one_message),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
