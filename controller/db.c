@@ -29,6 +29,9 @@ static const char *const migrations[ES_DB_SCHEMA_VERSION] = {
 	" report_type TEXT NOT NULL, base_seq INTEGER, time TEXT,"
 	" received INTEGER NOT NULL, body TEXT,"
 	" PRIMARY KEY (node, seq));",
+	/* 2: a full list is owed to the node (its labels changed) until it
+	 * acknowledges one. */
+	"ALTER TABLE nodes ADD COLUMN full_pending INTEGER NOT NULL DEFAULT 0;",
 };
 
 static const es_sqlite_schema db_schema = {

@@ -25,7 +25,7 @@
 
 typedef struct es_db es_db;
 
-#define ES_DB_SCHEMA_VERSION 1
+#define ES_DB_SCHEMA_VERSION 2
 /* Deletion records kept by default (es_db_set_tombstones_kept). */
 #define ES_DB_TOMBSTONES_KEPT 10000
 /* Reports kept per node (older ones are pruned; the cursor is kept). */
@@ -95,7 +95,9 @@ void es_db_set_tombstones_kept(es_db *db, int64_t n);
  * agentVersion, bootId, marks it connected at now. *acked_seq gets the
  * highest report seq stored for the node (0: none); *labels_changed is 1
  * when the labels differ from the ones stored at the previous hello (or the
- * node is new).
+ * node is new), or when a full list owed since such a change was never
+ * acknowledged (es_db_node_full_done): the objects the new labels select
+ * may be older than the agent's resourceVersion.
  */
 es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 			const char *agent_version, const char *boot_id,
@@ -103,6 +105,10 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 
 /* Marks the node disconnected (connected=0) and records lastSeen. */
 es_err es_db_node_disconnected(es_db *db, const char *node, time_t now);
+/* The node acknowledged, at now, the full list owed after its labels
+ * changed (es_db_node_hello): later hellos get changes only.
+ * Errors: ES_ERR_NOTFOUND (no such node), ES_ERR_DB. */
+es_err es_db_node_full_done(es_db *db, const char *node, time_t now);
 /* Records the node's desiredAck resourceVersion and lastSeen. */
 es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t now);
 

@@ -31,7 +31,7 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 	const cJSON *cur = labels;
 	char *text = NULL;
 	int64_t acked = 0;
-	int is_new = 0, s;
+	int is_new = 0, pending = 0, changed, s;
 	es_err rc;
 
 	if (!node || !es_obj_name_valid(node) || (labels && !cJSON_IsObject(labels)))
@@ -44,8 +44,8 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 	}
 	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
 		goto cleanup;
-	if ((rc = es_sqlite_prepare(db->sq, "SELECT labels, acked_seq FROM nodes WHERE name = ?",
-				&st)) != ES_OK)
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT labels, acked_seq, full_pending FROM nodes"
+				    " WHERE name = ?", &st)) != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	s = sqlite3_step(st);
@@ -54,6 +54,7 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 		if (rc != ES_OK)
 			goto cleanup;
 		acked = sqlite3_column_int64(st, 1);
+		pending = sqlite3_column_int(st, 2);
 	} else if (s == SQLITE_DONE) {
 		is_new = 1;
 	} else {
@@ -62,11 +63,13 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	changed = is_new || !old || !cJSON_Compare(old, cur, 1);
 	rc = es_sqlite_prepare(db->sq, is_new ?
 		"INSERT INTO nodes (labels, agent_version, boot_id, connected,"
-		" last_seen, name, created) VALUES (?, ?, ?, 1, ?4, ?, ?4)" :
+		" last_seen, name, created, full_pending) VALUES (?, ?, ?, 1, ?4, ?, ?4, 1)" :
 		"UPDATE nodes SET labels = ?, agent_version = ?, boot_id = ?,"
-		" connected = 1, last_seen = ? WHERE name = ?", &st);
+		" connected = 1, last_seen = ?, full_pending = full_pending OR ?6"
+		" WHERE name = ?5", &st);
 	if (rc != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
@@ -74,6 +77,8 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 	bind_str_or_null(st, 3, boot_id);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 5, node, -1, SQLITE_STATIC);
+	if (!is_new)
+		sqlite3_bind_int(st, 6, changed);
 	if ((rc = es_sqlite_step_done(db->sq, st, "node hello")) != ES_OK)
 		goto cleanup;
 	if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
@@ -81,7 +86,7 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 	if (acked_seq)
 		*acked_seq = acked;
 	if (labels_changed)
-		*labels_changed = is_new || !old || !cJSON_Compare(old, cur, 1);
+		*labels_changed = changed || pending;
 cleanup:
 	sqlite3_finalize(st);
 	es_sqlite_rollback(db->sq);
@@ -125,6 +130,12 @@ es_err es_db_node_disconnected(es_db *db, const char *node, time_t now)
 {
 	return node_update(db, "UPDATE nodes SET connected = ?, last_seen = ?"
 			   " WHERE name = ?", 0, now, node, "node disconnected");
+}
+
+es_err es_db_node_full_done(es_db *db, const char *node, time_t now)
+{
+	return node_update(db, "UPDATE nodes SET full_pending = ?, last_seen = ?"
+			   " WHERE name = ?", 0, now, node, "node full done");
 }
 
 es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t now)

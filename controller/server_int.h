@@ -49,6 +49,9 @@ typedef struct conn {
 	char close_reason[32];
 	int64_t last_rx_ms;
 	es_ctrl_pending acks; /* writes pushed, awaiting desiredAck (metrics.h) */
+	int full_owed;        /* 1: the full list sent after a label change is
+			       * not acknowledged yet (es_db_node_full_done) */
+	int64_t full_rv;      /* ... its resourceVersion */
 } conn;
 
 struct es_server {

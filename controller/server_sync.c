@@ -108,6 +108,8 @@ static es_err sync_desired(conn *c, int64_t since, int labels_changed)
 		goto cleanup;
 	b.full = since == 0 || since < compacted || since > b.rv ||
 		 labels_changed;
+	c->full_owed = labels_changed;
+	c->full_rv = b.rv;
 	if (b.full)
 		rc = es_db_object_list(db, ES_KIND_UNKNOWN, &list);
 	else
@@ -308,9 +310,13 @@ void server__handle_message(conn *c, const char *buf, size_t len)
 		es_ctrl_metrics_acked(c->srv->metrics, &c->acks, rv,
 				      es_time_mono_us());
 		if (es_db_node_desired_ack(c->srv->db, c->node, rv, time(NULL)) !=
-		    ES_OK)
+		    ES_OK ||
+		    (c->full_owed && rv >= c->full_rv &&
+		     es_db_node_full_done(c->srv->db, c->node, time(NULL)) != ES_OK))
 			server__queue_error(c, ES_PC_INTERNAL,
 					    "the controller's store failed");
+		else if (rv >= c->full_rv)
+			c->full_owed = 0;
 		break;
 	case ES_MSG_PING:
 		if (server__queue_msg(c, es_proto_pong(cJSON_GetStringValue(

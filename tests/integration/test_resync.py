@@ -5,7 +5,7 @@ the controller keeps (PROTOCOL.md, "Desired state")."""
 
 import unittest
 
-from harness import Cluster, main, wait_for
+from harness import Cluster, hello, main, wait_for
 
 
 def cc(name):
@@ -55,6 +55,68 @@ class ResyncTest(unittest.TestCase):
                      c.node()["status"]["sync"]["desiredResourceVersion"] == rv)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{c.logs()}") from e
+
+
+class LabelChangeTest(unittest.TestCase):
+    """New labels select objects older than the agent's resourceVersion, so
+    the controller owes the node a full list; a connection lost before that
+    list is acknowledged must not lose it (PROTOCOL.md "Desired state": the
+    next connection starts the sync again)."""
+
+    def desired(self, ws):
+        """The objects of one sync after a welcome: (full, names, rv)."""
+        names, full, rv = [], None, 0
+        while True:
+            _, msg = ws.recv()
+            if msg["type"] != "desired":
+                continue
+            full = msg["full"] if full is None else full
+            names += [o["metadata"]["name"] for o in msg.get("objects", [])]
+            rv = msg["resourceVersion"]
+            if not msg.get("more"):
+                return full, sorted(names), rv
+
+    def test_full_list_owed_until_acknowledged(self):
+        c = Cluster(self, nodes=["n1"])
+        c.start_controller()
+        c.ctl("apply", "-f", "-", stdin=cc("base") + "---\n" + (
+            "apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
+            "metadata: {name: lbl-x}\nspec: {intervalSeconds: 5,"
+            " nodeSelector: {matchLabels: {extra: 'yes'}}}\n"))
+        cert = c.node_cert("n1")
+
+        ws = c.ws(*cert)
+        ws.send_json(hello("n1"))
+        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        full, names, rv = self.desired(ws)
+        self.assertEqual((full, names), (True, ["base"]))
+        ws.send_json({"type": "desiredAck", "resourceVersion": rv})
+        wait_for("the ack stored", lambda: c.node("n1")["status"]["sync"]
+                 ["desiredResourceVersion"] == rv)
+        ws.close()
+
+        # New labels; the connection drops before the full list is taken.
+        ws = c.ws(*cert)
+        ws.send_json(hello("n1", rv=rv, labels={"extra": "yes"}))
+        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        ws.close()
+
+        ws = c.ws(*cert)
+        ws.send_json(hello("n1", rv=rv, labels={"extra": "yes"}))
+        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        full, names, rv2 = self.desired(ws)
+        self.assertEqual((full, names), (True, ["base", "lbl-x"]))
+        ws.send_json({"type": "desiredAck", "resourceVersion": rv2})
+        wait_for("the ack stored", lambda: c.node("n1")["status"]["sync"]
+                 ["desiredResourceVersion"] == rv2)
+        ws.close()
+
+        # Acknowledged: the next connection gets changes only.
+        ws = c.ws(*cert)
+        ws.send_json(hello("n1", rv=rv2, labels={"extra": "yes"}))
+        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        self.assertEqual(self.desired(ws), (False, [], rv2))
+        ws.close()
 
 
 if __name__ == "__main__":

@@ -262,12 +262,23 @@ static void test_node_hello(void **state)
 					  &acked, &changed), ES_OK);
 	assert_int_equal(acked, 0);
 	assert_int_equal(changed, 1);
+	/* The full list owed to a new node stays owed until acknowledged. */
+	assert_int_equal(es_db_node_hello(f->db, "n1", l1, "0.1.0", "boot-2", 1001,
+					  &acked, &changed), ES_OK);
+	assert_int_equal(changed, 1);
+	assert_int_equal(es_db_node_full_done(f->db, "n1", 1001), ES_OK);
 	assert_int_equal(es_db_node_hello(f->db, "n1", l1, "0.1.0", "boot-2", 1001,
 					  &acked, &changed), ES_OK);
 	assert_int_equal(changed, 0);
 	assert_int_equal(es_db_node_hello(f->db, "n1", l2, "0.1.0", "boot-2", 1002,
 					  &acked, &changed), ES_OK);
 	assert_int_equal(changed, 1);
+	/* A connection lost before the full list was acknowledged: the next
+	 * hello, with the same new labels, still gets one. */
+	assert_int_equal(es_db_node_hello(f->db, "n1", l2, "0.1.0", "boot-2", 1002,
+					  &acked, &changed), ES_OK);
+	assert_int_equal(changed, 1);
+	assert_int_equal(es_db_node_full_done(f->db, "nope", 1002), ES_ERR_NOTFOUND);
 	assert_int_equal(es_db_node_desired_ack(f->db, "n1", 7, 1003), ES_OK);
 	assert_int_equal(es_db_node_disconnected(f->db, "n1", 1004), ES_OK);
 	assert_int_equal(es_db_node_disconnected(f->db, "nope", 1004), ES_ERR_NOTFOUND);
