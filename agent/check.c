@@ -21,7 +21,7 @@
 static void row(FILE *out, const char *check, const char *result,
 		const char *detail)
 {
-	fprintf(out, "%-22s %-8s %s\n", check, result, detail);
+	fprintf(out, "%-24s %-8s %s\n", check, result, detail);
 }
 
 static int readable(const char *path)
@@ -141,7 +141,7 @@ int es_check_run(FILE *out, const es_agent_config *cfg)
 	size_t i;
 	DIR *dir;
 
-	fprintf(out, "%-22s %-8s %s\n", "CHECK", "RESULT", "DETAIL");
+	fprintf(out, "%-24s %-8s %s\n", "CHECK", "RESULT", "DETAIL");
 	procfs_ok = readable("/proc/stat") && readable("/proc/meminfo");
 	row(out, "procfs", procfs_ok ? RES_OK : RES_FAIL,
 	    procfs_ok ? "/proc/stat and /proc/meminfo readable"

@@ -483,7 +483,7 @@ int es_kcollectors_check(FILE *out, const es_kenv *inputs)
 		snprintf(name, sizeof(name), "collector/%s", kc->ops->name);
 		snprintf(d, sizeof(d), "%s%s%s", es_kbackend_str(kc->backend),
 			 kc->reason[0] ? ": " : "", kc->reason);
-		fprintf(out, "%-22s %-8s %s\n", name,
+		fprintf(out, "%-24s %-8s %s\n", name,
 			kc->backend == ES_KBACKEND_UNAVAILABLE ? "missing" : "ok", d);
 		bad += kc->backend == ES_KBACKEND_UNAVAILABLE;
 	}

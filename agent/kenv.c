@@ -228,7 +228,7 @@ int es_kenv_ebpf_ok(const es_kenv *env, int need_tracefs, int need_cgroup2,
 
 static void row(FILE *out, const char *check, int ok, const char *detail)
 {
-	fprintf(out, "%-22s %-8s %s\n", check, ok ? "ok" : "missing", detail);
+	fprintf(out, "%-24s %-8s %s\n", check, ok ? "ok" : "missing", detail);
 }
 
 void es_kenv_print(const es_kenv *env, FILE *out)

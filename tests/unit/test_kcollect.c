@@ -107,11 +107,11 @@ static void test_print(void **state)
 	assert_non_null(f);
 	es_kenv_print(&e, f);
 	fclose(f);
-	assert_non_null(strstr(buf, "kernel-cgroup-v2       ok       "
+	assert_non_null(strstr(buf, "kernel-cgroup-v2         ok       "
 				    "/var/lib/edgesync/cgroup2 (mounted by the agent)\n"));
-	assert_non_null(strstr(buf, "kernel-tracefs         missing  "
+	assert_non_null(strstr(buf, "kernel-tracefs           missing  "
 				    "tracefs is not mounted\n"));
-	assert_non_null(strstr(buf, "ebpf                   ok       "));
+	assert_non_null(strstr(buf, "ebpf                     ok       "));
 }
 
 static void test_report_null_set(void **state)
