@@ -76,6 +76,19 @@ class LabelChangeTest(unittest.TestCase):
             if not msg.get("more"):
                 return full, sorted(names), rv
 
+    def session(self, c, rv=0, labels=None):
+        """A raw connection as n1 that said hello and got its welcome."""
+        ws = c.ws(*c.node_cert("n1"))
+        ws.send_json(hello("n1", rv=rv, labels=labels))
+        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        return ws
+
+    def ack(self, c, ws, rv):
+        ws.send_json({"type": "desiredAck", "resourceVersion": rv})
+        wait_for("the ack stored", lambda: c.node("n1")["status"]["sync"]
+                 ["desiredResourceVersion"] == rv)
+        ws.close()
+
     def test_full_list_owed_until_acknowledged(self):
         c = Cluster(self, nodes=["n1"])
         c.start_controller()
@@ -83,41 +96,25 @@ class LabelChangeTest(unittest.TestCase):
             "apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
             "metadata: {name: lbl-x}\nspec: {intervalSeconds: 5,"
             " nodeSelector: {matchLabels: {extra: 'yes'}}}\n"))
-        cert = c.node_cert("n1")
+        extra = {"extra": "yes"}
 
-        ws = c.ws(*cert)
-        ws.send_json(hello("n1"))
-        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        ws = self.session(c)
         full, names, rv = self.desired(ws)
         self.assertEqual((full, names), (True, ["base"]))
-        ws.send_json({"type": "desiredAck", "resourceVersion": rv})
-        wait_for("the ack stored", lambda: c.node("n1")["status"]["sync"]
-                 ["desiredResourceVersion"] == rv)
-        ws.close()
+        self.ack(c, ws, rv)
 
         # New labels; the connection drops before the full list is taken.
-        ws = c.ws(*cert)
-        ws.send_json(hello("n1", rv=rv, labels={"extra": "yes"}))
-        self.assertEqual(ws.recv()[1]["type"], "welcome")
-        ws.close()
+        self.session(c, rv, extra).close()
 
-        ws = c.ws(*cert)
-        ws.send_json(hello("n1", rv=rv, labels={"extra": "yes"}))
-        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        ws = self.session(c, rv, extra)
         full, names, rv2 = self.desired(ws)
         self.assertEqual((full, names), (True, ["base", "lbl-x"]))
-        ws.send_json({"type": "desiredAck", "resourceVersion": rv2})
-        wait_for("the ack stored", lambda: c.node("n1")["status"]["sync"]
-                 ["desiredResourceVersion"] == rv2)
-        ws.close()
+        self.ack(c, ws, rv2)
 
         # Acknowledged: the next connection gets changes only.
-        ws = c.ws(*cert)
-        ws.send_json(hello("n1", rv=rv2, labels={"extra": "yes"}))
-        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        ws = self.session(c, rv2, extra)
         self.assertEqual(self.desired(ws), (False, [], rv2))
         ws.close()
-
 
 if __name__ == "__main__":
     main()

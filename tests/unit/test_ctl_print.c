@@ -158,65 +158,65 @@ static void test_fs_use(void **state)
 				sizeof(b)), "<unknown>");
 }
 
-/* describe node's Filesystems table uses df's figure. */
-static void test_describe_fs_use(void **state)
+/* `describe node` of the Node JSON text node: the output, malloc'd. */
+static char *describe(const char *node)
 {
-	const char *node = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":{\"usage\":"
-			   "{\"filesystems\":[{\"device\":\"/dev/sda1\",\"mountpoint\":\"/\","
-			   "\"fstype\":\"ext4\",\"sizeBytes\":100000000000,\"freeBytes\":10000000000,"
-			   "\"availBytes\":5000000000}]}}}";
 	cJSON *v = NULL;
-	char *buf = NULL, *line;
+	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
-	(void)state;
 
 	assert_int_equal(es_json_parse(node, strlen(node), 16, &v, NULL, 0), ES_OK);
 	f = open_memstream(&buf, &len);
 	assert_non_null(f);
 	assert_int_equal(es_describe_node(f, v, NULL, NULL, 0), ES_OK);
 	fclose(f);
-	line = strstr(buf, "/dev/sda1");
+	cJSON_Delete(v);
+	return buf;
+}
+
+/* The line of text that contains needle, cut at its end (text modified). */
+static char *line_with(char *text, const char *needle)
+{
+	char *line = strstr(text, needle);
+
 	assert_non_null(line);
 	*strchr(line, '\n') = '\0';
-	assert_non_null(strstr(line, " 95%"));
+	return line;
+}
+
+/* describe node's Filesystems table uses df's figure. */
+static void test_describe_fs_use(void **state)
+{
+	char *buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+			     "{\"usage\":{\"filesystems\":[{\"device\":\"/dev/sda1\","
+			     "\"mountpoint\":\"/\",\"fstype\":\"ext4\",\"sizeBytes\":100000000000,"
+			     "\"freeBytes\":10000000000,\"availBytes\":5000000000}]}}}");
+	(void)state;
+
+	assert_non_null(strstr(line_with(buf, "/dev/sda1"), " 95%"));
 	free(buf);
-	cJSON_Delete(v);
 }
 
 /* describe node's Collectors table shows events, losses and the reason a
  * collector is not on ebpf. */
 static void test_describe_collectors(void **state)
 {
-	const char *node = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
-			   "{\"collectors\":[{\"name\":\"process\",\"backend\":\"ebpf\","
-			   "\"enabled\":true,\"healthy\":true,\"events\":1234,\"eventsLost\":56},"
-			   "{\"name\":\"tcp\",\"backend\":\"procfs\",\"enabled\":true,"
-			   "\"healthy\":true,\"reason\":\"forced\",\"events\":0,\"eventsLost\":0},"
-			   "{\"name\":\"cpu\",\"backend\":\"procfs\",\"enabled\":true,"
-			   "\"healthy\":true,\"eventsLost\":0}]}}";
-	cJSON *v = NULL;
-	char *buf = NULL, *line;
-	size_t len = 0;
-	FILE *f;
+	char *buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+			     "{\"collectors\":[{\"name\":\"process\",\"backend\":\"ebpf\","
+			     "\"enabled\":true,\"healthy\":true,\"events\":1234,\"eventsLost\":56},"
+			     "{\"name\":\"tcp\",\"backend\":\"procfs\",\"enabled\":true,"
+			     "\"healthy\":true,\"reason\":\"forced\",\"events\":0,\"eventsLost\":0},"
+			     "{\"name\":\"cpu\",\"backend\":\"procfs\",\"enabled\":true,"
+			     "\"healthy\":true,\"eventsLost\":0}]}}"), *line;
 	(void)state;
 
-	assert_int_equal(es_json_parse(node, strlen(node), 16, &v, NULL, 0), ES_OK);
-	f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	assert_int_equal(es_describe_node(f, v, NULL, NULL, 0), ES_OK);
-	fclose(f);
 	assert_non_null(strstr(buf, "EVENTS"));
-	line = strstr(buf, "  process");
-	assert_non_null(line);
-	*strchr(line, '\n') = '\0';
+	line = line_with(buf, "  process");
 	assert_non_null(strstr(line, " 1234 "));
 	assert_non_null(strstr(line, " 56"));
-	line = strstr(line + strlen(line) + 1, "  tcp");
-	assert_non_null(line);
-	assert_non_null(strstr(line, "forced"));
+	assert_non_null(strstr(line_with(line + strlen(line) + 1, "  tcp"), "forced"));
 	free(buf);
-	cJSON_Delete(v);
 }
 
 int main(void)
