@@ -400,8 +400,9 @@ char *agent__node_text(cJSON *node, size_t max)
 		if (drop > n)
 			drop = n;
 		omitted += drop;
+		/* cJSON keeps the last item at child->prev. */
 		while (drop-- > 0)
-			cJSON_DeleteItemFromArray(objs, cJSON_GetArraySize(objs) - 1);
+			cJSON_Delete(cJSON_DetachItemViaPointer(objs, objs->child->prev));
 		cJSON_DeleteItemFromObjectCaseSensitive(ag, "objectsOmitted");
 		if (ag && !es_json_add_int(ag, "objectsOmitted", omitted)) {
 			free(text);

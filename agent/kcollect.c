@@ -151,6 +151,12 @@ static int running(const kc_slot *s)
 	return s->enabled && s->kc.backend != ES_KBACKEND_UNAVAILABLE;
 }
 
+/* 1 when s runs on eBPF and writes records into the set's ring. */
+static int writes_ring(const kc_slot *s)
+{
+	return running(s) && s->kc.backend == ES_KBACKEND_EBPF && s->kc.ops->source;
+}
+
 /* ring_buffer_sample_fn of the set's ring: hands the record to the
  * collector its source names. */
 static int dispatch(void *ctx, void *data, size_t size)
@@ -165,8 +171,7 @@ static int dispatch(void *ctx, void *data, size_t size)
 	for (i = 0; i < set->n; i++) {
 		kc_slot *s = &set->slots[i];
 
-		if (s->kc.ops->source == source && running(s) &&
-		    s->kc.backend == ES_KBACKEND_EBPF && s->kc.ops->on_event) {
+		if (s->kc.ops->source == source && writes_ring(s) && s->kc.ops->on_event) {
 			s->kc.ops->on_event(&s->kc, data, size);
 			break;
 		}
@@ -208,8 +213,7 @@ static void ring_close_unused(es_kcollectors *set)
 	size_t i;
 
 	for (i = 0; i < set->n; i++)
-		if (running(&set->slots[i]) && set->slots[i].kc.ops->source &&
-		    set->slots[i].kc.backend == ES_KBACKEND_EBPF)
+		if (writes_ring(&set->slots[i]))
 			return;
 	ring_buffer__free(set->rb);
 	set->rb = NULL;

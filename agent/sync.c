@@ -108,7 +108,6 @@ static void conn_down(es_sync *s, const char *why)
 	s->rx_discard = 0;
 	s->close_code = 0;
 	queue_clear(s);
-	es_ws_release(&s->held);
 	lws_sul_cancel(&s->sul_tick);
 	if (why && *why)
 		sync__set_error(s, why, NULL);
@@ -175,14 +174,17 @@ static void tick(lws_sorted_usec_list_t *sul)
 	lws_sul_schedule(s->ctx, 0, &s->sul_tick, tick, TICK_US);
 }
 
-int sync__write_text(es_sync *s, struct lws *wsi, const char *text, size_t len)
+int sync__write_text(struct lws *wsi, const char *text, size_t len)
 {
 	unsigned char *buf = malloc(LWS_PRE + len);
+	int rc;
 
 	if (!buf)
 		return -1;
 	memcpy(buf + LWS_PRE, text, len);
-	return es_ws_send(&s->held, wsi, buf, buf + LWS_PRE, len);
+	rc = es_ws_send(wsi, buf + LWS_PRE, len);
+	free(buf);
+	return rc;
 }
 
 static int on_writeable(es_sync *s, struct lws *wsi)
@@ -194,7 +196,7 @@ static int on_writeable(es_sync *s, struct lws *wsi)
 		s->q_head = m->next;
 		if (!s->q_head)
 			s->q_tail = NULL;
-		rc = sync__write_text(s, wsi, m->text, m->len);
+		rc = sync__write_text(wsi, m->text, m->len);
 		free(m);
 		if (rc != 0) {
 			sync__set_error(s, "write failed", NULL);
@@ -458,7 +460,6 @@ void es_sync_free(es_sync *s)
 	if (!s)
 		return;
 	queue_clear(s);
-	es_ws_release(&s->held);
 	free(s->rx);
 	free(s->url);
 	free(s->node);

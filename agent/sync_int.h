@@ -15,7 +15,6 @@
 #include "config.h"
 #include "es_err.h"
 #include "es_proto.h"
-#include "es_ws.h"
 #include "store.h"
 #include "sync.h"
 
@@ -45,7 +44,6 @@ struct es_sync {
 	char host_hdr[300];
 
 	struct lws *wsi;
-	es_ws_held held;      /* the last message written on wsi (es_ws.h) */
 	enum sync_state state;
 	es_backoff bo;
 	lws_sorted_usec_list_t sul_dial, sul_tick;
@@ -76,10 +74,9 @@ es_err sync__queue_msg(es_sync *s, cJSON *msg);
 /* Sends an `error` (when code >= 0) then closes with close_code. */
 void sync__fail_conn(es_sync *s, int code, int close_code, const char *msg);
 void sync__proto_fail(es_sync *s, es_proto_code code, const char *msg);
-/* Writes text as one message on wsi (from its WRITEABLE callback); the
- * copy stays in s->held while libwebsockets may still read it (es_ws.h).
- * Returns 0 or -1 (close the connection). */
-int sync__write_text(es_sync *s, struct lws *wsi, const char *text, size_t len);
+/* Writes text as one message on wsi from its WRITEABLE callback
+ * (es_ws_send). Returns 0 or -1 (close the connection). */
+int sync__write_text(struct lws *wsi, const char *text, size_t len);
 
 /* sync_msg.c */
 

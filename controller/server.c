@@ -211,8 +211,8 @@ static int on_writeable(conn *c)
 		if (!c->qhead)
 			c->qtail = NULL;
 		c->qbytes -= m->len;
-		/* es_ws_send keeps m until libwebsockets is done with it. */
-		n = es_ws_send(&c->held, c->wsi, m, m->data + LWS_PRE, m->len);
+		n = es_ws_send(c->wsi, m->data + LWS_PRE, m->len);
+		free(m);
 		if (n < 0)
 			return -1;
 		if (c->qhead || c->state == CS_CLOSING)
@@ -248,7 +248,6 @@ static void conn_release(conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	server__queue_clear(c);
-	es_ws_release(&c->held);
 	free(c->rx);
 	cJSON_Delete(c->labels);
 	memset(c, 0, sizeof(*c));
@@ -409,7 +408,6 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	info.iface = o->admin_host;
 	info.port = o->admin_port;
 	info.protocols = server__admin_protocols;
-	info.extensions = NULL;
 	info.ssl_ca_filepath = o->admin_ca;
 	if (!lws_create_vhost(s->ctx, &info)) {
 		rc = es_errf(ES_ERR_TLS, err, errsz,

@@ -19,7 +19,6 @@
 #include "es_obj.h"
 #include "es_pki.h"
 #include "es_proto.h"
-#include "es_ws.h"
 #include "metrics.h"
 #include "server.h"
 
@@ -42,7 +41,6 @@ typedef struct conn {
 	cJSON *labels;
 	out_msg *qhead, *qtail;
 	size_t qbytes;
-	es_ws_held held;      /* the last message written (es_ws.h) */
 	char *rx;
 	size_t rx_len, rx_cap;
 	int close_code;

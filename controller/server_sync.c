@@ -273,6 +273,15 @@ static void on_report(conn *c, const cJSON *msg)
 		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
 }
 
+/* The agent acknowledged the full list owed after its labels changed. */
+static void full_acknowledged(conn *c)
+{
+	if (es_db_node_full_done(c->srv->db, c->node, time(NULL)) != ES_OK)
+		server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
+	else
+		c->full_owed = 0;
+}
+
 void server__handle_message(conn *c, const char *buf, size_t len)
 {
 	es_msg_type t = ES_MSG_UNKNOWN;
@@ -309,14 +318,11 @@ void server__handle_message(conn *c, const char *buf, size_t len)
 				ES_JSON_MAX_INT, &rv, NULL, 0);
 		es_ctrl_metrics_acked(c->srv->metrics, &c->acks, rv,
 				      es_time_mono_us());
-		if (es_db_node_desired_ack(c->srv->db, c->node, rv, time(NULL)) !=
-		    ES_OK ||
-		    (c->full_owed && rv >= c->full_rv &&
-		     es_db_node_full_done(c->srv->db, c->node, time(NULL)) != ES_OK))
+		if (es_db_node_desired_ack(c->srv->db, c->node, rv, time(NULL)) != ES_OK)
 			server__queue_error(c, ES_PC_INTERNAL,
 					    "the controller's store failed");
-		else if (rv >= c->full_rv)
-			c->full_owed = 0;
+		else if (c->full_owed && rv >= c->full_rv)
+			full_acknowledged(c);
 		break;
 	case ES_MSG_PING:
 		if (server__queue_msg(c, es_proto_pong(cJSON_GetStringValue(

@@ -369,8 +369,7 @@ es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 			snprintf(sql, sizeof(sql),
 				 "PRAGMA wal_autocheckpoint = %lld; "
 				 "PRAGMA journal_size_limit = %lld",
-				 (long long)((schema->wal_kib * 1024LL + page - 1) /
-					     (page > 0 ? page : 4096)),
+				 (long long)(schema->wal_kib * 1024LL / page),
 				 schema->wal_kib * 1024LL);
 			rc = exec_open(db, sql, err, errsz);
 		}
