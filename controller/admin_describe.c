@@ -147,7 +147,10 @@ fail:
 
 /* One describe entry. d (desired, NULL when the agent reports an object the
  * controller no longer has for the node) or r (reported, may be NULL). */
-static cJSON *entry(const cJSON *d, const cJSON *r, const char *orphan_why)
+/* d desired (or NULL), r reported (or NULL); orphan_why says why r has no
+ * d, missing_why why d has no r. */
+static cJSON *entry(const cJSON *d, const cJSON *r, const char *orphan_why,
+		    const char *missing_why)
 {
 	const char *kind = d ? es_obj_kind_str(d) : str_member(r, "kind");
 	const char *name = d ? es_obj_name(d) : str_member(r, "name");
@@ -178,7 +181,7 @@ static cJSON *entry(const cJSON *d, const cJSON *r, const char *orphan_why)
 		if (add_diff(diffs, "%s", orphan_why))
 			goto fail;
 	} else if (!r) {
-		if (add_diff(diffs, "not reported by the agent"))
+		if (add_diff(diffs, "%s", missing_why))
 			goto fail;
 	} else if (compare(d, r, diffs)) {
 		goto fail;
@@ -230,8 +233,9 @@ es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,
 	const cJSON *reported = member(status, "objects");
 	const cJSON *d, *r;
 	const char *name = str_member(meta, "name");
+	const cJSON *omitted = member(member(status, "agent"), "objectsOmitted");
 	int nrep = cJSON_IsArray(reported) ? cJSON_GetArraySize(reported) : 0;
-	char *matched = NULL;
+	char *matched = NULL, missing[160] = "not reported by the agent";
 	cJSON *res = NULL, *objs, *e;
 	es_err rc = ES_ERR_NOMEM;
 	int i;
@@ -241,6 +245,10 @@ es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,
 		reported = NULL;
 	if (!cJSON_IsObject(labels))
 		labels = NULL;
+	if (cJSON_IsNumber(omitted) && omitted->valuedouble > 0)
+		snprintf(missing, sizeof(missing), "not in the agent's report, which left "
+			 "%.0f objects out to fit one message (status.agent.objectsOmitted)",
+			 omitted->valuedouble);
 	if (!(matched = calloc((size_t)nrep + 1, 1)) ||
 	    !(res = cJSON_CreateObject()) ||
 	    !cJSON_AddStringToObject(res, "node", name ? name : "") ||
@@ -253,7 +261,7 @@ es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,
 		r = find_reported(reported, es_obj_kind_str(d), es_obj_name(d), &i);
 		if (r)
 			matched[i] = 1;
-		if (!(e = entry(d, r, NULL)))
+		if (!(e = entry(d, r, NULL, missing)))
 			goto cleanup;
 		cJSON_AddItemToArray(objs, e);
 	}
@@ -264,7 +272,7 @@ es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,
 						       str_member(r, "name")) ?
 				"no longer targets this node; the agent still holds it" :
 				"deleted on the controller; the agent still holds it";
-			if (!(e = entry(NULL, r, why)))
+			if (!(e = entry(NULL, r, why, NULL)))
 				goto cleanup;
 			cJSON_AddItemToArray(objs, e);
 		}

@@ -19,7 +19,9 @@
  *   EgressPolicy: rules read back from the kernel) | null,
  *   inSync, differences: [string]}], conditions, sync}
  * EgressPolicy entries also list where actual differs from the spec
- * (es_egress_diff).
+ * (es_egress_diff). An object the agent did not report differs with "not
+ * reported by the agent", or, when status.agent.objectsOmitted says the
+ * agent shortened its report, with a difference that says so.
  * Errors: ES_ERR_NOMEM.
  */
 es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "admin_int.h"
 #include "es_json.h"
 #include "testutil.h"
 
@@ -393,6 +394,35 @@ static void test_nodes(void **state)
 	cJSON_Delete(o);
 }
 
+/* An object missing from a report the agent shortened (objectsOmitted) is
+ * said to be left out, not merely unreported. */
+static void test_describe_omitted(void **state)
+{
+	cJSON *desired = es_test_json(
+		"[{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"CollectorConfig\","
+		"\"metadata\":{\"name\":\"a\",\"uid\":\"u\",\"generation\":1},\"spec\":{}}]");
+	cJSON *plain = es_test_json("{\"metadata\":{\"name\":\"n1\"},\"status\":"
+				    "{\"objects\":[],\"agent\":{}}}");
+	cJSON *cut = es_test_json("{\"metadata\":{\"name\":\"n1\"},\"status\":"
+				  "{\"objects\":[],\"agent\":{\"objectsOmitted\":7}}}");
+	cJSON *d = NULL;
+	const cJSON *diff;
+	(void)state;
+
+	assert_int_equal(es_admin_describe_build(plain, desired, &d), ES_OK);
+	diff = cJSON_GetArrayItem(at(describe_entry(d, "a"), "differences"), 0);
+	assert_string_equal(diff->valuestring, "not reported by the agent");
+	cJSON_Delete(d);
+	assert_int_equal(es_admin_describe_build(cut, desired, &d), ES_OK);
+	diff = cJSON_GetArrayItem(at(describe_entry(d, "a"), "differences"), 0);
+	assert_non_null(strstr(diff->valuestring, "left 7 objects out"));
+	assert_non_null(strstr(diff->valuestring, "objectsOmitted"));
+	cJSON_Delete(d);
+	cJSON_Delete(desired);
+	cJSON_Delete(plain);
+	cJSON_Delete(cut);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -400,6 +430,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_describe, setup, teardown),
+		cmocka_unit_test(test_describe_omitted),
 		cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
