@@ -15,9 +15,9 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "agent.h"
-#include "check.h"
-#include "config.h"
+#include "runtime/agent.h"
+#include "host/check.h"
+#include "runtime/config.h"
 #include "es_cli.h"
 #include "es_json.h"
 #include "es_log.h"

@@ -1,5 +1,5 @@
 /*
- * blockio.h - types shared by bpf/blockio.bpf.c and agent/kc_blockio.c.
+ * blockio.h - types shared by bpf/blockio.bpf.c and agent/kcollect/kc_blockio.c.
  */
 #ifndef ES_BPF_BLOCKIO_H
 #define ES_BPF_BLOCKIO_H

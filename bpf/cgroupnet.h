@@ -1,6 +1,6 @@
 /*
  * cgroupnet.h - types shared by bpf/cgroupnet.bpf.c and
- * agent/kc_cgroupnet.c.
+ * agent/kcollect/kc_cgroupnet.c.
  */
 #ifndef ES_BPF_CGROUPNET_H
 #define ES_BPF_CGROUPNET_H

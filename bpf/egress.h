@@ -1,6 +1,6 @@
 /*
  * egress.h - types and constants shared by bpf/egress.bpf.c and the agent's
- * EgressPolicy enforcer (agent/egress_kern.c). Fixed-width types only.
+ * EgressPolicy enforcer (agent/egress/ebpf/egress_kern.c). Fixed-width types only.
  *
  * Two rule sets (0 and 1) live side by side in the same maps; eg_active
  * holds the set the programs use. The agent writes the inactive set

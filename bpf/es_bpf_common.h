@@ -8,7 +8,7 @@
  * The counters convention: each program has a BPF_MAP_TYPE_PERCPU_ARRAY
  * (key __u32, value __u64) whose indices are the ES_<NAME>_C_* constants of
  * its <name>.h; user space sums the CPUs (es_kc_map_sum_u64 in
- * agent/kcollect.h).
+ * agent/kcollect/kcollect.h).
  */
 #ifndef ES_BPF_COMMON_H
 #define ES_BPF_COMMON_H

@@ -1,6 +1,6 @@
 /*
  * es_events.h - the agent's one event ring buffer, shared by bpf/<name>.bpf.c
- * and agent/kcollect.c (fixed-width types only).
+ * and agent/kcollect/kcollect.c (fixed-width types only).
  *
  * The kernel collectors that stream events (process, tcp, oom) write into
  * one BPF_MAP_TYPE_RINGBUF that user space creates (ringbuf-bytes) and

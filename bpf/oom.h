@@ -1,5 +1,5 @@
 /*
- * oom.h - types shared by bpf/oom.bpf.c and agent/kc_oom.c.
+ * oom.h - types shared by bpf/oom.bpf.c and agent/kcollect/kc_oom.c.
  */
 #ifndef ES_BPF_OOM_H
 #define ES_BPF_OOM_H

@@ -1,6 +1,6 @@
 /*
  * process.h - types and constants shared by bpf/process.bpf.c and
- * agent/kc_process.c (fixed-width types only).
+ * agent/kcollect/kc_process.c (fixed-width types only).
  */
 #ifndef ES_BPF_PROCESS_H
 #define ES_BPF_PROCESS_H

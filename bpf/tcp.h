@@ -1,5 +1,5 @@
 /*
- * tcp.h - types shared by bpf/tcp.bpf.c and agent/kc_tcp.c.
+ * tcp.h - types shared by bpf/tcp.bpf.c and agent/kcollect/kc_tcp.c.
  */
 #ifndef ES_BPF_TCP_H
 #define ES_BPF_TCP_H

@@ -23,3 +23,17 @@ if(ES_SANITIZE)
     add_compile_options(${_es_san})
     add_link_options(${_es_san})
 endif()
+
+# es_part(TARGET SOURCES src.c... [LIBS lib...])
+# One part of a program: an OBJECT library of the folder's sources, with
+# edgesync's warnings. INCLUDES are the include roots its sources and their
+# users need (a program's folder, so that headers are named "part/x.h");
+# LIBS are the parts and libraries it uses. The program's static library
+# links its parts, which puts their objects into it.
+function(es_part target)
+    cmake_parse_arguments(P "" "" "SOURCES;INCLUDES;LIBS" ${ARGN})
+    add_library(${target} OBJECT ${P_SOURCES})
+    target_include_directories(${target} PUBLIC ${P_INCLUDES})
+    target_link_libraries(${target} PUBLIC ${P_LIBS})
+    es_target_warnings(${target})
+endfunction()

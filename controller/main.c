@@ -16,15 +16,15 @@
 
 #include <mbedtls/x509_crt.h>
 
-#include "config.h"
-#include "db.h"
+#include "config/config.h"
+#include "store/db.h"
 #include "es_cli.h"
 #include "es_lockfile.h"
 #include "es_log.h"
 #include "es_notify.h"
 #include "es_pki.h"
 #include "es_version.h"
-#include "server.h"
+#include "net/server.h"
 
 #define PROG "edgesync-controller"
 

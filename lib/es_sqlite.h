@@ -1,6 +1,6 @@
 /*
  * es_sqlite.h - the SQLite plumbing shared by the agent's store
- * (agent/store.h) and the controller's store (controller/db.h): opening a
+ * (agent/store/store.h) and the controller's store (controller/store/db.h): opening a
  * database file safely, forward schema migrations, transactions, statements
  * with logged errors, and JSON read back from columns.
  *

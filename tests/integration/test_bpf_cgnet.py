@@ -125,7 +125,7 @@ class CgroupNetTest(unittest.TestCase):
 
 
 class CgroupRootTest(unittest.TestCase):
-    """The cgroup-root setting (agent/cgroot.h): the agent works on the
+    """The cgroup-root setting (agent/host/cgroot.h): the agent works on the
     cgroup v2 hierarchy it names (in a container, the host's /sys/fs/cgroup
     mounted into it) instead of the one it finds, and says so in `check`;
     a directory that is not cgroup v2 makes cgroup-network unavailable

@@ -1,0 +1,216 @@
+/*
+ * check.c - host probes for `edgesync-agent check` (see check.h).
+ */
+#include "host/check.h"
+#include "host/cgroot.h"
+#include "kcollect/kcollect.h"
+
+#include <errno.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/bpf.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#define RES_OK "ok"
+#define RES_MISSING "missing"
+#define RES_FAIL "fail"
+
+static void row(FILE *out, const char *check, const char *result,
+		const char *detail)
+{
+	fprintf(out, "%-24s %-8s %s\n", check, result, detail);
+}
+
+static int readable(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char buf[64];
+	int ok;
+
+	if (!f)
+		return 0;
+	ok = fread(buf, 1, sizeof(buf), f) > 0;
+	fclose(f);
+	return ok;
+}
+
+/* 1 when /proc/mounts lists a filesystem of type fstype (and, when
+ * mountpoint is not NULL, at that mount point); the first match's mount
+ * point is copied to where. */
+static int mounted(const char *fstype, const char *mountpoint, char *where,
+		   size_t wsz)
+{
+	FILE *f = fopen("/proc/mounts", "r");
+	char line[1024], dev[256], mp[512], type[64];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%255s %511s %63s", dev, mp, type) != 3)
+			continue;
+		if (strcmp(type, fstype) || (mountpoint && strcmp(mp, mountpoint)))
+			continue;
+		snprintf(where, wsz, "%s", mp);
+		found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Creates and closes a BPF map; returns 0 or the errno. */
+static int bpf_map_probe(enum bpf_map_type type, unsigned key, unsigned val,
+			 unsigned entries)
+{
+	union bpf_attr attr;
+	long fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.map_type = type;
+	attr.key_size = key;
+	attr.value_size = val;
+	attr.max_entries = entries;
+	fd = syscall(__NR_bpf, BPF_MAP_CREATE, &attr, sizeof(attr));
+	if (fd < 0)
+		return errno;
+	close((int)fd);
+	return 0;
+}
+
+static void bpf_detail(int e, char *d, size_t dsz, const char *what)
+{
+	if (e == EPERM || e == EACCES)
+		snprintf(d, dsz, "%s: not permitted (needs root or CAP_BPF)", what);
+	else if (e == ENOSYS)
+		snprintf(d, dsz, "%s: the kernel has no bpf() syscall", what);
+	else
+		snprintf(d, dsz, "%s: %s", what, strerror(e));
+}
+
+static void os_release(FILE *out)
+{
+	const char *paths[] = { "/etc/os-release", "/usr/lib/os-release" };
+	char line[512], name[512] = "";
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		FILE *f = fopen(paths[i], "r");
+
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			char *v;
+
+			if (strncmp(line, "PRETTY_NAME=", 12))
+				continue;
+			v = line + 12;
+			v[strcspn(v, "\r\n")] = '\0';
+			if (*v == '"') {
+				v++;
+				v[strcspn(v, "\"")] = '\0';
+			}
+			snprintf(name, sizeof(name), "%s", v);
+		}
+		fclose(f);
+		row(out, "os-release", RES_OK, name[0] ? name : paths[i]);
+		return;
+	}
+	row(out, "os-release", RES_MISSING,
+	    "no /etc/os-release or /usr/lib/os-release (osImage will be empty)");
+}
+
+int es_check_run(FILE *out, const es_agent_config *cfg)
+{
+	static const struct {
+		const char *name, *source;
+	} collectors[] = {
+		{ "cpu", "/proc/stat" },
+		{ "memory", "/proc/meminfo" },
+		{ "filesystem", "/proc/self/mountinfo" },
+		{ "network", "/proc/net/dev" },
+		{ "processes", "/proc/loadavg" },
+	};
+	char d[768], where[512];
+	struct stat sb;
+	es_kenv in;
+	int mnt = 0;
+	int procfs_ok, e;
+	size_t i;
+	DIR *dir;
+
+	fprintf(out, "%-24s %-8s %s\n", "CHECK", "RESULT", "DETAIL");
+	procfs_ok = readable("/proc/stat") && readable("/proc/meminfo");
+	row(out, "procfs", procfs_ok ? RES_OK : RES_FAIL,
+	    procfs_ok ? "/proc/stat and /proc/meminfo readable"
+		      : "/proc/stat or /proc/meminfo unreadable: the agent cannot collect");
+
+	dir = opendir("/sys/class/net");
+	row(out, "sysfs", dir ? RES_OK : RES_MISSING,
+	    dir ? "/sys/class/net readable" : "/sys/class/net unreadable");
+	if (dir)
+		closedir(dir);
+
+	os_release(out);
+
+	e = bpf_map_probe(BPF_MAP_TYPE_ARRAY, 4, 4, 1);
+	if (e)
+		bpf_detail(e, d, sizeof(d), "BPF_MAP_CREATE");
+	else
+		snprintf(d, sizeof(d), "BPF_MAP_CREATE of an array map works");
+	row(out, "bpf-syscall", e ? RES_FAIL : RES_OK, d);
+
+	e = bpf_map_probe(BPF_MAP_TYPE_RINGBUF, 0, 0, (unsigned)sysconf(_SC_PAGESIZE));
+	if (e)
+		bpf_detail(e, d, sizeof(d), "ring buffer map");
+	else
+		snprintf(d, sizeof(d), "BPF_MAP_TYPE_RINGBUF maps work");
+	row(out, "bpf-ringbuf", e ? RES_FAIL : RES_OK, d);
+
+	if (stat("/sys/kernel/btf/vmlinux", &sb) == 0 &&
+	    access("/sys/kernel/btf/vmlinux", R_OK) == 0) {
+		snprintf(d, sizeof(d), "/sys/kernel/btf/vmlinux (%lld bytes)",
+			 (long long)sb.st_size);
+		row(out, "btf", RES_OK, d);
+	} else {
+		snprintf(d, sizeof(d), "/sys/kernel/btf/vmlinux: %s", strerror(errno));
+		row(out, "btf", RES_MISSING, d);
+	}
+
+	if (mounted("tracefs", "/sys/kernel/tracing", where, sizeof(where)) ||
+	    mounted("tracefs", "/sys/kernel/debug/tracing", where, sizeof(where))) {
+		snprintf(d, sizeof(d), "mounted at %s", where);
+		row(out, "tracefs", RES_OK, d);
+	} else {
+		row(out, "tracefs", RES_MISSING,
+		    "not mounted (mount -t tracefs tracefs /sys/kernel/tracing)");
+	}
+
+	if (es_cgroot_find(cfg->cgroup_root, NULL, 0, where, sizeof(where), &mnt, d,
+			   sizeof(d)) == ES_OK) {
+		snprintf(d, sizeof(d), "%s %s", cfg->cgroup_root && *cfg->cgroup_root ?
+			 "cgroup-root" : "mounted at", where);
+		row(out, "cgroup-v2", RES_OK, d);
+	} else {
+		row(out, "cgroup-v2", RES_MISSING, d);
+	}
+
+	for (i = 0; i < sizeof(collectors) / sizeof(collectors[0]); i++) {
+		char name[64];
+		int ok = readable(collectors[i].source);
+
+		snprintf(name, sizeof(name), "collector/%s", collectors[i].name);
+		snprintf(d, sizeof(d), "procfs%s%s",
+			 ok ? "" : ": cannot read ", ok ? "" : collectors[i].source);
+		row(out, name, ok ? RES_OK : RES_FAIL, d);
+	}
+	memset(&in, 0, sizeof(in));
+	in.force_procfs = cfg->collector_backend &&
+			  strcmp(cfg->collector_backend, "procfs") == 0;
+	in.ringbuf_bytes = (unsigned)cfg->ringbuf_bytes;
+	in.cgroup_root = cfg->cgroup_root;
+	es_kcollectors_check(out, &in);
+	return procfs_ok ? 0 : 1;
+}

@@ -1,0 +1,24 @@
+/*
+ * check.h - `edgesync-agent check`: probes what this host offers the agent
+ * (ARCHITECTURE.md, "Interfaces users see") and prints a table
+ * CHECK / RESULT / DETAIL.
+ */
+#ifndef ES_AGENT_CHECK_H
+#define ES_AGENT_CHECK_H
+
+#include <stdio.h>
+#include "runtime/config.h"
+
+/*
+ * Runs every probe against the real host and prints the table to out, with
+ * the settings of cfg (validated; borrowed) that change the outcome:
+ * collector-backend, ringbuf-bytes and cgroup-root.
+ * Probes: procfs (/proc/stat, /proc/meminfo), sysfs, os-release, the bpf()
+ * syscall (creating an array map), BPF ring buffers (a ringbuf map), BTF
+ * (/sys/kernel/btf/vmlinux), tracefs mounted, cgroup v2 mounted, and the
+ * backend of each collector.
+ * Returns 0 when the agent can run here (procfs readable), else 1.
+ */
+int es_check_run(FILE *out, const es_agent_config *cfg);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * kenv.c - what the host offers the kernel collectors (es_kenv_* of
+ * kcollect.h): the probes, the tracefs and cgroup v2 mounts, libbpf's log.
+ */
+#define _GNU_SOURCE
+#include "kcollect/kcollect.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "host/cgroot.h"
+#include "es_log.h"
+
+#define TRACEFS_MAIN "/sys/kernel/tracing"
+#define TRACEFS_DEBUG "/sys/kernel/debug/tracing"
+#define BTF_VMLINUX "/sys/kernel/btf/vmlinux"
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt,
+			va_list ap)
+{
+	char msg[1024];
+	size_t n;
+	es_log_level l = level == LIBBPF_WARN ? ES_LOG_WARN
+			 : level == LIBBPF_INFO ? ES_LOG_INFO
+						: ES_LOG_DEBUG;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+		msg[--n] = '\0';
+	if (strncmp(msg, "libbpf: ", 8) == 0)
+		memmove(msg, msg + 8, n - 8 + 1);
+	if (msg[0])
+		es_log(l, "libbpf", msg, NULL);
+	return 0;
+}
+
+void es_kenv_route_libbpf_log(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+/* Finds the first mount of type fstype in /proc/self/mountinfo (at
+ * mountpoint when not NULL); copies its mount point to where. The file
+ * format is proc(5): the type follows the " - " separator. */
+static int find_mount(const char *fstype, const char *mountpoint, char *where,
+		      size_t wsz)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096], mp[2048], type[64];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %2047s", mp) != 1 ||
+		    sscanf(sep + 3, "%63s", type) != 1)
+			continue;
+		if (strcmp(type, fstype) || (mountpoint && strcmp(mp, mountpoint)))
+			continue;
+		if (strlen(mp) < wsz) {
+			snprintf(where, wsz, "%s", mp);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static void probe_tracefs(es_kenv *env, int may_mount)
+{
+	char where[sizeof(env->tracefs_path)];
+
+	if (find_mount("tracefs", TRACEFS_MAIN, where, sizeof(where)) ||
+	    find_mount("tracefs", TRACEFS_DEBUG, where, sizeof(where))) {
+		env->tracefs = 1;
+		snprintf(env->tracefs_path, sizeof(env->tracefs_path), "%s", where);
+		return;
+	}
+	if (!may_mount) {
+		snprintf(env->tracefs_reason, sizeof(env->tracefs_reason),
+			 "tracefs is not mounted (the agent mounts it at "
+			 TRACEFS_MAIN " when it runs as root)");
+		return;
+	}
+	if (mount("tracefs", TRACEFS_MAIN, "tracefs", 0, NULL) != 0) {
+		snprintf(env->tracefs_reason, sizeof(env->tracefs_reason),
+			 "tracefs is not mounted and mounting it at " TRACEFS_MAIN
+			 " failed: %s", strerror(errno));
+		return;
+	}
+	env->tracefs = 1;
+	env->mounted_tracefs = 1;
+	snprintf(env->tracefs_path, sizeof(env->tracefs_path), TRACEFS_MAIN);
+	es_log_info("kcollect", "mounted tracefs (it was not mounted)", "path",
+		    TRACEFS_MAIN, NULL);
+}
+
+static void probe_cgroup2(es_kenv *env, int may_mount)
+{
+	int mounted = 0;
+
+	if (es_cgroot_find(env->cgroup_root, env->state_dir, may_mount,
+			   env->cgroup2_path, sizeof(env->cgroup2_path), &mounted,
+			   env->cgroup2_reason, sizeof(env->cgroup2_reason)) != ES_OK)
+		return;
+	env->cgroup_v2 = 1;
+	env->mounted_cgroup2 = mounted;
+}
+
+static unsigned ringbuf_size(unsigned want, long page)
+{
+	unsigned sz = ES_KENV_RINGBUF_MIN;
+
+	if (want == 0)
+		want = ES_KENV_RINGBUF_DEFAULT;
+	if (page > 0 && (unsigned long)page > sz)
+		sz = (unsigned)page;
+	while (sz < want && sz < ES_KENV_RINGBUF_MAX)
+		sz <<= 1;
+	return sz;
+}
+
+static void probe_bpf(es_kenv *env)
+{
+	int fd, e;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "es_probe", 4, 4, 1, NULL);
+	if (fd < 0) {
+		e = errno;
+		snprintf(env->ebpf_reason, sizeof(env->ebpf_reason),
+			 "bpf() BPF_MAP_CREATE failed: %s%s", strerror(e),
+			 e == EPERM || e == EACCES ? " (needs root or CAP_BPF)" : "");
+		return;
+	}
+	close(fd);
+	env->bpf_syscall = 1;
+	env->ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1;
+	env->tracepoint =
+		libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACEPOINT, NULL) == 1;
+	env->raw_tracepoint =
+		libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_RAW_TRACEPOINT, NULL) == 1;
+	env->cgroup_skb =
+		libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_CGROUP_SKB, NULL) == 1;
+}
+
+es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz)
+{
+	int force;
+	unsigned rb;
+	const char *sd, *root;
+
+	if (!env)
+		return es_errf(ES_ERR_INVAL, err, errsz, "kenv: no environment");
+	force = env->force_procfs;
+	rb = env->ringbuf_bytes;
+	sd = env->state_dir;
+	root = env->cgroup_root;
+	memset(env, 0, sizeof(*env));
+	env->force_procfs = force;
+	env->state_dir = sd;
+	env->cgroup_root = root;
+	env->ringbuf_bytes = ringbuf_size(rb, sysconf(_SC_PAGESIZE));
+	es_kenv_route_libbpf_log();
+
+	env->btf = access(BTF_VMLINUX, R_OK) == 0;
+	probe_bpf(env);
+	probe_tracefs(env, may_mount && env->bpf_syscall && !force);
+	probe_cgroup2(env, may_mount && env->bpf_syscall && !force);
+	if (force)
+		snprintf(env->ebpf_reason, sizeof(env->ebpf_reason),
+			 "forced by collector-backend=procfs");
+	if (env->ebpf_reason[0])
+		return ES_OK;
+	if (!env->btf)
+		snprintf(env->ebpf_reason, sizeof(env->ebpf_reason),
+			 "no kernel BTF (" BTF_VMLINUX ": %s): CO-RE programs "
+			 "cannot be relocated", strerror(ENOENT));
+	else if (!env->ringbuf)
+		snprintf(env->ebpf_reason, sizeof(env->ebpf_reason),
+			 "the kernel has no BPF ring buffer (BPF_MAP_TYPE_RINGBUF, "
+			 "Linux 5.8)");
+	return ES_OK;
+}
+
+void es_kenv_release(es_kenv *env)
+{
+	if (!env || !env->mounted_cgroup2)
+		return;
+	if (umount2(env->cgroup2_path, MNT_DETACH) != 0)
+		es_log_warn("kcollect", "cannot unmount the agent's cgroup v2 mount",
+			    "path", env->cgroup2_path, "error", strerror(errno),
+			    NULL);
+	else
+		rmdir(env->cgroup2_path);
+	env->mounted_cgroup2 = 0;
+}
+
+int es_kenv_ebpf_ok(const es_kenv *env, int need_tracefs, int need_cgroup2,
+		    char *reason, size_t reasonsz)
+{
+	const char *why = NULL;
+
+	if (env->ebpf_reason[0])
+		why = env->ebpf_reason;
+	else if (need_tracefs && !env->tracepoint)
+		why = "the kernel cannot load tracepoint programs";
+	else if (need_tracefs && !env->tracefs)
+		why = env->tracefs_reason;
+	else if (need_cgroup2 && !env->cgroup_skb)
+		why = "the kernel cannot load cgroup_skb programs";
+	else if (need_cgroup2 && !env->cgroup_v2)
+		why = env->cgroup2_reason;
+	if (!why)
+		return 1;
+	snprintf(reason, reasonsz, "%s", why);
+	return 0;
+}
+
+static void row(FILE *out, const char *check, int ok, const char *detail)
+{
+	fprintf(out, "%-24s %-8s %s\n", check, ok ? "ok" : "missing", detail);
+}
+
+void es_kenv_print(const es_kenv *env, FILE *out)
+{
+	char d[512];
+
+	row(out, "bpf-tracepoint", env->tracepoint,
+	    env->tracepoint ? "BPF_PROG_TYPE_TRACEPOINT loads"
+			    : "BPF_PROG_TYPE_TRACEPOINT does not load");
+	row(out, "bpf-raw-tracepoint", env->raw_tracepoint,
+	    env->raw_tracepoint ? "BPF_PROG_TYPE_RAW_TRACEPOINT loads"
+				: "BPF_PROG_TYPE_RAW_TRACEPOINT does not load");
+	row(out, "bpf-cgroup-skb", env->cgroup_skb,
+	    env->cgroup_skb ? "BPF_PROG_TYPE_CGROUP_SKB loads"
+			    : "BPF_PROG_TYPE_CGROUP_SKB does not load");
+	if (env->tracefs)
+		snprintf(d, sizeof(d), "%s%s", env->tracefs_path,
+			 env->mounted_tracefs ? " (mounted by the agent)" : "");
+	else
+		snprintf(d, sizeof(d), "%s", env->tracefs_reason);
+	row(out, "kernel-tracefs", env->tracefs, d);
+	if (env->cgroup_v2)
+		snprintf(d, sizeof(d), "%s%s", env->cgroup2_path,
+			 env->mounted_cgroup2 ? " (mounted by the agent)" : "");
+	else
+		snprintf(d, sizeof(d), "%s", env->cgroup2_reason);
+	row(out, "kernel-cgroup-v2", env->cgroup_v2, d);
+	snprintf(d, sizeof(d), "%s", env->ebpf_reason[0] ? env->ebpf_reason
+		 : "bpf(), BTF and ring buffers usable");
+	row(out, "ebpf", !env->ebpf_reason[0], d);
+}

@@ -1,0 +1,420 @@
+/*
+ * agent_node.c - the Node object the agent reports each round (agent.h;
+ * PROTOCOL.md "Node") and its node conditions (Ready, MemoryPressure,
+ * DiskPressure, PIDPressure, NetworkUnavailable) with kubelet's eviction
+ * thresholds, which HealthRules (health.h) override and extend; Ready
+ * summarises them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/agent_int.h"
+#include "es_cond.h"
+#include "es_json.h"
+#include "es_log.h"
+#include "es_obj.h"
+#include "es_proto.h"
+#include "es_time.h"
+#include "reconcile/reconcile.h"
+
+static long long read_pid_max(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+	long long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* Finds the collector entry `name` in status.collectors. */
+static const cJSON *collector(const cJSON *status, const char *name)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
+
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+			return c;
+	}
+	return NULL;
+}
+
+/* 1 when the collector ran and is healthy; else 0 with why set. */
+static int collector_ok(const cJSON *status, const char *name, const char **why)
+{
+	const cJSON *c = collector(status, name);
+
+	if (!c || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "enabled"))) {
+		*why = "NotCollected";
+		return 0;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "healthy"))) {
+		*why = "CollectorFailed";
+		return 0;
+	}
+	return 1;
+}
+
+/* Appends name to the comma-separated list (listsz bytes); a name that
+ * does not fit is left out. */
+static void append_name(char *list, size_t listsz, const char *name)
+{
+	size_t len = strlen(list);
+
+	if (len + strlen(name) + 3 >= listsz)
+		return;
+	snprintf(list + len, listsz - len, "%s%s", len ? ", " : "", name);
+}
+
+typedef struct cond_spec {
+	const char *type, *status, *reason;
+	char message[256];
+	int64_t generation;  /* the HealthRule's, 0 for built-in defaults */
+	int blocks_ready;    /* True makes Ready False */
+} cond_spec;
+
+/* Computes the five node conditions from one round's status; pid_max is
+ * kernel.pid_max, <= 0 when unknown. */
+static void compute_conditions(const cJSON *status, long long pid_max,
+			       cond_spec c[5])
+{
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(status, "usage");
+	const cJSON *it, *v;
+	const char *why;
+	char failing[200] = "", unavailable[200] = "";
+
+	/* Ready: a kernel collector without a backend on this host (backend
+	 * "unavailable", with its reason) is not running, so it is not failing. */
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(it, "backend");
+		int off = cJSON_IsString(b) && !strcmp(b->valuestring, "unavailable");
+
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "enabled")) &&
+		    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "healthy")) &&
+		    cJSON_IsString(n))
+			append_name(off ? unavailable : failing, sizeof(failing),
+				    n->valuestring);
+	}
+	c[0].type = "Ready";
+	if (failing[0]) {
+		c[0].status = "False";
+		c[0].reason = "CollectorsFailing";
+		snprintf(c[0].message, sizeof(c[0].message),
+			 "collectors failing: %s", failing);
+	} else {
+		c[0].status = "True";
+		c[0].reason = "AgentReady";
+		snprintf(c[0].message, sizeof(c[0].message), "edgesync-agent is collecting%s%s",
+			 unavailable[0] ? "; unavailable on this host: " : "", unavailable);
+	}
+	/* MemoryPressure */
+	c[1].type = "MemoryPressure";
+	v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(usage, "memory"), "MemAvailable");
+	if (!collector_ok(status, "memory", &why) || !cJSON_IsNumber(v)) {
+		c[1].status = "Unknown";
+		c[1].reason = cJSON_IsNumber(v) ? why : "NotCollected";
+		snprintf(c[1].message, sizeof(c[1].message), "MemAvailable not collected");
+	} else {
+		c[1].status = v->valuedouble < ES_AGENT_MEM_PRESSURE_BYTES ? "True" : "False";
+		c[1].reason = *c[1].status == 'T' ? "InsufficientMemory" : "SufficientMemory";
+		snprintf(c[1].message, sizeof(c[1].message),
+			 "MemAvailable %.0f bytes, threshold 104857600 (100Mi)",
+			 v->valuedouble);
+	}
+	/* DiskPressure */
+	c[2].type = "DiskPressure";
+	c[2].status = "Unknown";
+	c[2].reason = "NotCollected";
+	snprintf(c[2].message, sizeof(c[2].message), "root filesystem not collected");
+	if (collector_ok(status, "filesystem", &why)) {
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "filesystems")) {
+			const cJSON *mp = cJSON_GetObjectItemCaseSensitive(it, "mountpoint");
+			const cJSON *size = cJSON_GetObjectItemCaseSensitive(it, "sizeBytes");
+			const cJSON *av = cJSON_GetObjectItemCaseSensitive(it, "availBytes");
+			double frac;
+
+			if (!cJSON_IsString(mp) || strcmp(mp->valuestring, "/") ||
+			    !cJSON_IsNumber(size) || !cJSON_IsNumber(av) ||
+			    size->valuedouble <= 0)
+				continue;
+			frac = av->valuedouble / size->valuedouble;
+			c[2].status = frac < ES_AGENT_DISK_PRESSURE_FRACTION ? "True" : "False";
+			c[2].reason = *c[2].status == 'T' ? "InsufficientDisk" : "SufficientDisk";
+			snprintf(c[2].message, sizeof(c[2].message),
+				 "root filesystem %.1f%% available, threshold 10%%",
+				 frac * 100.0);
+			break;
+		}
+	} else {
+		c[2].reason = why;
+	}
+	/* PIDPressure */
+	c[3].type = "PIDPressure";
+	v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(usage, "processes"), "count");
+	if (!collector_ok(status, "processes", &why) || !cJSON_IsNumber(v) ||
+	    pid_max <= 0) {
+		c[3].status = "Unknown";
+		c[3].reason = pid_max <= 0 ? "PidMaxUnknown" : why;
+		snprintf(c[3].message, sizeof(c[3].message),
+			 "process count or kernel.pid_max not available");
+	} else {
+		int p = v->valuedouble > ES_AGENT_PID_PRESSURE_FRACTION * (double)pid_max;
+
+		c[3].status = p ? "True" : "False";
+		c[3].reason = p ? "InsufficientPID" : "SufficientPID";
+		snprintf(c[3].message, sizeof(c[3].message),
+			 "%.0f processes, kernel.pid_max %lld, threshold 90%%",
+			 v->valuedouble, pid_max);
+	}
+	/* NetworkUnavailable */
+	c[4].type = "NetworkUnavailable";
+	if (!collector_ok(status, "network", &why)) {
+		c[4].status = "Unknown";
+		c[4].reason = why;
+		snprintf(c[4].message, sizeof(c[4].message), "network not collected");
+	} else {
+		int n = 0;
+
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "network")) {
+			const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "interface");
+
+			if (cJSON_IsString(name) && strcmp(name->valuestring, "lo"))
+				n++;
+		}
+		c[4].status = n ? "False" : "True";
+		c[4].reason = n ? "InterfacesPresent" : "NoInterfaces";
+		snprintf(c[4].message, sizeof(c[4].message),
+			 "%d network interface(s) besides lo", n);
+	}
+}
+
+/* Applies HealthRule results (health.h) over the built-in defaults in c[1..4]
+ * (a rule of the same type replaces its default) and after them; returns
+ * the number of entries of c in use. */
+static size_t apply_rules(cond_spec *c, const es_health_result *res, size_t nres)
+{
+	size_t n = 5, i, j;
+
+	for (i = 1; i < 5; i++)
+		c[i].blocks_ready = 1;
+	for (j = 0; j < nres; j++) {
+		cond_spec *s = NULL;
+
+		for (i = 1; i < 5 && !s; i++)
+			if (strcmp(c[i].type, res[j].type) == 0)
+				s = &c[i];
+		if (!s) {
+			s = &c[n++];
+			s->blocks_ready = res[j].critical;
+		}
+		s->type = res[j].type;
+		s->status = res[j].status;
+		s->reason = res[j].reason;
+		s->generation = res[j].generation;
+		snprintf(s->message, sizeof(s->message), "%s", res[j].message);
+	}
+	return n;
+}
+
+/* Ready (c[0]) is False while a built-in condition or a Critical rule's
+ * condition is True. */
+static void summarise_ready(cond_spec *c, size_t n)
+{
+	char list[200] = "";
+	size_t i;
+
+	if (strcmp(c[0].status, "True") != 0)
+		return;
+	for (i = 1; i < n; i++) {
+		if (c[i].blocks_ready && strcmp(c[i].status, "True") == 0)
+			append_name(list, sizeof(list), c[i].type);
+	}
+	if (!list[0])
+		return;
+	c[0].status = "False";
+	c[0].reason = "UnhealthyConditions";
+	snprintf(c[0].message, sizeof(c[0].message), "conditions True: %s", list);
+}
+
+void agent__update_conditions(es_agent *a, const cJSON *status, time_t now)
+{
+	const es_health_result *res = NULL;
+	cond_spec *c;
+	char t[ES_TIME_RFC3339_LEN], msg[400];
+	long long pid_max = read_pid_max();
+	size_t i, n, nres;
+	int changed;
+
+	nres = es_health_eval_run(a->health, status, pid_max,
+				  es_time_mono_ms(), a->conditions, &res);
+	c = calloc(5 + nres, sizeof(*c));
+	if (!c) {
+		es_log_error("agent", "cannot compute the node conditions", "error",
+			     "out of memory", NULL);
+		return;
+	}
+	compute_conditions(status, pid_max, c);
+	n = apply_rules(c, res, nres);
+	summarise_ready(c, n);
+	for (i = 0; i < n; i++) {
+		int existed = es_cond_find(a->conditions, c[i].type) != NULL;
+		int bad;
+
+		changed = 0;
+		if (es_cond_set(a->conditions, c[i].type, c[i].status, c[i].reason,
+				c[i].message, c[i].generation, now, &changed) != ES_OK) {
+			es_log_error("agent", "cannot set a condition", "type",
+				     c[i].type, NULL);
+			continue;
+		}
+		bad = i == 0 ? strcmp(c[i].status, "True") != 0
+			     : strcmp(c[i].status, "False") != 0;
+		/* A new condition is news only when it starts True (a problem). */
+		if (!changed || (!existed && (i == 0 || strcmp(c[i].status, "True") != 0)))
+			continue;
+		snprintf(msg, sizeof(msg), "%s is now %s (%s): %s", c[i].type,
+			 c[i].status, c[i].reason, c[i].message);
+		es_log_info("agent", "condition changed", "type", c[i].type,
+			    "status", c[i].status, "reason", c[i].reason, NULL);
+		agent__queue_event(a, es_proto_event(bad ? "Warning" : "Normal",
+						     "ConditionChanged", msg, "Node",
+						     a->cfg->node_name, NULL,
+						     es_time_rfc3339(now, t)));
+	}
+	es_health_eval_prune(a->health, a->conditions);
+	free(c);
+}
+
+/* status.objects as stored (without the EgressPolicy actual state), a new
+ * tree: read from the database again only after the desired objects or
+ * their statuses changed, else parsed from the text kept since; an empty
+ * array when they cannot be read. NULL on allocation failure. */
+static cJSON *objects_status(es_agent *a)
+{
+	uint64_t at = es_store_changes(a->st);
+	cJSON *objs = NULL;
+
+	if (a->objects_json && a->objects_at == at)
+		return cJSON_Parse(a->objects_json);
+	free(a->objects_json);
+	a->objects_json = NULL;
+	if (es_reconcile_objects_status(a->st, &objs) != ES_OK || !objs)
+		return cJSON_CreateArray();
+	a->objects_json = es_json_print(objs);
+	if (a->objects_json)
+		a->objects_at = at;
+	return objs;
+}
+
+cJSON *agent__build_node(es_agent *a, cJSON *status)
+{
+	cJSON *node = NULL, *md, *objs = NULL, *ag, *tmp;
+	int64_t dropped = 0, depth = 0, rv = 0;
+
+	node = cJSON_CreateObject();
+	if (!node)
+		goto fail;
+	if (!cJSON_AddStringToObject(node, "apiVersion", ES_API_VERSION) ||
+	    !cJSON_AddStringToObject(node, "kind", "Node") ||
+	    !(md = cJSON_AddObjectToObject(node, "metadata")) ||
+	    !cJSON_AddStringToObject(md, "name", a->cfg->node_name) ||
+	    !(tmp = cJSON_Duplicate(a->labels, 1)) ||
+	    !cJSON_AddItemToObject(md, "labels", tmp))
+		goto fail;
+	if (!cJSON_AddItemToObject(node, "status", status)) {
+		cJSON_Delete(status);
+		status = NULL;
+		goto fail;
+	}
+	if (!(tmp = cJSON_Duplicate(a->conditions, 1)) ||
+	    !cJSON_AddItemToObject(status, "conditions", tmp))
+		goto fail;
+	objs = objects_status(a);
+	if (!objs)
+		goto fail;
+	if (es_egress_annotate(a->egress, objs) != 0)
+		es_log_error("agent", "cannot add the EgressPolicy actual state", NULL);
+	if (!cJSON_AddItemToObject(status, "objects", objs)) {
+		cJSON_Delete(objs);
+		goto fail;
+	}
+	es_store_dropped(a->st, &dropped);
+	es_store_outbox_depth(a->st, &depth);
+	es_store_get_int(a->st, "desired_rv", 0, &rv);
+	if (!(ag = cJSON_AddObjectToObject(status, "agent")) ||
+	    !es_json_add_int(ag, "reportsDropped", dropped) ||
+	    !es_json_add_int(ag, "outboxDepth", depth) ||
+	    !es_json_add_int(ag, "desiredResourceVersion", rv) ||
+	    !es_json_add_int(ag, "intervalSeconds", a->eff.interval_s))
+		goto fail;
+	return node;
+fail:
+	if (!node)
+		cJSON_Delete(status);
+	cJSON_Delete(node);
+	return NULL;
+}
+
+void agent__seed_conditions(es_agent *a)
+{
+	cJSON *doc = NULL, *conds;
+
+	es_store_state_latest(a->st, &doc);
+	conds = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(doc, "status"), "conditions");
+	if (cJSON_IsArray(conds)) {
+		cJSON *dup = cJSON_Duplicate(conds, 1);
+
+		if (dup) {
+			cJSON_Delete(a->conditions);
+			a->conditions = dup;
+		}
+	}
+	cJSON_Delete(doc);
+}
+
+char *agent__node_text(cJSON *node, size_t max)
+{
+	cJSON *st = cJSON_GetObjectItemCaseSensitive(node, "status");
+	cJSON *objs = cJSON_GetObjectItemCaseSensitive(st, "objects");
+	cJSON *ag = cJSON_GetObjectItemCaseSensitive(st, "agent");
+	char *text = es_json_print(node), n_omitted[24];
+	int64_t omitted = 0;
+	size_t len;
+	int n, drop;
+
+	while (text && (len = strlen(text)) > max &&
+	       (n = cJSON_GetArraySize(objs)) > 0) {
+		/* Objects make up most of an oversized Node: leave out their
+		 * share of the excess, at least one. */
+		drop = (int)((double)n * (double)(len - max) / (double)len) + 1;
+		if (drop > n)
+			drop = n;
+		omitted += drop;
+		/* cJSON keeps the last item at child->prev. */
+		while (drop-- > 0)
+			cJSON_Delete(cJSON_DetachItemViaPointer(objs, objs->child->prev));
+		cJSON_DeleteItemFromObjectCaseSensitive(ag, "objectsOmitted");
+		if (ag && !es_json_add_int(ag, "objectsOmitted", omitted)) {
+			free(text);
+			return NULL;
+		}
+		free(text);
+		text = es_json_print(node);
+	}
+	if (omitted) {
+		snprintf(n_omitted, sizeof(n_omitted), "%lld", (long long)omitted);
+		es_log_warn("agent", "status.objects shortened to fit one message",
+			    "objectsOmitted", n_omitted, NULL);
+	}
+	return text;
+}

@@ -1,0 +1,97 @@
+/*
+ * agent_int.h - what agent.c (the runtime: event loop, rounds, hooks) and
+ * agent_node.c (the Node object and its conditions) share inside the agent
+ * module; not for other modules (they use agent.h).
+ */
+#ifndef ES_AGENT_AGENT_INT_H
+#define ES_AGENT_AGENT_INT_H
+
+#include <time.h>
+#include <cjson/cJSON.h>
+#include <libwebsockets.h>
+#include "runtime/agent.h"
+#include "collect/collect.h"
+#include "egress/egress.h"
+#include "es_obj.h"
+#include "node/health.h"
+#include "endpoint/httpd.h"
+#include "kcollect/kc_cgroupnet.h"
+#include "kcollect/kcollect.h"
+#include "endpoint/metrics.h"
+#include "store/store.h"
+#include "sync/sync.h"
+
+struct es_agent {
+	const es_agent_config *cfg;
+	int lock_fd;               /* es_lockfile on <state-dir>/agent.lock */
+	struct lws_context *ctx;
+	es_store *st;
+	es_collect *col;
+	es_sync *sync;
+	es_httpd *httpd;
+	es_agent_metrics *metrics; /* /metrics (metrics.h) */
+	lws_sorted_usec_list_t sul_collect;
+	cJSON *labels;
+	cJSON *conditions;  /* node conditions, kept across rounds */
+	/* The latest Node object as compact JSON text (es_json_print), NULL
+	 * before the first round. Kept as text: a cJSON tree of it costs about
+	 * six times its text, and it is read only by /v1/state, /metrics and
+	 * the outbox. */
+	char *node_json;
+	es_collector_cfg eff;
+	int has_cc;         /* a CollectorConfig is cached */
+	int ready;          /* the first round is done */
+	char *objects_json;  /* status.objects as stored, JSON text (agent_node.c) ... */
+	uint64_t objects_at; /* ... at this es_store_changes count */
+	char boot_id[64];    /* /proc/sys/kernel/random/boot_id, "" if unread */
+	es_health_eval *health; /* the applied HealthRules (health.h) */
+	es_kenv *kenv;          /* kernel collectors' host probe (agent_kc.c) */
+	es_kcollectors *kcs;    /* the kernel collectors (kcollect.h) */
+	es_kc_cgnet_metrics cgnet_metrics; /* container_network_* (kc_cgroupnet.h) */
+	es_egress *egress;      /* EgressPolicy enforcement (egress.h) */
+};
+
+/* agent_kc.c: the kernel collectors (kcollect.h) */
+
+/* Probes the host (mounting tracefs / cgroup2 when missing), starts the
+ * kernel collectors and hooks them into a->ctx. Never fails the agent: a
+ * problem is logged and the collectors report it. */
+void agent__kc_start(es_agent *a);
+/* Adds status.activity and the kernel collectors' status.collectors
+ * entries; logs an allocation failure. */
+void agent__kc_report(es_agent *a, cJSON *status);
+/* Stops the kernel collectors, undoes the agent's own mounts. NULL-safe
+ * members; call before lws_context_destroy. */
+void agent__kc_stop(es_agent *a);
+/* Registers the kernel collectors' families (container_network_*) in
+ * a->metrics, filled from a->kcs at each scrape (empty while a->kcs is
+ * NULL). Errors: ES_ERR_NOMEM, ES_ERR_EXISTS, err says which. */
+es_err agent__kc_metrics(es_agent *a, char *err, size_t errsz);
+
+/* agent.c */
+
+/* Queues the event ev in the outbox; consumes ev (NULL is ignored). */
+void agent__queue_event(es_agent *a, cJSON *ev);
+
+/* agent_node.c */
+
+/* Updates a->conditions (built-in defaults, HealthRules, Ready; removes
+ * the conditions of rules that are gone); queues ConditionChanged events
+ * for conditions that changed status, or are new and True. */
+void agent__update_conditions(es_agent *a, const cJSON *status, time_t now);
+/* Builds the Node object around one round's status (consumed). */
+cJSON *agent__build_node(es_agent *a, cJSON *status);
+/*
+ * node (modified) as compact JSON text of at most max bytes, so that a
+ * state report fits in one message (PROTOCOL.md "Limits"): while it is
+ * longer, entries are left out from the end of status.objects and their
+ * number is set in status.agent.objectsOmitted (logged at warn). Returns
+ * malloc'd text, or NULL when out of memory; longer than max only when
+ * status.objects is already empty.
+ */
+char *agent__node_text(cJSON *node, size_t max);
+/* Seeds the node conditions from the newest stored state so that
+ * lastTransitionTime survives restarts. */
+void agent__seed_conditions(es_agent *a);
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * config.c - edgesync-agent settings (see config.h).
+ */
+#include "runtime/config.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "es_log.h"
+#include "es_obj.h"
+#include "es_proto.h"
+
+#define S(k, env, type, def, lo, hi, member, help) \
+	{ k, "EDGESYNC_" env, k, type, def, lo, hi, \
+	  offsetof(es_agent_config, member), help }
+
+static const es_setting settings[] = {
+	S("controller-url", "CONTROLLER_URL", ES_SET_STRING, "", 0, 0, controller_url,
+	  "controller sync URL, wss://host:port[/path] (empty: offline only)"),
+	S("node-name", "NODE_NAME", ES_SET_STRING, NULL, 0, 0, node_name,
+	  "node name, an RFC 1123 subdomain (default: the host name)"),
+	S("labels", "LABELS", ES_SET_STRING, "", 0, 0, labels,
+	  "node labels, k=v,k2=v2"),
+	S("cert", "CERT", ES_SET_STRING, NULL, 0, 0, cert,
+	  "client certificate (PEM) with the node's SPIFFE ID"),
+	S("key", "KEY", ES_SET_STRING, NULL, 0, 0, key,
+	  "private key (PEM) of the client certificate"),
+	S("ca", "CA", ES_SET_STRING, NULL, 0, 0, ca,
+	  "CA certificate(s) (PEM) the controller's certificate must chain to"),
+	S("state-dir", "STATE_DIR", ES_SET_STRING, "/var/lib/edgesync", 0, 0, state_dir,
+	  "directory of the agent database (agent.db)"),
+	S("http-listen", "HTTP_LISTEN", ES_SET_STRING, "127.0.0.1:9477", 0, 0, http_listen,
+	  "local HTTP endpoint ip:port (empty: disabled)"),
+	S("interval", "INTERVAL", ES_SET_INT, "10", 1, 3600, interval,
+	  "seconds between collections (a CollectorConfig overrides it)"),
+	S("log-level", "LOG_LEVEL", ES_SET_STRING, "info", 0, 0, log_level,
+	  "error, warn, info or debug"),
+	S("max-events", "MAX_EVENTS", ES_SET_INT, "1000", 1, 1000000, max_events,
+	  "events kept in the outbox before the oldest are dropped"),
+	S("collector-backend", "COLLECTOR_BACKEND", ES_SET_STRING, "auto", 0, 0,
+	  collector_backend,
+	  "kernel collectors: auto (eBPF where it works) or procfs (force the fallback)"),
+	S("ringbuf-bytes", "RINGBUF_BYTES", ES_SET_INT, "131072", 4096, 67108864,
+	  ringbuf_bytes,
+	  "size of the BPF ring buffer the kernel collectors share (rounded up to a power of 2)"),
+	S("cgroup-root", "CGROUP_ROOT", ES_SET_STRING, "", 0, 0, cgroup_root,
+	  "cgroup v2 hierarchy to watch and enforce in, such as the host's "
+	  "/sys/fs/cgroup mounted into a container (empty: the mounted one, or "
+	  "one mounted in state-dir)"),
+	S("egress-pin-dir", "EGRESS_PIN_DIR", ES_SET_STRING, "/sys/fs/bpf/edgesync/egress",
+	  0, 0, egress_pin_dir,
+	  "bpffs directory where EgressPolicy programs and maps are pinned"),
+	S("egress-check-interval", "EGRESS_CHECK_INTERVAL", ES_SET_INT, "30", 1, 3600,
+	  egress_check_interval,
+	  "seconds between checks (and repairs) of the EgressPolicy kernel state"),
+	S("egress-backend", "EGRESS_BACKEND", ES_SET_STRING, "auto", 0, 0, egress_backend,
+	  "EgressPolicy enforcement: auto (cgroup BPF where it works, else nftables), "
+	  "ebpf or nftables"),
+};
+#undef S
+
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+const es_setting *es_agent_settings(size_t *n)
+{
+	if (n)
+		*n = NSETTINGS;
+	return settings;
+}
+
+es_err es_agent_config_load(es_agent_config *cfg, int argc, char **argv,
+			    int first, const char **positional,
+			    int *npositional, char *err, size_t errsz)
+{
+	const char *file;
+	es_err rc;
+
+	rc = es_config_defaults(settings, NSETTINGS, cfg, err, errsz);
+	if (rc != ES_OK)
+		return rc;
+	file = es_config_find_file(argc, argv, first, ES_AGENT_CONFIG_ENV);
+	if (file) {
+		rc = es_config_load_file(settings, NSETTINGS, cfg, file, err, errsz);
+		if (rc != ES_OK)
+			return rc;
+	}
+	rc = es_config_load_env(settings, NSETTINGS, cfg, err, errsz);
+	if (rc != ES_OK)
+		return rc;
+	return es_config_load_args(settings, NSETTINGS, cfg, argc, argv, first,
+				   positional, npositional, err, errsz);
+}
+
+void es_agent_config_free(es_agent_config *cfg)
+{
+	if (!cfg)
+		return;
+	es_config_free(settings, NSETTINGS, cfg);
+}
+
+es_err es_agent_url_parse(const char *url, es_agent_url *out, char *err,
+			  size_t errsz)
+{
+	const char *p, *hend, *pstart;
+	size_t hlen;
+
+	memset(out, 0, sizeof(*out));
+	if (!url || !*url)
+		return es_errf(ES_ERR_INVAL, err, errsz, "controller-url: empty");
+	if (!strncasecmp(url, "ws://", 5) || !strncasecmp(url, "http://", 7))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "controller-url: plaintext \"%.*s\" is refused: "
+			       "the sync protocol runs only over TLS, use wss://",
+			       (int)(strchr(url, ':') - url + 3), url);
+	if (strncasecmp(url, "wss://", 6))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "controller-url: \"%s\": expected wss://host:port[/path]",
+			       url);
+	p = url + 6;
+	if (*p == '[') {
+		hend = strchr(p, ']');
+		if (!hend)
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "controller-url: unterminated '[' in the host");
+		hlen = (size_t)(hend - p - 1);
+		if (hlen == 0 || hlen >= sizeof(out->host))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "controller-url: bad host");
+		memcpy(out->host, p + 1, hlen);
+		p = hend + 1;
+	} else {
+		hend = p + strcspn(p, ":/?#");
+		hlen = (size_t)(hend - p);
+		if (hlen == 0 || hlen >= sizeof(out->host))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "controller-url: missing or too long host");
+		memcpy(out->host, p, hlen);
+		p = hend;
+	}
+	out->port = 443;
+	if (*p == ':') {
+		char *e;
+		long v;
+
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "controller-url: bad port");
+		v = strtol(p, &e, 10);
+		if (v < 1 || v > 65535)
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "controller-url: port out of range 1..65535");
+		out->port = (int)v;
+		p = e;
+	}
+	if (*p == '?' || *p == '#')
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "controller-url: query and fragment are not allowed");
+	pstart = p;
+	if (*pstart && *pstart != '/')
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "controller-url: unexpected \"%s\" after the port", pstart);
+	if (!*pstart || !strcmp(pstart, "/"))
+		pstart = ES_PROTO_PATH;
+	if (strlen(pstart) >= sizeof(out->path) || strcspn(pstart, " \t\r\n?#") != strlen(pstart))
+		return es_errf(ES_ERR_INVAL, err, errsz, "controller-url: bad path");
+	strcpy(out->path, pstart);
+	for (p = out->host; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr(".-:_", *p))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "controller-url: bad character in host \"%s\"",
+				       out->host);
+	return ES_OK;
+}
+
+es_err es_agent_listen_parse(const char *s, char *host, size_t hostsz,
+			     int *port, char *err, size_t errsz)
+{
+	const char *colon, *h = s;
+	size_t hlen;
+	unsigned char addr[16];
+	char *e;
+	long v;
+	int v6 = 0;
+
+	if (!s || !*s)
+		return es_errf(ES_ERR_INVAL, err, errsz, "http-listen: empty");
+	if (*s == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb[1] != ':')
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "http-listen: \"%s\": expected [ipv6]:port", s);
+		h = s + 1;
+		hlen = (size_t)(rb - h);
+		colon = rb + 1;
+		v6 = 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "http-listen: \"%s\": expected ip:port", s);
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen == 0 || hlen >= hostsz)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "http-listen: \"%s\": missing or too long address", s);
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, host, addr) != 1)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "http-listen: \"%s\" is not an IP address", host);
+	if (!isdigit((unsigned char)colon[1]))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "http-listen: \"%s\": bad port", s);
+	v = strtol(colon + 1, &e, 10);
+	if (*e || v < 1 || v > 65535)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "http-listen: \"%s\": port out of range 1..65535", s);
+	*port = (int)v;
+	return ES_OK;
+}
+
+/* Kubernetes label name or value part: at most 63 of [A-Za-z0-9._-],
+ * alphanumeric at both ends; empty allowed only when allow_empty. */
+static int label_part_ok(const char *s, size_t n, int allow_empty)
+{
+	size_t i;
+
+	if (n == 0)
+		return allow_empty;
+	if (n > 63 || !isalnum((unsigned char)s[0]) ||
+	    !isalnum((unsigned char)s[n - 1]))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+			return 0;
+	return 1;
+}
+
+static int label_key_ok(const char *k)
+{
+	const char *slash = strchr(k, '/');
+	char prefix[ES_NAME_MAX + 1];
+	size_t plen;
+
+	if (!slash)
+		return label_part_ok(k, strlen(k), 0);
+	plen = (size_t)(slash - k);
+	if (plen == 0 || plen > ES_NAME_MAX)
+		return 0;
+	memcpy(prefix, k, plen);
+	prefix[plen] = '\0';
+	return es_obj_name_valid(prefix) && label_part_ok(slash + 1, strlen(slash + 1), 0);
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+es_err es_agent_labels_parse(const char *s, cJSON **out, char *err,
+			     size_t errsz)
+{
+	cJSON *obj = NULL;
+	char *copy = NULL, *item, *save = NULL;
+	es_err rc = ES_OK;
+
+	*out = NULL;
+	obj = cJSON_CreateObject();
+	copy = strdup(s ? s : "");
+	if (!obj || !copy) {
+		rc = ES_ERR_NOMEM;
+		goto cleanup;
+	}
+	if (!*trim(copy))
+		goto done;
+	for (item = strtok_r(copy, ",", &save); item;
+	     item = strtok_r(NULL, ",", &save)) {
+		char *kv = trim(item), *eq = strchr(kv, '='), *k, *v;
+
+		if (!eq) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "labels: bad label \"%s\": expected key=value", kv);
+			goto cleanup;
+		}
+		*eq = '\0';
+		k = trim(kv);
+		v = trim(eq + 1);
+		if (!label_key_ok(k)) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "labels: bad label key \"%s\": expected [prefix/]name, "
+				     "name at most 63 characters of [A-Za-z0-9._-] "
+				     "starting and ending alphanumeric", k);
+			goto cleanup;
+		}
+		if (!label_part_ok(v, strlen(v), 1)) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "labels: bad value \"%s\" of label \"%s\": at most 63 "
+				     "characters of [A-Za-z0-9._-] starting and ending "
+				     "alphanumeric", v, k);
+			goto cleanup;
+		}
+		if (cJSON_GetObjectItemCaseSensitive(obj, k)) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "labels: label \"%s\" given twice", k);
+			goto cleanup;
+		}
+		if (!cJSON_AddStringToObject(obj, k, v)) {
+			rc = ES_ERR_NOMEM;
+			goto cleanup;
+		}
+	}
+done:
+	*out = obj;
+	obj = NULL;
+cleanup:
+	if (rc == ES_ERR_NOMEM)
+		es_errf(rc, err, errsz, "labels: out of memory");
+	cJSON_Delete(obj);
+	free(copy);
+	return rc;
+}
+
+static int empty(const char *s)
+{
+	return !s || !*s;
+}
+
+static es_err default_node_name(es_agent_config *cfg, char *err, size_t errsz)
+{
+	char host[256] = "";
+	char *p;
+
+	if (gethostname(host, sizeof(host) - 1) != 0 || !host[0])
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "node-name: not set and the host name is unavailable");
+	for (p = host; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	cfg->node_name = strdup(host);
+	if (!cfg->node_name)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	return ES_OK;
+}
+
+es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
+{
+	es_agent_url url;
+	es_log_level lvl;
+	cJSON *labels = NULL;
+	char host[64];
+	int port;
+	es_err rc;
+
+	if (empty(cfg->node_name)) {
+		free(cfg->node_name);
+		cfg->node_name = NULL;
+		rc = default_node_name(cfg, err, errsz);
+		if (rc != ES_OK)
+			return rc;
+	}
+	if (!es_obj_name_valid(cfg->node_name))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "node-name: \"%s\" is not an RFC 1123 subdomain "
+			       "(lower-case letters, digits, '-' and '.', at most 253)",
+			       cfg->node_name);
+	if (!empty(cfg->controller_url)) {
+		rc = es_agent_url_parse(cfg->controller_url, &url, err, errsz);
+		if (rc != ES_OK)
+			return rc;
+		if (empty(cfg->cert))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "cert: required when controller-url is set");
+		if (empty(cfg->key))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "key: required when controller-url is set");
+		if (empty(cfg->ca))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "ca: required when controller-url is set");
+	}
+	rc = es_agent_labels_parse(cfg->labels, &labels, err, errsz);
+	cJSON_Delete(labels);
+	if (rc != ES_OK)
+		return rc;
+	if (empty(cfg->state_dir))
+		return es_errf(ES_ERR_INVAL, err, errsz, "state-dir: must not be empty");
+	if (!empty(cfg->http_listen)) {
+		rc = es_agent_listen_parse(cfg->http_listen, host, sizeof(host),
+					   &port, err, errsz);
+		if (rc != ES_OK)
+			return rc;
+	}
+	if (empty(cfg->log_level) || es_log_parse_level(cfg->log_level, &lvl) != 0)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "log-level: \"%s\": expected error, warn, info or debug",
+			       cfg->log_level ? cfg->log_level : "");
+	if (!cfg->collector_backend ||
+	    (strcmp(cfg->collector_backend, "auto") != 0 &&
+	     strcmp(cfg->collector_backend, "procfs") != 0))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "collector-backend: \"%s\": expected auto or procfs",
+			       cfg->collector_backend ? cfg->collector_backend : "");
+	if (!cfg->egress_backend || (strcmp(cfg->egress_backend, "auto") &&
+				     strcmp(cfg->egress_backend, "ebpf") &&
+				     strcmp(cfg->egress_backend, "nftables")))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "egress-backend: \"%s\": expected auto, ebpf or nftables",
+			       cfg->egress_backend ? cfg->egress_backend : "");
+	return ES_OK;
+}

@@ -1,0 +1,470 @@
+/*
+ * sync.c - the agent's sync client (see sync.h; proto/PROTOCOL.md): the
+ * connection, its send queue, message reassembly, liveness and redialling.
+ * The messages themselves are in sync_msg.c; sync_int.h has the invariants.
+ */
+#include "sync/sync.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sync/backoff.h"
+#include "runtime/config.h"
+#include "es_json.h"
+#include "es_log.h"
+#include "es_proto.h"
+#include "es_time.h"
+#include "es_ws.h"
+#include "sync/sync_int.h"
+
+#define TICK_US (1000 * LWS_US_PER_MS)
+#define CLOSE_GRACE_S 5
+
+static const char *const state_names[] = {
+	"idle", "connecting", "handshaking", "ready"
+};
+
+void sync__set_error(es_sync *s, const char *what, const char *detail)
+{
+	snprintf(s->last_error, sizeof(s->last_error), "%s%s%s", what,
+		 detail && *detail ? ": " : "", detail ? detail : "");
+}
+
+static void queue_clear(es_sync *s)
+{
+	txmsg *m = s->q_head, *n;
+
+	for (; m; m = n) {
+		n = m->next;
+		free(m);
+	}
+	s->q_head = s->q_tail = NULL;
+}
+
+es_err sync__queue_msg(es_sync *s, cJSON *msg)
+{
+	char *text;
+	size_t len;
+	txmsg *m;
+
+	if (!msg)
+		return ES_ERR_NOMEM;
+	text = es_json_print(msg);
+	cJSON_Delete(msg);
+	if (!text)
+		return ES_ERR_NOMEM;
+	len = strlen(text);
+	m = calloc(1, sizeof(*m) + len + 1);
+	if (!m) {
+		free(text);
+		return ES_ERR_NOMEM;
+	}
+	memcpy(m->text, text, len + 1);
+	m->len = len;
+	free(text);
+	if (s->q_tail)
+		s->q_tail->next = m;
+	else
+		s->q_head = m;
+	s->q_tail = m;
+	if (s->wsi)
+		lws_callback_on_writable(s->wsi);
+	return ES_OK;
+}
+
+void sync__fail_conn(es_sync *s, int code, int close_code, const char *msg)
+{
+	if (!s->wsi || s->close_code)
+		return;
+	sync__set_error(s, "closing", msg);
+	if (code >= 0)
+		sync__queue_msg(s, es_proto_error((es_proto_code)code, msg));
+	s->close_code = close_code;
+	lws_callback_on_writable(s->wsi);
+	lws_set_timeout(s->wsi, PENDING_TIMEOUT_CLOSE_SEND, CLOSE_GRACE_S);
+}
+
+void sync__proto_fail(es_sync *s, es_proto_code code, const char *msg)
+{
+	es_log_warn("sync", "protocol error", "code", es_proto_code_name(code),
+		    "error", msg, NULL);
+	sync__fail_conn(s, (int)code, es_proto_close_code(code), msg);
+}
+
+static void dial(lws_sorted_usec_list_t *sul);
+
+static void conn_down(es_sync *s, const char *why)
+{
+	int64_t delay;
+	char ms[32];
+
+	if (s->state == ST_IDLE)
+		return;
+	s->wsi = NULL;
+	s->state = ST_IDLE;
+	s->rx_len = 0;
+	s->rx_discard = 0;
+	s->close_code = 0;
+	queue_clear(s);
+	lws_sul_cancel(&s->sul_tick);
+	if (why && *why)
+		sync__set_error(s, why, NULL);
+	if (s->stopping)
+		return;
+	delay = es_backoff_next(&s->bo, es_time_mono_ms());
+	snprintf(ms, sizeof(ms), "%lld", (long long)delay);
+	es_log_warn("sync", "disconnected, redialling", "url", s->url,
+		    "error", s->last_error, "delay_ms", ms, NULL);
+	lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, delay * LWS_US_PER_MS);
+}
+
+static void dial(lws_sorted_usec_list_t *sul)
+{
+	es_sync *s = lws_container_of(sul, es_sync, sul_dial);
+	struct lws_client_connect_info i;
+	struct lws *w;
+
+	if (s->stopping || s->state != ST_IDLE)
+		return;
+	memset(&i, 0, sizeof(i));
+	i.context = s->ctx;
+	i.vhost = s->vh;
+	i.address = s->u.host;
+	i.port = s->u.port;
+	i.path = s->u.path;
+	i.host = s->host_hdr;
+	i.origin = s->host_hdr;
+	i.ssl_connection = LCCSCF_USE_SSL;
+	i.protocol = ES_PROTO_SUBPROTOCOL;
+	i.local_protocol_name = ES_PROTO_SUBPROTOCOL;
+	i.ietf_version_or_minus_one = -1;
+	i.opaque_user_data = s;
+	s->attempts++;
+	s->state = ST_CONNECTING;
+	es_log_debug("sync", "dialling", "url", s->url, NULL);
+	w = lws_client_connect_via_info(&i);
+	if (!w) {
+		if (s->state == ST_CONNECTING)
+			conn_down(s, "connect failed");
+		return;
+	}
+	if (s->state == ST_CONNECTING)
+		s->wsi = w;
+}
+
+static void tick(lws_sorted_usec_list_t *sul)
+{
+	es_sync *s = lws_container_of(sul, es_sync, sul_tick);
+	int64_t now = es_time_mono_ms();
+	char t[ES_TIME_RFC3339_LEN];
+
+	if (s->stopping || !s->wsi)
+		return;
+	if (!s->close_code && now - s->last_rx_ms >= ES_PROTO_AGENT_DEAD_S * 1000LL) {
+		es_log_warn("sync", "controller silent, closing", "url", s->url, NULL);
+		sync__fail_conn(s, -1, LWS_CLOSE_STATUS_GOINGAWAY,
+				"nothing received for 45 s");
+	} else if (s->state == ST_READY && !s->close_code &&
+		   now - s->last_ping_ms >= s->heartbeat_s * 1000LL) {
+		s->last_ping_ms = now;
+		sync__queue_msg(s, es_proto_ping(es_time_now_rfc3339(t)));
+	}
+	lws_sul_schedule(s->ctx, 0, &s->sul_tick, tick, TICK_US);
+}
+
+int sync__write_text(struct lws *wsi, const char *text, size_t len)
+{
+	unsigned char *buf = malloc(LWS_PRE + len);
+	int rc;
+
+	if (!buf)
+		return -1;
+	memcpy(buf + LWS_PRE, text, len);
+	rc = es_ws_send(wsi, buf + LWS_PRE, len);
+	free(buf);
+	return rc;
+}
+
+static int on_writeable(es_sync *s, struct lws *wsi)
+{
+	if (s->q_head) {
+		txmsg *m = s->q_head;
+		int rc;
+
+		s->q_head = m->next;
+		if (!s->q_head)
+			s->q_tail = NULL;
+		rc = sync__write_text(wsi, m->text, m->len);
+		free(m);
+		if (rc != 0) {
+			sync__set_error(s, "write failed", NULL);
+			return -1;
+		}
+		lws_callback_on_writable(wsi);
+		return 0;
+	}
+	if (s->close_code) {
+		lws_close_reason(wsi, (enum lws_close_status)s->close_code, NULL, 0);
+		return -1;
+	}
+	if (s->state == ST_READY)
+		return sync__send_next_report(s, wsi);
+	return 0;
+}
+
+static void on_receive(es_sync *s, struct lws *wsi, const void *in, size_t len)
+{
+	int final = lws_is_final_fragment(wsi);
+
+	s->last_rx_ms = es_time_mono_ms();
+	if (s->rx_discard || s->close_code) {
+		if (final)
+			s->rx_discard = 0;
+		return;
+	}
+	if (s->rx_len + len > ES_PROTO_MAX_MESSAGE) {
+		s->rx_len = 0;
+		s->rx_discard = !final;
+		sync__proto_fail(s, ES_PC_TOO_BIG, "message over 1048576 bytes");
+		return;
+	}
+	if (s->rx_len + len > s->rx_cap) {
+		size_t cap = s->rx_cap ? s->rx_cap : 4096;
+		char *n;
+
+		while (cap < s->rx_len + len)
+			cap *= 2;
+		if (cap > ES_PROTO_MAX_MESSAGE)
+			cap = ES_PROTO_MAX_MESSAGE;
+		n = realloc(s->rx, cap);
+		if (!n) {
+			sync__proto_fail(s, ES_PC_INTERNAL, "out of memory");
+			return;
+		}
+		s->rx = n;
+		s->rx_cap = cap;
+	}
+	memcpy(s->rx + s->rx_len, in, len);
+	s->rx_len += len;
+	if (!final)
+		return;
+	len = s->rx_len;
+	s->rx_len = 0;
+	sync__on_message(s, s->rx, len);
+}
+
+static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
+		   void *user, void *in, size_t len)
+{
+	struct lws_vhost *vh = lws_get_vhost(wsi);
+	es_sync *s = vh ? lws_vhost_user(vh) : NULL;
+	char why[200];
+
+	if (!s || s->stopping)
+		return 0;
+	switch (reason) {
+	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+		if (in && !strncmp(in, "conn fail: ", 11) && atoi((const char *)in + 11) > 0)
+			snprintf(why, sizeof(why), "connection failed: %s",
+				 strerror(atoi((const char *)in + 11)));
+		else
+			snprintf(why, sizeof(why), "connection failed: %s",
+				 in ? (const char *)in : "unknown");
+		if (s->state != ST_IDLE)
+			sync__set_error(s, why, NULL);
+		conn_down(s, NULL);
+		break;
+	case LWS_CALLBACK_CLIENT_ESTABLISHED:
+		s->wsi = wsi;
+		s->state = ST_HANDSHAKING;
+		s->last_rx_ms = es_time_mono_ms();
+		s->heartbeat_s = ES_PROTO_HEARTBEAT_S;
+		es_backoff_up(&s->bo, es_time_mono_ms());
+		sync__send_hello(s);
+		lws_sul_schedule(s->ctx, 0, &s->sul_tick, tick, TICK_US);
+		break;
+	case LWS_CALLBACK_CLIENT_RECEIVE:
+		if (wsi == s->wsi)
+			on_receive(s, wsi, in, len);
+		break;
+	case LWS_CALLBACK_CLIENT_WRITEABLE:
+		if (wsi == s->wsi)
+			return on_writeable(s, wsi);
+		break;
+	case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+		if (in && len >= 2) {
+			const unsigned char *p = in;
+
+			snprintf(why, sizeof(why), "controller closed with %u%s%.*s",
+				 (unsigned)(p[0] << 8 | p[1]), len > 2 ? ": " : "",
+				 (int)(len - 2), (const char *)in + 2);
+			sync__set_error(s, why, NULL);
+		}
+		break;
+	case LWS_CALLBACK_CLIENT_CLOSED:
+		if (wsi == s->wsi) {
+			if (!s->last_error[0])
+				sync__set_error(s, "connection closed", NULL);
+			conn_down(s, NULL);
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static const struct lws_protocols sync_protocols[] = {
+	{ ES_PROTO_SUBPROTOCOL, sync_cb, 0, 0, 0, NULL, 0 },
+	LWS_PROTOCOL_LIST_TERM
+};
+
+static es_err check_file(const char *key, const char *path, char *err,
+			 size_t errsz)
+{
+	if (access(path, R_OK) != 0)
+		return es_errf(ES_ERR_INVAL, err, errsz, "%s: cannot read %s: %s", key,
+			       path, strerror(errno));
+	return ES_OK;
+}
+
+es_err es_sync_new(struct lws_context *ctx, es_store *st,
+		   const es_sync_opts *opts, const es_sync_hooks *hooks,
+		   es_sync **out, char *err, size_t errsz)
+{
+	struct lws_context_creation_info info;
+	es_sync *s = NULL;
+	es_err rc;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	rc = es_agent_url_parse(opts->url, &s->u, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	if ((rc = check_file("cert", opts->cert, err, errsz)) != ES_OK ||
+	    (rc = check_file("key", opts->key, err, errsz)) != ES_OK ||
+	    (rc = check_file("ca", opts->ca, err, errsz)) != ES_OK)
+		goto cleanup;
+	s->ctx = ctx;
+	s->st = st;
+	s->metrics = opts->metrics;
+	if (hooks)
+		s->hooks = *hooks;
+	s->url = strdup(opts->url);
+	s->node = strdup(opts->node);
+	s->agent_version = strdup(opts->agent_version);
+	s->boot_id = strdup(opts->boot_id ? opts->boot_id : "");
+	s->labels = opts->labels ? cJSON_Duplicate(opts->labels, 1)
+				 : cJSON_CreateObject();
+	if (!s->url || !s->node || !s->agent_version || !s->boot_id || !s->labels) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+		goto cleanup;
+	}
+	snprintf(s->host_hdr, sizeof(s->host_hdr), "%s:%d", s->u.host, s->u.port);
+	s->heartbeat_s = ES_PROTO_HEARTBEAT_S;
+	es_store_get_int(st, "acked_seq", 0, &s->last_acked_seq);
+	es_backoff_init(&s->bo, NULL, NULL);
+
+	memset(&info, 0, sizeof(info));
+	info.vhost_name = "sync";
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+	info.protocols = sync_protocols;
+	/* No WebSocket extension: PROTOCOL.md "Transport" says why there is
+	 * no permessage-deflate. */
+	info.extensions = NULL;
+	info.client_ssl_ca_filepath = opts->ca;
+	info.client_ssl_cert_filepath = opts->cert;
+	info.client_ssl_private_key_filepath = opts->key;
+	info.user = s;
+	s->vh = lws_create_vhost(ctx, &info);
+	if (!s->vh) {
+		rc = es_errf(ES_ERR_TLS, err, errsz,
+			     "cannot build the TLS client from cert %s, key %s, ca %s "
+			     "(not PEM, or the key does not match the certificate)",
+			     opts->cert, opts->key, opts->ca);
+		goto cleanup;
+	}
+	*out = s;
+	s = NULL;
+cleanup:
+	es_sync_free(s);
+	return rc;
+}
+
+void es_sync_start(es_sync *s)
+{
+	if (!s || s->stopping)
+		return;
+	lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, 1);
+}
+
+void es_sync_kick(es_sync *s)
+{
+	if (s && s->wsi && s->state == ST_READY)
+		lws_callback_on_writable(s->wsi);
+}
+
+void es_sync_get_info(const es_sync *s, es_sync_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->connected = s->state == ST_READY;
+	info->state = state_names[s->state];
+	info->url = s->url;
+	info->last_connected = s->last_connected;
+	info->last_error = s->last_error;
+	info->reconnects = s->attempts > 1 ? s->attempts - 1 : 0;
+	info->last_acked_seq = s->last_acked_seq;
+}
+
+cJSON *es_sync_info_json(const es_sync *s)
+{
+	es_sync_info in;
+	cJSON *o = cJSON_CreateObject();
+	char t[ES_TIME_RFC3339_LEN];
+
+	if (!o)
+		return NULL;
+	es_sync_get_info(s, &in);
+	if (!cJSON_AddBoolToObject(o, "connected", in.connected) ||
+	    !cJSON_AddStringToObject(o, "state", in.state) ||
+	    !cJSON_AddStringToObject(o, "url", in.url) ||
+	    !(in.last_connected
+		      ? cJSON_AddStringToObject(o, "lastConnected",
+						es_time_rfc3339(in.last_connected, t))
+		      : cJSON_AddNullToObject(o, "lastConnected")) ||
+	    !cJSON_AddStringToObject(o, "lastError", in.last_error) ||
+	    !es_json_add_int(o, "reconnects", in.reconnects) ||
+	    !es_json_add_int(o, "lastAckedSeq", in.last_acked_seq)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+void es_sync_stop(es_sync *s)
+{
+	if (!s)
+		return;
+	s->stopping = 1;
+	lws_sul_cancel(&s->sul_dial);
+	lws_sul_cancel(&s->sul_tick);
+}
+
+void es_sync_free(es_sync *s)
+{
+	if (!s)
+		return;
+	queue_clear(s);
+	free(s->rx);
+	free(s->url);
+	free(s->node);
+	free(s->agent_version);
+	free(s->boot_id);
+	cJSON_Delete(s->labels);
+	free(s);
+}

@@ -1,0 +1,90 @@
+/*
+ * sync.h - the agent's sync client (proto/PROTOCOL.md is the contract): one
+ * WebSocket over mutual TLS to the controller, hello/welcome, desired state
+ * in, reports out of the SQLite outbox in sequence order, liveness, and
+ * reconnection with exponential backoff and full jitter (backoff.h).
+ *
+ * Runs on the agent's libwebsockets context and thread; all timers are
+ * lws_sul timers of that context.
+ */
+#ifndef ES_AGENT_SYNC_H
+#define ES_AGENT_SYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <cjson/cJSON.h>
+#include <libwebsockets.h>
+#include "es_err.h"
+#include "endpoint/metrics.h"
+#include "store/store.h"
+
+typedef struct es_sync es_sync;
+
+typedef struct es_sync_opts {
+	const char *url;           /* wss://host[:port][/path] */
+	const char *cert, *key, *ca; /* PEM file paths */
+	const char *node;          /* node name sent in hello */
+	const char *agent_version;
+	const char *boot_id;       /* "" when unknown */
+	const cJSON *labels;       /* object of strings, copied */
+	es_agent_metrics *metrics; /* borrowed, may be NULL: reports sent and
+				    * acknowledged, last sync (metrics.h) */
+} es_sync_opts;
+
+typedef struct es_sync_hooks {
+	void *user;
+	/* Queue the agent's current Node state now (es_store_outbox_put_state):
+	 * called after a welcome and on resync, before the next report goes. */
+	void (*queue_state)(void *user);
+	/* Desired objects were committed and acknowledged: reconcile them. */
+	void (*desired_changed)(void *user);
+} es_sync_hooks;
+
+/* What /v1/state and `status` show about the connection. */
+typedef struct es_sync_info {
+	int connected;          /* 1 once a welcome arrived on the live connection */
+	const char *state;      /* "idle", "connecting", "handshaking", "ready" */
+	const char *url;
+	time_t last_connected;  /* last welcome, 0 = never */
+	const char *last_error; /* "" when none */
+	int64_t reconnects;     /* connection attempts after the first */
+	int64_t last_acked_seq; /* highest seq acknowledged by the controller */
+} es_sync_info;
+
+/*
+ * Creates the client: a vhost named "sync" on ctx (a context created with
+ * LWS_SERVER_OPTION_EXPLICIT_VHOSTS) carrying the client certificate, key
+ * and CA, no WebSocket extension. Does not dial yet (es_sync_start).
+ * Borrowed: ctx and st must outlive the client. Strings are copied.
+ * Errors: ES_ERR_INVAL (bad URL, naming controller-url; a certificate
+ * file unreadable, naming the setting and the file), ES_ERR_TLS
+ * (the TLS context could not be built from the files), ES_ERR_NOMEM.
+ */
+es_err es_sync_new(struct lws_context *ctx, es_store *st,
+		   const es_sync_opts *opts, const es_sync_hooks *hooks,
+		   es_sync **out, char *err, size_t errsz);
+
+/* Dials now; from then on the client keeps a connection up until
+ * es_sync_stop. */
+void es_sync_start(es_sync *s);
+
+/* Tells the client new outbox rows are queued (sends when ready). */
+void es_sync_kick(es_sync *s);
+
+/* Fills *info; its strings are borrowed from s and valid until the next
+ * call into s. */
+void es_sync_get_info(const es_sync *s, es_sync_info *info);
+
+/* The info as a new JSON object {connected, state, url, lastConnected,
+ * lastError, reconnects, lastAckedSeq}, or NULL on allocation failure. */
+cJSON *es_sync_info_json(const es_sync *s);
+
+/* Cancels timers and stops reacting to callbacks; call before the lws
+ * context is destroyed. NULL-safe. */
+void es_sync_stop(es_sync *s);
+
+/* Frees the client (after lws_context_destroy). NULL-safe. */
+void es_sync_free(es_sync *s);
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * sync_msg.c - the sync client's messages (sync.h; proto/PROTOCOL.md):
+ * hello, the controller's welcome, desired, ack, resync, ping and error,
+ * and building the reports sent from the outbox (sync_int.h has the
+ * invariants they keep).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "es_json.h"
+#include "es_log.h"
+#include "es_mpatch.h"
+#include "es_time.h"
+#include "runtime/heap.h"
+#include "sync/sync_int.h"
+
+/* Keeps the highest acknowledged seq, also in the store ("acked_seq") so
+ * /v1/state shows it across restarts. */
+static void set_acked(es_sync *s, int64_t seq)
+{
+	if (seq == s->last_acked_seq)
+		return;
+	s->last_acked_seq = seq;
+	if (es_store_set_int(s->st, "acked_seq", seq) != ES_OK)
+		es_log_warn("sync", "cannot record the acknowledged seq", NULL);
+}
+
+/* Builds the wire text of a row never sent. *snapshot says which kind of
+ * state report it became. Returns a malloc'd string or NULL (err set). */
+static char *build_report(es_sync *s, const es_outbox_row *row, int *snapshot,
+			  char *err, size_t errsz)
+{
+	cJSON *doc = NULL, *base = NULL, *body = NULL, *msg = NULL;
+	const char *type = "event";
+	int64_t base_seq = 0;
+	char t[ES_TIME_RFC3339_LEN], *text = NULL;
+	es_err rc;
+
+	*snapshot = 0;
+	rc = es_json_parse(row->doc, strlen(row->doc), ES_JSON_MAX_DEPTH, &doc,
+			   err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	if (row->is_state) {
+		type = "snapshot";
+		if (s->snapshot_sent &&
+		    es_store_base_get(s->st, &base_seq, &base) == ES_OK) {
+			if (es_mpatch_diff(base, doc, &body) != ES_OK) {
+				es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+				goto cleanup;
+			}
+			type = "patch";
+		} else {
+			body = doc;
+			doc = NULL;
+			*snapshot = 1;
+		}
+	} else {
+		body = doc;
+		doc = NULL;
+	}
+	msg = es_proto_report(row->seq, es_time_now_rfc3339(t), type, base_seq, body);
+	body = NULL;
+	if (!msg || !(text = es_json_print(msg)))
+		es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+cleanup:
+	cJSON_Delete(doc);
+	cJSON_Delete(base);
+	cJSON_Delete(body);
+	cJSON_Delete(msg);
+	return text;
+}
+
+int sync__send_next_report(es_sync *s, struct lws *wsi)
+{
+	es_outbox_row row;
+	char err[256] = "", seqs[24];
+	char *text = NULL;
+	int snapshot = 0, rv = 0, built = 0;
+	es_err rc;
+
+	memset(&row, 0, sizeof(row));
+	rc = es_store_outbox_next(s->st, s->sent_after, &row);
+	if (rc == ES_ERR_NOTFOUND)
+		return 0;
+	if (rc != ES_OK) {
+		es_log_error("sync", "reading the outbox failed", "error",
+			     es_strerror(rc), NULL);
+		return 0;
+	}
+	if (row.is_state && s->state_inflight)
+		goto cleanup;
+	if (row.wire) {
+		text = strdup(row.wire);
+		if (!text)
+			goto cleanup;
+	} else {
+		text = build_report(s, &row, &snapshot, err, sizeof(err));
+		built = row.is_state;
+		if (!text) {
+			snprintf(seqs, sizeof(seqs), "%lld", (long long)row.seq);
+			es_log_error("sync", "cannot build report", "seq", seqs,
+				     "error", err, NULL);
+			goto cleanup;
+		}
+		rc = es_store_outbox_mark_sent(s->st, row.seq, text);
+		if (rc != ES_OK) {
+			es_log_error("sync", "recording a sent report failed",
+				     "error", es_strerror(rc), NULL);
+			goto cleanup;
+		}
+	}
+	if (sync__write_text(wsi, text, strlen(text)) != 0) {
+		sync__set_error(s, "write failed", NULL);
+		rv = -1;
+		goto cleanup;
+	}
+	es_agent_metrics_report_sent(s->metrics, row.seq);
+	s->sent_after = row.seq;
+	if (row.is_state)
+		s->state_inflight = row.seq;
+	if (snapshot)
+		s->snapshot_sent = 1;
+	lws_callback_on_writable(wsi);
+cleanup:
+	free(text);
+	es_outbox_row_free(&row);
+	/* Building a state report parsed the state and its patch base and
+	 * diffed them: several times the text's size, now free. */
+	if (built)
+		es_heap_trim();
+	return rv;
+}
+
+void sync__send_hello(es_sync *s)
+{
+	int64_t rv = 0, next = 1;
+	cJSON *labels, *msg, *caps;
+
+	es_store_get_int(s->st, "desired_rv", 0, &rv);
+	es_store_get_int(s->st, "next_seq", 1, &next);
+	labels = cJSON_Duplicate(s->labels, 1);
+	if (!labels) {
+		sync__fail_conn(s, -1, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION,
+				"out of memory");
+		return;
+	}
+	msg = es_proto_hello(s->node, s->agent_version, s->boot_id, labels, rv,
+			     next < 1 ? 1 : next);
+	if (msg && !cJSON_GetObjectItemCaseSensitive(msg, "capabilities")) {
+		caps = cJSON_AddArrayToObject(msg, "capabilities");
+		if (!caps ||
+		    !cJSON_AddItemToArray(caps, cJSON_CreateString("CollectorConfig")) ||
+		    !cJSON_AddItemToArray(caps, cJSON_CreateString("merge-patch"))) {
+			cJSON_Delete(msg);
+			msg = NULL;
+		}
+	}
+	if (sync__queue_msg(s, msg) != ES_OK)
+		sync__fail_conn(s, -1, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION,
+				"out of memory");
+}
+
+static void on_welcome(es_sync *s, const cJSON *msg)
+{
+	int64_t acked = 0, hb = ES_PROTO_HEARTBEAT_S, next = 1;
+	char a[24];
+
+	es_json_get_int(msg, "welcome", "ackedSeq", 0, 0, ES_JSON_MAX_INT, &acked,
+			NULL, 0);
+	if (es_json_get_int(msg, "welcome", "heartbeatSeconds", 0, 1, 3600, &hb,
+			    NULL, 0) != ES_OK)
+		hb = ES_PROTO_HEARTBEAT_S;
+	s->heartbeat_s = (int)hb;
+	if (es_store_outbox_ack(s->st, acked) != ES_OK) {
+		sync__proto_fail(s, ES_PC_INTERNAL, "agent database: acknowledging reports failed");
+		return;
+	}
+	es_store_get_int(s->st, "next_seq", 1, &next);
+	if (acked >= next) {
+		snprintf(a, sizeof(a), "%lld", (long long)acked);
+		es_log_warn("sync", "controller holds newer reports than this agent "
+			    "made; continuing after them", "ackedSeq", a, NULL);
+		es_store_set_int(s->st, "next_seq", acked + 1);
+	}
+	set_acked(s, acked);
+	es_agent_metrics_acked(s->metrics, acked);
+	es_agent_metrics_synced(s->metrics, time(NULL));
+	s->state = ST_READY;
+	s->last_connected = time(NULL);
+	s->last_error[0] = '\0';
+	s->sent_after = 0;
+	s->state_inflight = 0;
+	s->snapshot_sent = 0;
+	s->last_ping_ms = es_time_mono_ms();
+	snprintf(a, sizeof(a), "%lld", (long long)acked);
+	es_log_info("sync", "connected", "url", s->url, "ackedSeq", a, NULL);
+	if (s->hooks.queue_state)
+		s->hooks.queue_state(s->hooks.user);
+	lws_callback_on_writable(s->wsi);
+}
+
+static void on_desired(es_sync *s, const cJSON *msg)
+{
+	int64_t rv = 0;
+	int more = 0;
+	char err[160];
+	es_err rc;
+
+	es_json_get_int(msg, "desired", "resourceVersion", 0, 0, ES_JSON_MAX_INT,
+			&rv, NULL, 0);
+	es_json_get_bool(msg, "desired", "more", 0, &more, NULL, 0);
+	rc = es_store_desired_commit(s->st, msg);
+	if (rc == ES_ERR_INVAL) {
+		sync__proto_fail(s, ES_PC_INVALID, "desired.objects: an object without kind or metadata.name");
+		return;
+	}
+	if (rc != ES_OK) {
+		snprintf(err, sizeof(err), "agent database: %s", es_strerror(rc));
+		sync__proto_fail(s, ES_PC_INTERNAL, err);
+		return;
+	}
+	if (more)
+		return;
+	sync__queue_msg(s, es_proto_desired_ack(rv));
+	es_agent_metrics_synced(s->metrics, time(NULL));
+	if (s->hooks.desired_changed)
+		s->hooks.desired_changed(s->hooks.user);
+}
+
+void sync__on_message(es_sync *s, const char *buf, size_t len)
+{
+	es_msg_type type = ES_MSG_UNKNOWN;
+	es_proto_code code = ES_PC_INTERNAL;
+	cJSON *msg = NULL;
+	char err[256] = "";
+	const char *c = NULL, *m = NULL;
+	int64_t seq = 0;
+	es_err rc;
+
+	rc = es_proto_decode(buf, len, &type, &msg, &code, err, sizeof(err));
+	if (rc != ES_OK) {
+		sync__proto_fail(s, rc == ES_ERR_PROTO ? code : ES_PC_INTERNAL,
+				 rc == ES_ERR_PROTO ? err : "out of memory");
+		return;
+	}
+	if (s->state == ST_HANDSHAKING && type != ES_MSG_WELCOME && type != ES_MSG_ERROR) {
+		snprintf(err, sizeof(err), "%s before welcome", es_proto_type_name(type));
+		sync__proto_fail(s, ES_PC_PROTOCOL, err);
+		goto cleanup;
+	}
+	switch (type) {
+	case ES_MSG_WELCOME:
+		if (s->state != ST_HANDSHAKING)
+			sync__proto_fail(s, ES_PC_PROTOCOL, "a second welcome");
+		else
+			on_welcome(s, msg);
+		break;
+	case ES_MSG_DESIRED:
+		on_desired(s, msg);
+		break;
+	case ES_MSG_ACK:
+		es_json_get_int(msg, "ack", "seq", 1, 0, ES_JSON_MAX_INT, &seq, NULL, 0);
+		if (es_store_outbox_ack(s->st, seq) != ES_OK) {
+			sync__proto_fail(s, ES_PC_INTERNAL, "agent database: acknowledging reports failed");
+			break;
+		}
+		if (seq > s->last_acked_seq)
+			set_acked(s, seq);
+		es_agent_metrics_acked(s->metrics, seq);
+		es_agent_metrics_synced(s->metrics, time(NULL));
+		if (s->state_inflight && seq >= s->state_inflight)
+			s->state_inflight = 0;
+		lws_callback_on_writable(s->wsi);
+		break;
+	case ES_MSG_RESYNC:
+		es_log_info("sync", "controller asked for a snapshot", NULL);
+		s->snapshot_sent = 0;
+		if (s->hooks.queue_state)
+			s->hooks.queue_state(s->hooks.user);
+		lws_callback_on_writable(s->wsi);
+		break;
+	case ES_MSG_PING:
+		es_json_get_str(msg, "ping", "time", 0, &m, NULL, 0);
+		sync__queue_msg(s, es_proto_pong(m ? m : ""));
+		break;
+	case ES_MSG_PONG:
+		break;
+	case ES_MSG_ERROR:
+		es_json_get_str(msg, "error", "code", 0, &c, NULL, 0);
+		es_json_get_str(msg, "error", "message", 0, &m, NULL, 0);
+		es_log_warn("sync", "controller reported an error", "code", c,
+			    "message", m, NULL);
+		snprintf(err, sizeof(err), "controller: %s: %s", c ? c : "",
+			 m ? m : "");
+		sync__set_error(s, err, NULL);
+		break;
+	default:
+		snprintf(err, sizeof(err), "%s is not sent by a controller",
+			 es_proto_type_name(type) ? es_proto_type_name(type) : "message");
+		sync__proto_fail(s, ES_PC_PROTOCOL, err);
+		break;
+	}
+cleanup:
+	cJSON_Delete(msg);
+}

@@ -1,0 +1,69 @@
+/*
+ * admin.h - the controller's admin REST API, independent of the transport:
+ * the server calls es_admin_handle for each complete HTTPS request.
+ *
+ * Paths (Kubernetes API conventions):
+ *   GET    /apis/edgesync.io/v1alpha1/nodes                 NodeList
+ *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME            Node
+ *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME/describe   desired beside reported
+ *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME/reports    stored reports (?limit=N)
+ *   GET    /apis/edgesync.io/v1alpha1/PLURAL                List of a desired kind
+ *   GET    /apis/edgesync.io/v1alpha1/PLURAL/NAME           one object
+ *   POST   /apis/edgesync.io/v1alpha1/PLURAL                create (409 when it exists)
+ *   PUT    /apis/edgesync.io/v1alpha1/PLURAL/NAME           create or replace (apply)
+ *   DELETE /apis/edgesync.io/v1alpha1/PLURAL/NAME           delete
+ *   GET    /healthz                                         "ok"
+ * Errors are a Kubernetes `Status` object (kind Status, apiVersion v1,
+ * status Failure, message, reason, code): 400 BadRequest (not JSON, name in
+ * path and body differ), 404 NotFound, 405 MethodNotAllowed, 409
+ * AlreadyExists, 413 RequestEntityTooLarge, 422 Invalid (validation; message
+ * names the field), 500 InternalError.
+ */
+#ifndef ES_CTRL_ADMIN_H
+#define ES_CTRL_ADMIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "es_err.h"
+#include "store/db.h"
+
+/* Largest request body accepted. */
+#define ES_ADMIN_MAX_BODY (4 * 1024 * 1024)
+
+typedef struct es_admin_hooks {
+	/* Called after a committed write: prev is the object before (NULL when
+	 * created), cur the object after (NULL when deleted). The server pushes
+	 * `desired` changes to connected agents from here. May be NULL. */
+	void (*object_changed)(void *ud, const cJSON *prev, const cJSON *cur);
+	void *ud;
+} es_admin_hooks;
+
+typedef struct es_admin_resp {
+	int status;               /* HTTP status code */
+	char *body;               /* malloc'd, caller frees; never NULL on ES_OK */
+	size_t body_len;
+	const char *content_type; /* static string */
+} es_admin_resp;
+
+/*
+ * A Kubernetes Status object (API conventions, "Response Status Kind"):
+ * {kind: Status, apiVersion: v1, metadata: {}, status: Failure, message,
+ * reason, code}. Returns a new object (caller owns; add `details` to it as
+ * needed) or NULL on allocation failure.
+ */
+cJSON *es_admin_status(int code, const char *reason, const char *message);
+
+/*
+ * Handles one request. method is "GET", "POST", "PUT", "DELETE"; path is the
+ * URL path without query; query may be NULL ("limit=10"); body/len the
+ * request body (may be NULL/0). who is the caller's admin identity (for
+ * logs). Fills *resp (every outcome, including client errors, is ES_OK with
+ * an HTTP status). Errors: ES_ERR_NOMEM only (the server answers 500).
+ */
+es_err es_admin_handle(es_db *db, const es_admin_hooks *hooks,
+		       const char *method, const char *path, const char *query,
+		       const char *body, size_t len, const char *who,
+		       es_admin_resp *resp);
+
+#endif

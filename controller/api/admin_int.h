@@ -1,0 +1,30 @@
+/*
+ * admin_int.h - what admin.c shares with admin_describe.c. Private to the
+ * admin module.
+ */
+#ifndef ES_CTRL_ADMIN_INT_H
+#define ES_CTRL_ADMIN_INT_H
+
+#include <cjson/cJSON.h>
+#include "store/db.h"
+
+/*
+ * Builds the describe view of a node (admin.h, nodes/NAME/describe): node is
+ * the Node as es_db_node_get returns it (borrowed), desired every live
+ * desired object (es_db_object_list with ES_KIND_UNKNOWN; borrowed).
+ * *out (caller owns):
+ *   {node, objects: [{kind, name, uid, deleted, desired: {generation, spec}
+ *   | null, reported: {generation?, observedGeneration, conditions} | null,
+ *   actual: the agent's actual state of the object (status.objects[].actual,
+ *   EgressPolicy: rules read back from the kernel) | null,
+ *   inSync, differences: [string]}], conditions, sync}
+ * EgressPolicy entries also list where actual differs from the spec
+ * (es_egress_diff). An object the agent did not report differs with "not
+ * reported by the agent", or, when status.agent.objectsOmitted says the
+ * agent shortened its report, with a difference that says so.
+ * Errors: ES_ERR_NOMEM.
+ */
+es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,
+			       cJSON **out);
+
+#endif

@@ -1,0 +1,433 @@
+/*
+ * config.c - the settings table of edgesync-controller and the checks of
+ * `run` across settings.
+ */
+#include "config/config.h"
+
+#include <ctype.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "es_log.h"
+#include "es_obj.h"
+#include "es_pki.h"
+
+#define ES_CCFG_STRING(k, e, def, member, help)                               \
+	{ k, "EDGESYNC_" e, k, ES_SET_STRING, def, 0, 0,                      \
+	  offsetof(es_ccfg, member), help }
+
+static const es_setting ccfg_table[] = {
+	ES_CCFG_STRING("listen", "LISTEN", "127.0.0.1:7443", listen,
+		       "agents' WebSocket listener, ip:port"),
+	ES_CCFG_STRING("admin-listen", "ADMIN_LISTEN", "127.0.0.1:7444",
+		       admin_listen, "admin API listener (HTTPS), ip:port"),
+	ES_CCFG_STRING("state-dir", "STATE_DIR", "/var/lib/edgesync-controller",
+		       state_dir, "state directory (database, dev certificates)"),
+	ES_CCFG_STRING("db", "DB", NULL, db,
+		       "SQLite database file (default <state-dir>/controller.db)"),
+	ES_CCFG_STRING("cert", "CERT", NULL, cert,
+		       "controller certificate, PEM (dev: <state-dir>/dev/controller.crt)"),
+	ES_CCFG_STRING("key", "KEY", NULL, key,
+		       "controller private key, PEM (dev: <state-dir>/dev/controller.key)"),
+	ES_CCFG_STRING("client-ca", "CLIENT_CA", NULL, client_ca,
+		       "CA that issues agent certificates, PEM (dev: <state-dir>/dev/ca.crt)"),
+	ES_CCFG_STRING("admin-ca", "ADMIN_CA", NULL, admin_ca,
+		       "CA that issues admin certificates, PEM (default: client-ca)"),
+	ES_CCFG_STRING("trust-domain", "TRUST_DOMAIN", ES_PKI_DEFAULT_TRUST_DOMAIN,
+		       trust_domain, "SPIFFE trust domain of node and admin identities"),
+	ES_CCFG_STRING("log-level", "LOG_LEVEL", "info", log_level,
+		       "error, warn, info or debug"),
+	{ "dev", "EDGESYNC_DEV", "dev", ES_SET_BOOL, "false", 0, 0,
+	  offsetof(es_ccfg, dev),
+	  "development mode: make a throwaway CA and certificates in <state-dir>/dev" },
+	ES_CCFG_STRING("dev-node", "DEV_NODE", NULL, dev_node,
+		       "dev mode: also issue a certificate for this node (repeatable, or a,b,c)"),
+	{ "tombstones-kept", "EDGESYNC_TOMBSTONES_KEPT", "tombstones-kept",
+	  ES_SET_INT, "10000", 0, INT64_C(1000000000),
+	  offsetof(es_ccfg, tombstones_kept),
+	  "deletion records kept; an agent older than the oldest gets a full list" },
+};
+
+#define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))
+
+const es_setting *es_ccfg_settings(size_t *n)
+{
+	if (n)
+		*n = CCFG_N;
+	return ccfg_table;
+}
+
+void es_ccfg_print_help(FILE *f)
+{
+	es_config_print_help(ccfg_table, CCFG_N, f);
+}
+
+void es_ccfg_free(es_ccfg *cfg)
+{
+	if (!cfg)
+		return;
+	es_config_free(ccfg_table, CCFG_N, cfg);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+void es_ccfg_strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Appends s to the comma-separated *acc (malloc'd, may be NULL). */
+static es_err join_append(char **acc, const char *s)
+{
+	size_t old = *acc ? strlen(*acc) : 0, add = strlen(s);
+	char *n = realloc(*acc, old + add + 2);
+
+	if (!n)
+		return ES_ERR_NOMEM;
+	if (old)
+		n[old++] = ',';
+	memcpy(n + old, s, add + 1);
+	*acc = n;
+	return ES_OK;
+}
+
+/*
+ * Takes every "--dev-node V" / "--dev-node=V" out of argv[first..): *rest
+ * gets the other arguments (borrowed pointers, *nrest of them, argv[0..first)
+ * kept in front), *joined the values joined with ','.
+ */
+static es_err split_dev_nodes(int argc, char **argv, int first, char ***rest,
+			      int *nrest, char **joined, char *err, size_t errsz)
+{
+	static const char flag[] = "--dev-node";
+	const size_t fl = sizeof(flag) - 1;
+	char **r = calloc((size_t)argc + 1, sizeof(*r));
+	int n = 0;
+	es_err rc = ES_OK;
+
+	if (!r)
+		return ES_ERR_NOMEM;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+
+		if (i < first || strncmp(a, flag, fl) != 0 ||
+		    (a[fl] != '\0' && a[fl] != '=')) {
+			r[n++] = argv[i];
+			continue;
+		}
+		if (a[fl] == '=') {
+			v = a + fl + 1;
+		} else if (i + 1 < argc) {
+			v = argv[++i];
+		} else {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "--dev-node: missing value");
+			goto cleanup;
+		}
+		rc = join_append(joined, v);
+		if (rc != ES_OK)
+			goto cleanup;
+	}
+	*rest = r;
+	*nrest = n;
+	r = NULL;
+cleanup:
+	free(r);
+	return rc;
+}
+
+es_err es_ccfg_load(es_ccfg *cfg, int argc, char **argv, int first,
+		    char *err, size_t errsz)
+{
+	char **args = NULL, *flag_nodes = NULL;
+	const char *file;
+	int nargs = 0;
+	es_err rc;
+
+	rc = es_config_defaults(ccfg_table, CCFG_N, cfg, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	file = es_config_find_file(argc, argv, first, ES_CCFG_CONFIG_ENV);
+	if (file) {
+		rc = es_config_load_file(ccfg_table, CCFG_N, cfg, file, err, errsz);
+		if (rc != ES_OK)
+			goto cleanup;
+	}
+	rc = es_config_load_env(ccfg_table, CCFG_N, cfg, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	rc = split_dev_nodes(argc, argv, first, &args, &nargs, &flag_nodes,
+			     err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	rc = es_config_load_args(ccfg_table, CCFG_N, cfg, nargs, args, first,
+				 NULL, NULL, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	if (flag_nodes) {
+		rc = es_config_set(ccfg_table, CCFG_N, cfg, "dev-node",
+				   flag_nodes, err, errsz);
+		if (rc != ES_OK)
+			goto cleanup;
+	}
+	rc = es_ccfg_finish(cfg, err, errsz);
+cleanup:
+	free(args);
+	free(flag_nodes);
+	return rc;
+}
+
+es_err es_ccfg_hostport(const char *key, const char *s, char *host,
+			size_t hostsz, int *port, char *err, size_t errsz)
+{
+	const char *h = s, *colon;
+	size_t hl;
+	char *end = NULL;
+	long p;
+
+	if (!s || !*s)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "%s: empty; expected ip:port", key);
+	if (*s == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb[1] != ':')
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "%s: \"%s\": expected [ipv6]:port", key, s);
+		h = s + 1;
+		hl = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || strchr(s, ':') != colon)
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "%s: \"%s\": expected ip:port", key, s);
+		hl = (size_t)(colon - s);
+	}
+	if (hl == 0)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "%s: \"%s\": missing address before the port", key, s);
+	if (hl >= hostsz)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "%s: \"%s\": address too long", key, s);
+	for (size_t i = 0; i < hl; i++) {
+		unsigned char c = (unsigned char)h[i];
+
+		if (!isalnum(c) && c != '.' && c != ':' && c != '-' && c != '_' &&
+		    c != '%')
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "%s: \"%s\": bad character in the address",
+				       key, s);
+	}
+	if (!isdigit((unsigned char)colon[1]))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "%s: \"%s\": expected a port number after ':'", key, s);
+	p = strtol(colon + 1, &end, 10);
+	if (*end || p < 1 || p > 65535)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "%s: \"%s\": port must be an integer in 1..65535",
+			       key, s);
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	*port = (int)p;
+	return ES_OK;
+}
+
+/* *dst = dir + "/" + leaf, unless *dst is already set. */
+static es_err default_path(char **dst, const char *dir, const char *leaf)
+{
+	size_t n;
+	char *p;
+
+	if (*dst && **dst)
+		return ES_OK;
+	n = strlen(dir) + strlen(leaf) + 2;
+	p = malloc(n);
+	if (!p)
+		return ES_ERR_NOMEM;
+	snprintf(p, n, "%s/%s", dir, leaf);
+	free(*dst);
+	*dst = p;
+	return ES_OK;
+}
+
+static es_err default_copy(char **dst, const char *src)
+{
+	char *p;
+
+	if (*dst && **dst)
+		return ES_OK;
+	p = strdup(src);
+	if (!p)
+		return ES_ERR_NOMEM;
+	free(*dst);
+	*dst = p;
+	return ES_OK;
+}
+
+/* Checks each comma-separated entry of dev-node. */
+static es_err check_dev_nodes(const char *list, char *err, size_t errsz)
+{
+	const char *p = list;
+
+	while (p && *p) {
+		const char *c = strchr(p, ',');
+		size_t l = c ? (size_t)(c - p) : strlen(p);
+		char name[ES_NAME_MAX + 2];
+
+		if (l > ES_NAME_MAX)
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "dev-node: a name is longer than %d characters",
+				       ES_NAME_MAX);
+		memcpy(name, p, l);
+		name[l] = '\0';
+		if (!es_obj_name_valid(name))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "dev-node: \"%s\" is not an RFC 1123 DNS subdomain "
+				       "(lower-case letters, digits, '-', '.')", name);
+		p = c ? c + 1 : NULL;
+	}
+	return ES_OK;
+}
+
+es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
+{
+	char h1[256], h2[256], dev_dir[4096];
+	int p1, p2;
+	es_log_level lvl;
+	es_err rc;
+
+	rc = es_ccfg_hostport("listen", cfg->listen, h1, sizeof(h1), &p1,
+			      err, errsz);
+	if (rc != ES_OK)
+		return rc;
+	rc = es_ccfg_hostport("admin-listen", cfg->admin_listen, h2, sizeof(h2),
+			      &p2, err, errsz);
+	if (rc != ES_OK)
+		return rc;
+	if (p1 == p2 && strcmp(h1, h2) == 0)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "admin-listen: %s is also the agents' listen address",
+			       cfg->admin_listen);
+	if (!cfg->state_dir || !*cfg->state_dir)
+		return es_errf(ES_ERR_INVAL, err, errsz, "state-dir: empty");
+	if (strlen(cfg->state_dir) + 32 > sizeof(dev_dir))
+		return es_errf(ES_ERR_INVAL, err, errsz, "state-dir: path too long");
+	if (!cfg->log_level || es_log_parse_level(cfg->log_level, &lvl) != 0)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "log-level: \"%s\": expected error, warn, info or debug",
+			       cfg->log_level ? cfg->log_level : "");
+	if (!cfg->trust_domain || !es_obj_name_valid(cfg->trust_domain))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "trust-domain: \"%s\": expected a lower-case DNS name",
+			       cfg->trust_domain ? cfg->trust_domain : "");
+	rc = check_dev_nodes(cfg->dev_node, err, errsz);
+	if (rc != ES_OK)
+		return rc;
+	if (cfg->dev_node && *cfg->dev_node && !cfg->dev)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "dev-node: only meaningful with --dev");
+
+	rc = default_path(&cfg->db, cfg->state_dir, "controller.db");
+	if (rc == ES_OK && cfg->dev) {
+		snprintf(dev_dir, sizeof(dev_dir), "%s/dev", cfg->state_dir);
+		rc = default_path(&cfg->cert, dev_dir, "controller.crt");
+		if (rc == ES_OK)
+			rc = default_path(&cfg->key, dev_dir, "controller.key");
+		if (rc == ES_OK)
+			rc = default_path(&cfg->client_ca, dev_dir, "ca.crt");
+	}
+	if (rc != ES_OK)
+		return es_errf(rc, err, errsz, "out of memory");
+	if (!cfg->cert || !*cfg->cert)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "cert: required (or run with --dev)");
+	if (!cfg->key || !*cfg->key)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "key: required (or run with --dev)");
+	if (!cfg->client_ca || !*cfg->client_ca)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "client-ca: required (or run with --dev)");
+	if (default_copy(&cfg->admin_ca, cfg->client_ca) != ES_OK)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	return ES_OK;
+}
+
+/* Appends a copy of name to v (*n entries, capacity cap) unless present. */
+static es_err strv_add(char ***v, size_t *n, size_t *cap, const char *name,
+		       size_t len)
+{
+	char *s;
+
+	for (size_t i = 0; i < *n; i++)
+		if (strlen((*v)[i]) == len && memcmp((*v)[i], name, len) == 0)
+			return ES_OK;
+	if (*n + 2 > *cap) {
+		size_t nc = *cap ? *cap * 2 : 8;
+		char **nv = realloc(*v, nc * sizeof(*nv));
+
+		if (!nv)
+			return ES_ERR_NOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	s = strndup(name, len);
+	if (!s)
+		return ES_ERR_NOMEM;
+	(*v)[(*n)++] = s;
+	(*v)[*n] = NULL;
+	return ES_OK;
+}
+
+es_err es_ccfg_dev_nodes(const es_ccfg *cfg, const char *hostname,
+			 char ***out, char *err, size_t errsz)
+{
+	char **v = NULL, host[ES_NAME_MAX + 1];
+	size_t n = 0, cap = 0;
+	const char *p = cfg->dev_node;
+	es_err rc = ES_OK;
+
+	*out = NULL;
+	if (hostname && strlen(hostname) <= ES_NAME_MAX) {
+		size_t i;
+
+		for (i = 0; hostname[i]; i++)
+			host[i] = (char)tolower((unsigned char)hostname[i]);
+		host[i] = '\0';
+		if (es_obj_name_valid(host)) {
+			rc = strv_add(&v, &n, &cap, host, i);
+			if (rc != ES_OK)
+				goto nomem;
+		}
+	}
+	rc = check_dev_nodes(p, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	while (p && *p) {
+		const char *c = strchr(p, ',');
+		size_t l = c ? (size_t)(c - p) : strlen(p);
+
+		rc = strv_add(&v, &n, &cap, p, l);
+		if (rc != ES_OK)
+			goto nomem;
+		p = c ? c + 1 : NULL;
+	}
+	if (n == 0) {
+		rc = es_errf(ES_ERR_INVAL, err, errsz,
+			     "dev-node: the host name is not a valid node name; "
+			     "name at least one node with --dev-node");
+		goto cleanup;
+	}
+	*out = v;
+	v = NULL;
+	goto cleanup;
+nomem:
+	es_errf(rc, err, errsz, "out of memory");
+cleanup:
+	es_ccfg_strv_free(v);
+	return rc;
+}

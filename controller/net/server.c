@@ -1,0 +1,461 @@
+/*
+ * server.c - the controller's libwebsockets context and its two vhosts
+ * (server.h), and the agents' connections: peer identity, message framing,
+ * the outgoing queue, closing and the liveness sweep. The protocol's
+ * messages are server_sync.c's, the admin listener server_admin.c's.
+ */
+#include "net/server_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "es_json.h"
+#include "es_log.h"
+#include "es_time.h"
+#include "es_version.h"
+#include "es_ws.h"
+
+/* Largest peer certificate (DER) accepted. */
+#define DER_MAX 16384
+/* Bytes queued for one agent before the connection is dropped. */
+#define SEND_QUEUE_MAX (16u * 1024 * 1024)
+#define SWEEP_US (1000 * LWS_US_PER_MS)
+/* Seconds a closing connection may take before it is cut. */
+#define CLOSE_GRACE_S 10
+
+struct out_msg {
+	struct out_msg *next;
+	size_t len;
+	unsigned char data[]; /* LWS_PRE bytes, then the message */
+};
+
+es_server *server__from_wsi(struct lws *wsi)
+{
+	return lws_context_user(lws_get_context(wsi));
+}
+
+int server__check_peer(es_server *s, struct lws *wsi, es_identity_kind want,
+		       char *name, size_t namesz, char *why, size_t whysz)
+{
+	const size_t alloc = sizeof(union lws_tls_cert_info_results) + DER_MAX;
+	union lws_tls_cert_info_results ci, *der = NULL;
+	int rc = -1;
+
+	memset(&ci, 0, sizeof(ci));
+	if (lws_tls_peer_cert_info(wsi, LWS_TLS_CERT_INFO_VERIFIED, &ci, 0)) {
+		es_errf(ES_ERR_AUTH, why, whysz, "no client certificate");
+		goto cleanup;
+	}
+	if (!ci.verified) {
+		es_errf(ES_ERR_AUTH, why, whysz,
+			"client certificate does not verify against the CA "
+			"(unknown issuer, expired or not yet valid)");
+		goto cleanup;
+	}
+	der = calloc(1, alloc);
+	if (!der) {
+		es_errf(ES_ERR_NOMEM, why, whysz, "out of memory");
+		goto cleanup;
+	}
+	if (lws_tls_peer_cert_info(wsi, LWS_TLS_CERT_INFO_DER_RAW, der,
+				   DER_MAX + sizeof(der->ns.name)) ||
+	    der->ns.len <= 0) {
+		es_errf(ES_ERR_AUTH, why, whysz,
+			"client certificate unreadable or over %d bytes", DER_MAX);
+		goto cleanup;
+	}
+	if (es_pki_check_peer((const unsigned char *)der->ns.name,
+			      (size_t)der->ns.len, s->trust_domain, want, name,
+			      namesz, why, whysz) != ES_OK)
+		goto cleanup;
+	rc = 0;
+cleanup:
+	free(der);
+	return rc;
+}
+
+/* ---- agents: outgoing queue and closing ---- */
+
+void server__start_close(conn *c, int code, const char *reason)
+{
+	if (c->state == CS_CLOSING)
+		return;
+	if (c->state == CS_READY)
+		c->srv->n_ready--;
+	c->state = CS_CLOSING;
+	c->close_code = code;
+	snprintf(c->close_reason, sizeof(c->close_reason), "%s", reason);
+	lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, CLOSE_GRACE_S);
+	lws_callback_on_writable(c->wsi);
+}
+
+void server__queue_clear(conn *c)
+{
+	while (c->qhead) {
+		out_msg *m = c->qhead;
+
+		c->qhead = m->next;
+		free(m);
+	}
+	c->qtail = NULL;
+	c->qbytes = 0;
+}
+
+es_err server__queue_msg(conn *c, cJSON *m)
+{
+	char *txt = m ? es_json_print(m) : NULL;
+	size_t len = txt ? strlen(txt) : 0;
+	out_msg *o = txt ? malloc(sizeof(*o) + LWS_PRE + len) : NULL;
+
+	cJSON_Delete(m);
+	if (!o) {
+		free(txt);
+		return ES_ERR_NOMEM;
+	}
+	o->next = NULL;
+	o->len = len;
+	memcpy(o->data + LWS_PRE, txt, len);
+	free(txt);
+	if (len > ES_PROTO_MAX_MESSAGE) {
+		es_log_error("server", "message over the size limit not sent",
+			     "node", c->node, NULL);
+		free(o);
+		return ES_OK;
+	}
+	if (c->qtail)
+		c->qtail->next = o;
+	else
+		c->qhead = o;
+	c->qtail = o;
+	c->qbytes += len;
+	lws_callback_on_writable(c->wsi);
+	if (c->qbytes > SEND_QUEUE_MAX && c->state != CS_CLOSING) {
+		es_log_warn("server", "send queue full, dropping the connection",
+			    "node", c->node, NULL);
+		server__queue_clear(c);
+		server__queue_error(c, ES_PC_INTERNAL, "send queue over its limit");
+	}
+	return ES_OK;
+}
+
+void server__queue_error(conn *c, es_proto_code code, const char *text)
+{
+	if (c->state == CS_CLOSING)
+		return;
+	es_log_warn("server", "protocol error", "node", c->node, "code",
+		    es_proto_code_name(code), "error", text, NULL);
+	(void)server__queue_msg(c, es_proto_error(code, text));
+	server__start_close(c, es_proto_close_code(code),
+			    es_proto_code_name(code));
+}
+
+/* ---- agents: receiving and connection lifecycle ---- */
+
+/* Buffers one fragment; a complete message is handled. Stops buffering as
+ * soon as the message exceeds ES_PROTO_MAX_MESSAGE. */
+static void on_receive(conn *c, const void *in, size_t len)
+{
+	struct lws *wsi = c->wsi;
+
+	if (c->state == CS_CLOSING)
+		return;
+	c->last_rx_ms = es_time_mono_ms();
+	if (c->rx_len == 0 && lws_is_first_fragment(wsi))
+		c->binary = lws_frame_is_binary(wsi);
+	if (len > ES_PROTO_MAX_MESSAGE - c->rx_len) {
+		free(c->rx);
+		c->rx = NULL;
+		c->rx_len = c->rx_cap = 0;
+		server__queue_error(c, ES_PC_TOO_BIG, "message over 1048576 bytes");
+		return;
+	}
+	if (c->rx_len + len > c->rx_cap) {
+		size_t cap = c->rx_cap ? c->rx_cap : 4096;
+		char *n;
+
+		while (cap < c->rx_len + len)
+			cap *= 2;
+		if (cap > ES_PROTO_MAX_MESSAGE)
+			cap = ES_PROTO_MAX_MESSAGE;
+		n = realloc(c->rx, cap);
+		if (!n) {
+			server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+			return;
+		}
+		c->rx = n;
+		c->rx_cap = cap;
+	}
+	if (len)
+		memcpy(c->rx + c->rx_len, in, len);
+	c->rx_len += len;
+	if (!lws_is_final_fragment(wsi))
+		return;
+	if (c->binary)
+		server__queue_error(c, ES_PC_MALFORMED,
+				    "binary message; one JSON text message expected");
+	else
+		server__handle_message(c, c->rx, c->rx_len);
+	c->rx_len = 0;
+}
+
+static int on_writeable(conn *c)
+{
+	out_msg *m = c->qhead;
+
+	if (m) {
+		int n;
+
+		c->qhead = m->next;
+		if (!c->qhead)
+			c->qtail = NULL;
+		c->qbytes -= m->len;
+		n = es_ws_send(c->wsi, m->data + LWS_PRE, m->len);
+		free(m);
+		if (n < 0)
+			return -1;
+		if (c->qhead || c->state == CS_CLOSING)
+			lws_callback_on_writable(c->wsi);
+		return 0;
+	}
+	if (c->state == CS_CLOSING) {
+		lws_close_reason(c->wsi, (enum lws_close_status)c->close_code,
+				 (unsigned char *)c->close_reason,
+				 strlen(c->close_reason));
+		return -1;
+	}
+	return 0;
+}
+
+static void conn_release(conn *c)
+{
+	es_server *s = c->srv;
+
+	if (!c->linked)
+		return;
+	if (c->state == CS_READY)
+		s->n_ready--;
+	if (c->helloed && !c->replaced &&
+	    es_db_node_disconnected(s->db, c->node, time(NULL)) != ES_OK)
+		es_log_error("server", "could not record the disconnection",
+			     "node", c->node, NULL);
+	es_log_info("server", "agent disconnected", "node", c->node, NULL);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	server__queue_clear(c);
+	free(c->rx);
+	cJSON_Delete(c->labels);
+	memset(c, 0, sizeof(*c));
+}
+
+static int filter_agent(struct lws *wsi, conn *c)
+{
+	char uri[64] = "", why[512] = "", peer[64] = "";
+	es_server *s = server__from_wsi(wsi);
+
+	lws_get_peer_simple(wsi, peer, sizeof(peer));
+	if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) < 0 ||
+	    strcmp(uri, ES_PROTO_PATH) != 0)
+		snprintf(why, sizeof(why), "WebSocket path is not %s", ES_PROTO_PATH);
+	else if (lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) <= 0)
+		snprintf(why, sizeof(why), "no subprotocol; %s required",
+			 ES_PROTO_SUBPROTOCOL);
+	else if (server__check_peer(s, wsi, ES_ID_NODE, c->node,
+				    sizeof(c->node), why, sizeof(why)) == 0)
+		return 0;
+	es_log_warn("server", "agent connection refused", "peer", peer,
+		    "reason", why, NULL);
+	return -1;
+}
+
+static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
+		    void *user, void *in, size_t len)
+{
+	conn *c = user;
+	es_server *s;
+
+	switch (reason) {
+	case LWS_CALLBACK_HTTP:
+		lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND,
+				       "WebSocket edgesync.v1 at /v1/sync only");
+		return lws_http_transaction_completed(wsi) ? -1 : 0;
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+		return c ? filter_agent(wsi, c) : -1;
+	case LWS_CALLBACK_ESTABLISHED:
+		s = server__from_wsi(wsi);
+		if (!c || !c->node[0])
+			return -1;
+		c->srv = s;
+		c->wsi = wsi;
+		c->state = CS_HELLO;
+		c->last_rx_ms = es_time_mono_ms();
+		c->linked = 1;
+		c->next = s->conns;
+		if (s->conns)
+			s->conns->prev = c;
+		s->conns = c;
+		es_log_info("server", "agent connected", "node", c->node, NULL);
+		return 0;
+	case LWS_CALLBACK_RECEIVE:
+		if (c && c->linked)
+			on_receive(c, in, len);
+		return 0;
+	case LWS_CALLBACK_SERVER_WRITEABLE:
+		return c && c->linked ? on_writeable(c) : 0;
+	case LWS_CALLBACK_CLOSED:
+	case LWS_CALLBACK_WSI_DESTROY:
+		if (c)
+			conn_release(c);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Closes connections silent for ES_PROTO_CONTROLLER_DEAD_S with 1001. */
+static void sweep_cb(lws_sorted_usec_list_t *sul)
+{
+	es_server *s = lws_container_of(sul, es_server, sweep);
+	int64_t now = es_time_mono_ms();
+
+	for (conn *c = s->conns; c; c = c->next) {
+		if (c->state == CS_CLOSING ||
+		    now - c->last_rx_ms < ES_PROTO_CONTROLLER_DEAD_S * 1000LL)
+			continue;
+		es_log_info("server", "agent silent, closing", "node", c->node, NULL);
+		server__queue_clear(c);
+		server__start_close(c, LWS_CLOSE_STATUS_GOINGAWAY, "silent");
+	}
+	lws_sul_schedule(s->ctx, 0, &s->sweep, sweep_cb, SWEEP_US);
+}
+
+/* ---- context ---- */
+
+static const struct lws_protocols agent_protocols[] = {
+	{ ES_PROTO_SUBPROTOCOL, cb_agent, sizeof(conn), 65536, 0, NULL, 0 },
+	LWS_PROTOCOL_LIST_TERM
+};
+
+es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
+		     char *err, size_t errsz)
+{
+	struct lws_context_creation_info info;
+	es_server *s = NULL;
+	es_err rc = ES_OK;
+
+	*out = NULL;
+	if (!o || !db || !o->cert || !o->key || !o->client_ca || !o->admin_ca ||
+	    !o->trust_domain || !o->listen_host || !o->admin_host)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "server: missing certificate, CA, trust domain or address");
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->trust_domain = strdup(o->trust_domain))) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+		goto cleanup;
+	}
+	s->db = db;
+	rc = es_ctrl_metrics_new(o->db_path, ES_VERSION, &s->metrics, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
+	s->hooks.object_changed = es_server_object_changed;
+	s->hooks.ud = s;
+
+	memset(&info, 0, sizeof(info));
+	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
+		       LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.user = s;
+	info.timeout_secs = 20;
+	s->ctx = lws_create_context(&info);
+	if (!s->ctx) {
+		rc = es_errf(ES_ERR_TLS, err, errsz,
+			     "libwebsockets: could not create the context");
+		goto cleanup;
+	}
+
+	memset(&info, 0, sizeof(info));
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT |
+		       LWS_SERVER_OPTION_REQUIRE_VALID_OPENSSL_CLIENT_CERT |
+		       LWS_SERVER_OPTION_VALIDATE_UTF8;
+	info.vhost_name = "agents";
+	info.iface = o->listen_host;
+	info.port = o->listen_port;
+	info.protocols = agent_protocols;
+	/* No WebSocket extension: PROTOCOL.md "Transport" says why there is
+	 * no permessage-deflate. */
+	info.extensions = NULL;
+	info.ssl_cert_filepath = o->cert;
+	info.ssl_private_key_filepath = o->key;
+	info.ssl_ca_filepath = o->client_ca;
+	info.user = s;
+	if (!lws_create_vhost(s->ctx, &info)) {
+		rc = es_errf(ES_ERR_TLS, err, errsz,
+			     "listen %s:%d: could not start the agents' listener "
+			     "(address in use, or cert %s, key %s, client-ca %s unusable)",
+			     o->listen_host, o->listen_port, o->cert, o->key,
+			     o->client_ca);
+		goto cleanup;
+	}
+
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT |
+		       LWS_SERVER_OPTION_REQUIRE_VALID_OPENSSL_CLIENT_CERT;
+	info.vhost_name = "admin";
+	info.iface = o->admin_host;
+	info.port = o->admin_port;
+	info.protocols = server__admin_protocols;
+	info.ssl_ca_filepath = o->admin_ca;
+	if (!lws_create_vhost(s->ctx, &info)) {
+		rc = es_errf(ES_ERR_TLS, err, errsz,
+			     "admin-listen %s:%d: could not start the admin listener "
+			     "(address in use, or cert %s, key %s, admin-ca %s unusable)",
+			     o->admin_host, o->admin_port, o->cert, o->key,
+			     o->admin_ca);
+		goto cleanup;
+	}
+	lws_sul_schedule(s->ctx, 0, &s->sweep, sweep_cb, SWEEP_US);
+	*out = s;
+	s = NULL;
+cleanup:
+	es_server_destroy(s);
+	return rc;
+}
+
+es_err es_server_run(es_server *s)
+{
+	while (!s->stop)
+		if (lws_service(s->ctx, 0) < 0)
+			return s->stop ? ES_OK : ES_ERR_IO;
+	return ES_OK;
+}
+
+struct lws_context *es_server_context(es_server *s)
+{
+	return s->ctx;
+}
+
+void es_server_stop(es_server *s)
+{
+	if (!s)
+		return;
+	s->stop = 1;
+	if (s->ctx)
+		lws_cancel_service(s->ctx);
+}
+
+void es_server_destroy(es_server *s)
+{
+	if (!s)
+		return;
+	if (s->ctx) {
+		lws_sul_cancel(&s->sweep);
+		lws_context_destroy(s->ctx);
+	}
+	es_ctrl_metrics_free(s->metrics);
+	free(s->trust_domain);
+	free(s);
+}

@@ -1,0 +1,88 @@
+/*
+ * server.h - the controller's network side: one libwebsockets context
+ * serviced by one thread, with two TLS vhosts.
+ *
+ *   "agents"  the sync endpoint: WebSocket subprotocol edgesync.v1 at
+ *             /v1/sync (proto/PROTOCOL.md), no WebSocket extension;
+ *             every peer must present a certificate that verifies against
+ *             the client CA and carries a node SPIFFE ID.
+ *   "admin"   HTTPS: the REST API (admin.h), /metrics (Prometheus text
+ *             format 0.0.4) and /healthz; every peer must present a
+ *             certificate that verifies against the admin CA and carries an
+ *             admin SPIFFE ID, else 403.
+ *
+ * libwebsockets 4.3 on mbedTLS completes the handshake without a valid
+ * client certificate (shared/LIBRARY-NOTES.md), so identities are checked
+ * here, per connection, before any request or message is trusted.
+ *
+ * A second agent connection for a node replaces the first: the old one is
+ * closed with code 4000 ("replaced"). A connection that sends nothing for
+ * ES_PROTO_CONTROLLER_DEAD_S seconds is closed with 1001.
+ */
+#ifndef ES_CTRL_SERVER_H
+#define ES_CTRL_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "es_err.h"
+#include "store/db.h"
+
+/* WebSocket close code for a connection replaced by a newer one of the same
+ * node (private-use range, RFC 6455 section 7.4.2). */
+#define ES_SERVER_CLOSE_REPLACED 4000
+
+struct lws_context;
+typedef struct es_server es_server;
+
+typedef struct es_server_opts {
+	const char *listen_host;  /* IP literal or interface name */
+	int listen_port;
+	const char *admin_host;
+	int admin_port;
+	const char *cert, *key;   /* controller certificate and key, PEM files */
+	const char *client_ca;    /* verifies agents' certificates */
+	const char *admin_ca;     /* verifies admin certificates */
+	const char *trust_domain; /* SPIFFE trust domain of both identities */
+	const char *db_path;      /* the store's file, for /metrics (may be NULL) */
+} es_server_opts;
+
+/*
+ * Creates the context and both listeners (the sockets are bound before
+ * this returns). db is borrowed and must outlive the server; it is used
+ * only from the thread that calls es_server_run. Strings of opts are
+ * copied. Errors: ES_ERR_INVAL (missing option), ES_ERR_TLS (a vhost could
+ * not be created: unreadable certificate, key or CA, or the address is in
+ * use; err names both listeners' addresses and files), ES_ERR_NOMEM.
+ */
+es_err es_server_new(const es_server_opts *opts, es_db *db, es_server **out,
+		     char *err, size_t errsz);
+
+/*
+ * Services connections until es_server_stop is called. Returns ES_OK after
+ * a stop, ES_ERR_IO when the service loop failed.
+ */
+es_err es_server_run(es_server *srv);
+
+/* The server's libwebsockets context (owned by srv), for timers that must
+ * run on its event loop (the systemd watchdog, lib/es_notify.h). */
+struct lws_context *es_server_context(es_server *srv);
+
+/* Asks es_server_run to return. Async-signal-safe: may be called from a
+ * signal handler. */
+void es_server_stop(es_server *srv);
+
+/* Closes every connection (agents are marked disconnected in the store)
+ * and frees the server. NULL-safe. */
+void es_server_destroy(es_server *srv);
+
+/*
+ * The admin hook (admin.h, es_admin_hooks.object_changed; ud is the
+ * es_server): pushes a `desired` change set to every connected agent the
+ * write concerns: {objects:[cur]} when cur targets the node, else a deleted
+ * ref when prev targeted it or cur is NULL and prev targeted it. The
+ * message's resourceVersion is the store's current one.
+ */
+void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur);
+
+#endif

@@ -1,0 +1,265 @@
+/*
+ * server_admin.c - the admin HTTPS vhost (server.h): the admin identity
+ * check, request bodies bounded by ES_ADMIN_MAX_BODY, the REST API
+ * (admin.h), /metrics and Kubernetes Status error responses.
+ */
+#include "net/server_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "es_json.h"
+#include "es_log.h"
+
+/* Per-session data of an admin connection: the request in progress. */
+typedef struct http_req {
+	const char *method;
+	char *path, *query, *body;
+	size_t body_len, body_cap;
+	int want_body, too_big, responding;
+	char who[ES_NAME_MAX + 1];
+	char *resp;
+	size_t resp_len, resp_off;
+} http_req;
+
+static void req_reset(http_req *r)
+{
+	free(r->path);
+	free(r->query);
+	free(r->body);
+	free(r->resp);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Writes status and headers now; the body (taken) follows over
+ * LWS_CALLBACK_HTTP_WRITEABLE, or at once and then the connection is closed
+ * when close_now (a request whose body is not read). */
+static int respond(struct lws *wsi, http_req *r, int status, const char *ctype,
+		   char *body, size_t len, int close_now)
+{
+	unsigned char hdr[LWS_PRE + 1024], *p = hdr + LWS_PRE,
+		*end = hdr + sizeof(hdr) - 1;
+
+	free(r->resp);
+	r->resp = body;
+	r->resp_len = body ? len : 0;
+	r->resp_off = 0;
+	r->responding = 1;
+	if (lws_add_http_common_headers(wsi, (unsigned)status, ctype,
+					r->resp_len, &p, end) ||
+	    (close_now && lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION,
+				(const unsigned char *)"close", 5, &p, end)) ||
+	    lws_finalize_write_http_header(wsi, hdr + LWS_PRE, &p, end))
+		return -1;
+	if (close_now) {
+		unsigned char bb[LWS_PRE + 2048];
+		size_t n = r->resp_len < 2048 ? r->resp_len : 2048;
+
+		if (n) {
+			memcpy(bb + LWS_PRE, r->resp, n);
+			(void)lws_write(wsi, bb + LWS_PRE, n, LWS_WRITE_HTTP_FINAL);
+		}
+		return -1;
+	}
+	lws_callback_on_writable(wsi);
+	return 0;
+}
+
+static int respond_status(struct lws *wsi, http_req *r, int code,
+			  const char *reason, const char *message, int close_now)
+{
+	cJSON *st = es_admin_status(code, reason, message);
+	char *b = st ? es_json_print(st) : NULL;
+
+	cJSON_Delete(st);
+	return respond(wsi, r, code, "application/json", b, b ? strlen(b) : 0,
+		       close_now);
+}
+
+static int dispatch(struct lws *wsi, es_server *s, http_req *r)
+{
+	es_admin_resp resp = { 0 };
+
+	if (strcmp(r->path, "/metrics") == 0) {
+		size_t len = 0;
+		char *m;
+
+		if (strcmp(r->method, "GET") != 0)
+			return respond_status(wsi, r, 405, "MethodNotAllowed",
+					      "/metrics: only GET", 0);
+		if (es_ctrl_metrics_render(s->metrics, s->n_ready, &m, &len) != ES_OK)
+			return respond_status(wsi, r, 500, "InternalError",
+					      "out of memory", 0);
+		return respond(wsi, r, 200,
+			       "text/plain; version=0.0.4; charset=utf-8", m, len, 0);
+	}
+	if (es_admin_handle(s->db, &s->hooks, r->method, r->path, r->query,
+			    r->body, r->body_len, r->who, &resp) != ES_OK)
+		return respond_status(wsi, r, 500, "InternalError", "out of memory", 0);
+	return respond(wsi, r, resp.status, resp.content_type, resp.body,
+		       resp.body_len, 0);
+}
+
+/* Collects the URI arguments, joined with '&'. */
+static char *query_of(struct lws *wsi)
+{
+	char frag[1024], *q = NULL;
+	size_t len = 0;
+
+	for (int i = 0; lws_hdr_copy_fragment(wsi, frag, sizeof(frag),
+					      WSI_TOKEN_HTTP_URI_ARGS, i) > 0; i++) {
+		size_t fl = strlen(frag);
+		char *n = realloc(q, len + fl + 2);
+
+		if (!n) {
+			free(q);
+			return NULL;
+		}
+		q = n;
+		if (len)
+			q[len++] = '&';
+		memcpy(q + len, frag, fl + 1);
+		len += fl;
+	}
+	return q;
+}
+
+static int on_http(struct lws *wsi, es_server *s, http_req *r, const char *uri,
+		   size_t urilen)
+{
+	static const struct { enum lws_token_indexes tok; const char *name; } ms[] = {
+		{ WSI_TOKEN_GET_URI, "GET" }, { WSI_TOKEN_POST_URI, "POST" },
+		{ WSI_TOKEN_PUT_URI, "PUT" }, { WSI_TOKEN_DELETE_URI, "DELETE" },
+		{ WSI_TOKEN_PATCH_URI, "PATCH" }, { WSI_TOKEN_OPTIONS_URI, "OPTIONS" },
+		{ WSI_TOKEN_HEAD_URI, "HEAD" },
+	};
+	char why[512] = "", peer[64] = "", cl[32] = "";
+	long long clen = -1;
+
+	req_reset(r);
+	lws_get_peer_simple(wsi, peer, sizeof(peer));
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]) && !r->method; i++)
+		if (lws_hdr_total_length(wsi, ms[i].tok) > 0)
+			r->method = ms[i].name;
+	if (server__check_peer(s, wsi, ES_ID_ADMIN, r->who, sizeof(r->who),
+			       why, sizeof(why))) {
+		es_log_warn("server", "admin request refused", "peer", peer,
+			    "reason", why, NULL);
+		return respond_status(wsi, r, 403, "Forbidden", why, 1);
+	}
+	r->path = strndup(uri ? uri : "", urilen);
+	r->query = query_of(wsi);
+	if (!r->path)
+		return respond_status(wsi, r, 500, "InternalError", "out of memory", 1);
+	if (!r->method)
+		return respond_status(wsi, r, 405, "MethodNotAllowed",
+				      "unsupported method", 1);
+	if (lws_hdr_copy(wsi, cl, sizeof(cl), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0)
+		clen = strtoll(cl, NULL, 10);
+	if (clen > ES_ADMIN_MAX_BODY)
+		return respond_status(wsi, r, 413, "RequestEntityTooLarge",
+				      "request body over 4194304 bytes", 1);
+	if (clen < 0 && (!strcmp(r->method, "POST") || !strcmp(r->method, "PUT") ||
+			 !strcmp(r->method, "PATCH")))
+		return respond_status(wsi, r, 411, "LengthRequired",
+				      "a request body needs Content-Length", 1);
+	if (clen > 0 || (clen == 0 && !strcmp(r->method, "POST"))) {
+		r->want_body = 1;
+		return 0;
+	}
+	return dispatch(wsi, s, r);
+}
+
+static int on_http_body(http_req *r, const void *in, size_t len)
+{
+	if (!r->want_body || r->too_big || !len)
+		return 0;
+	if (len > ES_ADMIN_MAX_BODY - r->body_len) {
+		r->too_big = 1;
+		free(r->body);
+		r->body = NULL;
+		r->body_len = r->body_cap = 0;
+		return 0;
+	}
+	if (r->body_len + len + 1 > r->body_cap) {
+		size_t cap = r->body_cap ? r->body_cap : 4096;
+		char *n;
+
+		while (cap < r->body_len + len + 1)
+			cap *= 2;
+		n = realloc(r->body, cap);
+		if (!n)
+			return -1;
+		r->body = n;
+		r->body_cap = cap;
+	}
+	memcpy(r->body + r->body_len, in, len);
+	r->body_len += len;
+	r->body[r->body_len] = '\0';
+	return 0;
+}
+
+static int on_http_writeable(struct lws *wsi, es_server *s, http_req *r)
+{
+	size_t n;
+	int final;
+
+	if (!r->responding)
+		return 0;
+	n = r->resp_len - r->resp_off;
+	if (n > SERVER_HTTP_CHUNK)
+		n = SERVER_HTTP_CHUNK;
+	final = r->resp_off + n == r->resp_len;
+	if (n) {
+		memcpy(s->chunk + LWS_PRE, r->resp + r->resp_off, n);
+		if (lws_write(wsi, s->chunk + LWS_PRE, n,
+			      final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < 0)
+			return -1;
+	}
+	r->resp_off += n;
+	if (!final) {
+		lws_callback_on_writable(wsi);
+		return 0;
+	}
+	req_reset(r);
+	return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
+static int cb_admin(struct lws *wsi, enum lws_callback_reasons reason,
+		    void *user, void *in, size_t len)
+{
+	http_req *r = user;
+	es_server *s = server__from_wsi(wsi);
+
+	switch (reason) {
+	case LWS_CALLBACK_HTTP:
+		return r ? on_http(wsi, s, r, in, len) : -1;
+	case LWS_CALLBACK_HTTP_BODY:
+		return r ? on_http_body(r, in, len) : -1;
+	case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+		if (!r || !r->want_body)
+			return 0;
+		r->want_body = 0;
+		if (r->too_big)
+			return respond_status(wsi, r, 413, "RequestEntityTooLarge",
+					      "request body over 4194304 bytes", 0);
+		return dispatch(wsi, s, r);
+	case LWS_CALLBACK_HTTP_WRITEABLE:
+		return r ? on_http_writeable(wsi, s, r) : 0;
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+		return -1;
+	case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+	case LWS_CALLBACK_CLOSED_HTTP:
+		if (r)
+			req_reset(r);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+const struct lws_protocols server__admin_protocols[] = {
+	{ "edgesync-admin", cb_admin, sizeof(http_req), 16384, 0, NULL, 0 },
+	LWS_PROTOCOL_LIST_TERM
+};

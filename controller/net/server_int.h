@@ -1,0 +1,111 @@
+/*
+ * server_int.h - what server.c (context, vhosts, agent connections: peer
+ * check, framing, outgoing queue, closing, liveness), server_sync.c (the
+ * agent protocol's messages and desired-state pushes) and server_admin.c
+ * (the admin HTTPS vhost and /metrics) share. Private to the server
+ * module: nothing outside those three files includes it.
+ */
+#ifndef ES_CTRL_SERVER_INT_H
+#define ES_CTRL_SERVER_INT_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <libwebsockets.h>
+
+#include "api/admin.h"
+#include "es_obj.h"
+#include "es_pki.h"
+#include "es_proto.h"
+#include "net/metrics.h"
+#include "net/server.h"
+
+/* Largest admin response piece written per LWS_CALLBACK_HTTP_WRITEABLE. */
+#define SERVER_HTTP_CHUNK 16384
+
+/* One queued outgoing message (server.c). */
+typedef struct out_msg out_msg;
+
+enum conn_state { CS_NONE = 0, CS_HELLO, CS_READY, CS_CLOSING };
+
+/* Per-session data of an agent connection (allocated zeroed by lws). */
+typedef struct conn {
+	es_server *srv;
+	struct lws *wsi;
+	struct conn *prev, *next;
+	enum conn_state state;
+	int linked, helloed, replaced, binary;
+	char node[ES_NAME_MAX + 1];
+	cJSON *labels;
+	out_msg *qhead, *qtail;
+	size_t qbytes;
+	char *rx;
+	size_t rx_len, rx_cap;
+	int close_code;
+	char close_reason[32];
+	int64_t last_rx_ms;
+	es_ctrl_pending acks; /* writes pushed, awaiting desiredAck (metrics.h) */
+	int full_owed;        /* 1: the full list sent after a label change is
+			       * not acknowledged yet (es_db_node_full_done) */
+	int64_t full_rv;      /* ... its resourceVersion */
+} conn;
+
+struct es_server {
+	struct lws_context *ctx;
+	es_db *db;
+	char *trust_domain;
+	conn *conns;
+	int n_ready;
+	es_ctrl_metrics *metrics;
+	volatile sig_atomic_t stop;
+	lws_sorted_usec_list_t sweep;
+	es_admin_hooks hooks;
+	unsigned char chunk[LWS_PRE + SERVER_HTTP_CHUNK];
+};
+
+/* ---- server.c ---- */
+
+/* The es_server that owns wsi's context. */
+es_server *server__from_wsi(struct lws *wsi);
+
+/*
+ * The identity check of PROTOCOL.md "Transport": a certificate that
+ * verified against the vhost's CA, then es_pki_check_peer's rules.
+ * Returns 0 and fills name, or -1 with why set.
+ */
+int server__check_peer(es_server *s, struct lws *wsi, es_identity_kind want,
+		       char *name, size_t namesz, char *why, size_t whysz);
+
+/* Moves c to CS_CLOSING: the queue drains, then the connection closes with
+ * code and reason (truncated to 31 bytes), cut after CLOSE_GRACE_S seconds.
+ * No-op when already closing. */
+void server__start_close(conn *c, int code, const char *reason);
+
+/* Drops every queued outgoing message of c. */
+void server__queue_clear(conn *c);
+
+/* Serialises m (taken; NULL is ES_ERR_NOMEM) onto the connection's queue.
+ * A message over ES_PROTO_MAX_MESSAGE is logged and dropped (ES_OK); a
+ * queue over its limit is cleared and the connection closed with an
+ * internal error. Errors: ES_ERR_NOMEM. */
+es_err server__queue_msg(conn *c, cJSON *m);
+
+/* Sends `error` then closes with the code's close code (PROTOCOL.md
+ * "Errors"). */
+void server__queue_error(conn *c, es_proto_code code, const char *text);
+
+/* ---- server_sync.c ---- */
+
+/* Decodes and handles one complete message of c (buf, len bytes, borrowed);
+ * any failure is answered on the connection (server__queue_error). */
+void server__handle_message(conn *c, const char *buf, size_t len);
+
+/* ---- server_admin.c ---- */
+
+/* The admin vhost's protocol list (HTTP only, per-session data private to
+ * server_admin.c). */
+extern const struct lws_protocols server__admin_protocols[];
+
+#endif

@@ -1,0 +1,349 @@
+/*
+ * server_sync.c - the agent side of the sync protocol (proto/PROTOCOL.md):
+ * hello and the desired sync that follows it, desired pushes on admin
+ * writes, reports and their acks, desiredAck, ping/pong and agent errors.
+ */
+#include "net/server_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "es_json.h"
+#include "es_log.h"
+#include "es_time.h"
+#include "es_version.h"
+
+/* Room kept in a desired message for its envelope. */
+#define DESIRED_BUDGET (ES_PROTO_MAX_MESSAGE - 4096)
+
+/* ---- agents: desired state ---- */
+
+typedef struct desired_batch {
+	conn *c;
+	int full;
+	int64_t rv;
+	cJSON *objs, *dels;
+	size_t count, bytes;
+} desired_batch;
+
+static es_err batch_flush(desired_batch *b, int more)
+{
+	/* Every part of a split full list says full: the agent joins the parts
+	 * and replaces its set at the last one (PROTOCOL.md, "desired"). */
+	cJSON *m = es_proto_desired(b->full, b->rv, b->objs, b->dels, more);
+
+	b->objs = b->dels = NULL;
+	b->count = b->bytes = 0;
+	if (!m)
+		return ES_ERR_NOMEM;
+	if (server__queue_msg(b->c, m) != ES_OK)
+		return ES_ERR_NOMEM;
+	if (more) {
+		b->objs = cJSON_CreateArray();
+		b->dels = cJSON_CreateArray();
+		if (!b->objs || !b->dels)
+			return ES_ERR_NOMEM;
+	}
+	return ES_OK;
+}
+
+/* Adds item (taken) to the batch's objects or deleted refs, starting a new
+ * message when this one is at ES_PROTO_MAX_OBJECTS_PER_MSG or its size
+ * budget. */
+static es_err batch_add(desired_batch *b, cJSON *item, int deleted)
+{
+	char *txt = es_json_print(item);
+	size_t sz = txt ? strlen(txt) + 1 : 0;
+	es_err rc;
+
+	free(txt);
+	if (!txt) {
+		cJSON_Delete(item);
+		return ES_ERR_NOMEM;
+	}
+	if (sz > DESIRED_BUDGET) {
+		es_log_error("server", "object too large for one message, not sent",
+			     "node", b->c->node, "name", es_obj_name(item), NULL);
+		cJSON_Delete(item);
+		return ES_OK;
+	}
+	if (b->count && (b->count >= ES_PROTO_MAX_OBJECTS_PER_MSG ||
+			 b->bytes + sz > DESIRED_BUDGET)) {
+		rc = batch_flush(b, 1);
+		if (rc != ES_OK) {
+			cJSON_Delete(item);
+			return rc;
+		}
+	}
+	cJSON_AddItemToArray(deleted ? b->dels : b->objs, item);
+	b->count++;
+	b->bytes += sz;
+	return ES_OK;
+}
+
+static cJSON *deleted_ref(const cJSON *obj)
+{
+	return es_proto_deleted_ref(es_obj_kind_str(obj), es_obj_name(obj),
+				    es_obj_uid(obj));
+}
+
+/*
+ * The sync after a hello (PROTOCOL.md "Desired state"): a full list when
+ * since is 0, older than the compaction point, newer than the store, or
+ * the labels changed; else the changes since it. Always at least one
+ * message.
+ */
+static es_err sync_desired(conn *c, int64_t since, int labels_changed)
+{
+	es_db *db = c->srv->db;
+	desired_batch b = { .c = c };
+	cJSON *list = NULL, *tombs = NULL, *it;
+	int64_t compacted = 0;
+	es_err rc;
+
+	rc = es_db_rv(db, &b.rv, &compacted);
+	if (rc != ES_OK)
+		goto cleanup;
+	b.full = since == 0 || since < compacted || since > b.rv ||
+		 labels_changed;
+	c->full_owed = labels_changed;
+	c->full_rv = b.rv;
+	if (b.full)
+		rc = es_db_object_list(db, ES_KIND_UNKNOWN, &list);
+	else
+		rc = es_db_changes_since(db, since, &list, &tombs);
+	if (rc != ES_OK)
+		goto cleanup;
+	b.objs = cJSON_CreateArray();
+	b.dels = cJSON_CreateArray();
+	if (!b.objs || !b.dels) {
+		rc = ES_ERR_NOMEM;
+		goto cleanup;
+	}
+	while (rc == ES_OK && list && (it = list->child) != NULL) {
+		cJSON_DetachItemViaPointer(list, it);
+		if (es_obj_selects(it, c->labels)) {
+			rc = batch_add(&b, it, 0);
+		} else if (!b.full) {
+			cJSON *ref = deleted_ref(it);
+
+			cJSON_Delete(it);
+			rc = ref ? batch_add(&b, ref, 1) : ES_ERR_NOMEM;
+		} else {
+			cJSON_Delete(it);
+		}
+	}
+	for (it = tombs ? tombs->child : NULL; rc == ES_OK && it; it = it->next) {
+		cJSON *ref = es_proto_deleted_ref(
+			cJSON_GetStringValue(cJSON_GetObjectItem(it, "kind")),
+			cJSON_GetStringValue(cJSON_GetObjectItem(it, "name")),
+			cJSON_GetStringValue(cJSON_GetObjectItem(it, "uid")));
+
+		rc = ref ? batch_add(&b, ref, 1) : ES_ERR_NOMEM;
+	}
+	if (rc == ES_OK)
+		rc = batch_flush(&b, 0);
+	es_log_info("server", b.full ? "desired sync: full list" :
+		    "desired sync: changes", "node", c->node, NULL);
+cleanup:
+	cJSON_Delete(b.objs);
+	cJSON_Delete(b.dels);
+	cJSON_Delete(list);
+	cJSON_Delete(tombs);
+	return rc;
+}
+
+void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
+{
+	es_server *s = ud;
+	int64_t rv = 0, compacted = 0, now_us = es_time_mono_us();
+
+	if (es_db_rv(s->db, &rv, &compacted) != ES_OK)
+		rv = es_obj_resource_version(cur ? cur : prev);
+	for (conn *c = s->conns; c; c = c->next) {
+		cJSON *objs, *dels, *item = NULL;
+		int del = 0;
+
+		if (c->state != CS_READY)
+			continue;
+		if (cur && es_obj_selects(cur, c->labels)) {
+			item = cJSON_Duplicate(cur, 1);
+		} else if (prev && es_obj_selects(prev, c->labels)) {
+			item = deleted_ref(prev);
+			del = 1;
+		} else {
+			continue;
+		}
+		objs = cJSON_CreateArray();
+		dels = cJSON_CreateArray();
+		if (item && objs && dels) {
+			cJSON_AddItemToArray(del ? dels : objs, item);
+			item = NULL;
+			if (server__queue_msg(c, es_proto_desired(0, rv, objs,
+								  dels, 0)) == ES_OK) {
+				es_ctrl_metrics_pushed(&c->acks, rv, now_us);
+				continue;
+			}
+		} else {
+			cJSON_Delete(objs);
+			cJSON_Delete(dels);
+		}
+		cJSON_Delete(item);
+		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+	}
+}
+
+/* ---- agents: messages ---- */
+
+static void on_hello(conn *c, const cJSON *msg)
+{
+	es_server *s = c->srv;
+	const char *node = cJSON_GetStringValue(cJSON_GetObjectItem(msg, "node"));
+	const cJSON *labels = cJSON_GetObjectItem(msg, "labels");
+	int64_t since = 0, acked = 0;
+	int labels_changed = 0;
+	char e[512];
+
+	if (c->helloed) {
+		server__queue_error(c, ES_PC_PROTOCOL,
+				    "a second hello on this connection");
+		return;
+	}
+	if (!node || strcmp(node, c->node) != 0) {
+		snprintf(e, sizeof(e),
+			 "hello.node \"%.253s\" is not the certificate's node \"%s\"",
+			 node ? node : "", c->node);
+		server__queue_error(c, ES_PC_IDENTITY, e);
+		return;
+	}
+	es_json_get_int(msg, "hello", "resourceVersion", 0, 0, ES_JSON_MAX_INT,
+			&since, NULL, 0);
+	for (conn *o = s->conns; o; o = o->next) {
+		if (o == c || o->state != CS_READY || strcmp(o->node, c->node))
+			continue;
+		es_log_info("server", "connection replaced by a newer one",
+			    "node", o->node, NULL);
+		o->replaced = 1;
+		server__queue_clear(o);
+		server__start_close(o, ES_SERVER_CLOSE_REPLACED, "replaced");
+	}
+	c->labels = cJSON_IsObject(labels) ? cJSON_Duplicate(labels, 1)
+					   : cJSON_CreateObject();
+	if (!c->labels) {
+		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+		return;
+	}
+	if (es_db_node_hello(s->db, c->node, c->labels,
+			     cJSON_GetStringValue(cJSON_GetObjectItem(msg, "agentVersion")),
+			     cJSON_GetStringValue(cJSON_GetObjectItem(msg, "bootId")),
+			     time(NULL), &acked, &labels_changed) != ES_OK) {
+		server__queue_error(c, ES_PC_INTERNAL,
+				    "the controller's store failed");
+		return;
+	}
+	c->helloed = 1;
+	c->state = CS_READY;
+	s->n_ready++;
+	es_log_info("server", "agent ready", "node", c->node, NULL);
+	if (server__queue_msg(c, es_proto_welcome(c->node, ES_VERSION,
+						  acked)) != ES_OK ||
+	    sync_desired(c, since, labels_changed) != ES_OK)
+		server__queue_error(c, ES_PC_INTERNAL,
+				    "could not compute the desired state");
+}
+
+static void on_report(conn *c, const cJSON *msg)
+{
+	int64_t seq = 0;
+	int dup = 0, resync = 0;
+
+	es_json_get_int(msg, "report", "seq", 1, 1, ES_JSON_MAX_INT, &seq, NULL, 0);
+	if (es_db_report_store(c->srv->db, c->node, msg, time(NULL), &dup,
+			       &resync) != ES_OK) {
+		server__queue_error(c, ES_PC_INTERNAL,
+				    "the controller's store failed");
+		return;
+	}
+	if (dup)
+		es_ctrl_metrics_duplicate(c->srv->metrics);
+	if (server__queue_msg(c, es_proto_ack(seq)) != ES_OK ||
+	    (resync && server__queue_msg(c, es_proto_resync()) != ES_OK))
+		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+}
+
+/* The agent acknowledged the full list owed after its labels changed. */
+static void full_acknowledged(conn *c)
+{
+	if (es_db_node_full_done(c->srv->db, c->node, time(NULL)) != ES_OK)
+		server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
+	else
+		c->full_owed = 0;
+}
+
+void server__handle_message(conn *c, const char *buf, size_t len)
+{
+	es_msg_type t = ES_MSG_UNKNOWN;
+	es_proto_code code = ES_PC_MALFORMED;
+	cJSON *msg = NULL;
+	char e[512];
+	int64_t rv = 0;
+	es_err rc;
+
+	rc = es_proto_decode(buf, len, &t, &msg, &code, e, sizeof(e));
+	if (rc == ES_ERR_NOMEM) {
+		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+		return;
+	}
+	if (rc != ES_OK) {
+		server__queue_error(c, code, e);
+		return;
+	}
+	es_ctrl_metrics_message(c->srv->metrics, es_proto_type_name(t));
+	if (t != ES_MSG_HELLO && !c->helloed) {
+		snprintf(e, sizeof(e), "%s before hello", es_proto_type_name(t));
+		server__queue_error(c, ES_PC_PROTOCOL, e);
+		goto cleanup;
+	}
+	switch (t) {
+	case ES_MSG_HELLO:
+		on_hello(c, msg);
+		break;
+	case ES_MSG_REPORT:
+		on_report(c, msg);
+		break;
+	case ES_MSG_DESIRED_ACK:
+		es_json_get_int(msg, "desiredAck", "resourceVersion", 1, 0,
+				ES_JSON_MAX_INT, &rv, NULL, 0);
+		es_ctrl_metrics_acked(c->srv->metrics, &c->acks, rv,
+				      es_time_mono_us());
+		if (es_db_node_desired_ack(c->srv->db, c->node, rv, time(NULL)) != ES_OK)
+			server__queue_error(c, ES_PC_INTERNAL,
+					    "the controller's store failed");
+		else if (c->full_owed && rv >= c->full_rv)
+			full_acknowledged(c);
+		break;
+	case ES_MSG_PING:
+		if (server__queue_msg(c, es_proto_pong(cJSON_GetStringValue(
+				 cJSON_GetObjectItem(msg, "time")))) != ES_OK)
+			server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+		break;
+	case ES_MSG_PONG:
+		break;
+	case ES_MSG_ERROR:
+		es_log_warn("server", "agent reported an error", "node", c->node,
+			    "code", cJSON_GetStringValue(cJSON_GetObjectItem(msg, "code")),
+			    "error", cJSON_GetStringValue(cJSON_GetObjectItem(msg, "message")),
+			    NULL);
+		break;
+	default:
+		snprintf(e, sizeof(e), "%s is sent by the controller, not to it",
+			 es_proto_type_name(t));
+		server__queue_error(c, ES_PC_PROTOCOL, e);
+		break;
+	}
+cleanup:
+	cJSON_Delete(msg);
+}
+

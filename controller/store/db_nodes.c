@@ -1,0 +1,524 @@
+/*
+ * db_nodes.c - the controller store's nodes: hello records, connection
+ * state, the per-node report cursor, the reported Node state (last snapshot
+ * with later patches applied, RFC 7386) and the kept reports.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/db_int.h"
+#include "es_cond.h"
+#include "es_json.h"
+#include "es_log.h"
+#include "es_mpatch.h"
+#include "es_time.h"
+
+static void bind_str_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
+			const char *agent_version, const char *boot_id,
+			time_t now, int64_t *acked_seq, int *labels_changed)
+{
+	sqlite3_stmt *st = NULL;
+	cJSON *old = NULL, *empty = NULL;
+	const cJSON *cur = labels;
+	char *text = NULL;
+	int64_t acked = 0;
+	int is_new = 0, pending = 0, changed, s;
+	es_err rc;
+
+	if (!node || !es_obj_name_valid(node) || (labels && !cJSON_IsObject(labels)))
+		return ES_ERR_INVAL;
+	if (!cur && !(cur = empty = cJSON_CreateObject()))
+		return ES_ERR_NOMEM;
+	if (!(text = es_json_print(cur))) {
+		cJSON_Delete(empty);
+		return ES_ERR_NOMEM;
+	}
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+		goto cleanup;
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT labels, acked_seq, full_pending FROM nodes"
+				    " WHERE name = ?", &st)) != ES_OK)
+		goto cleanup;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
+		rc = es_sqlite_column_json(db->sq, st, 0, "node hello", &old);
+		if (rc != ES_OK)
+			goto cleanup;
+		acked = sqlite3_column_int64(st, 1);
+		pending = sqlite3_column_int(st, 2);
+	} else if (s == SQLITE_DONE) {
+		is_new = 1;
+	} else {
+		rc = es_sqlite_fail(db->sq, "node hello");
+		goto cleanup;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	changed = is_new || !old || !cJSON_Compare(old, cur, 1);
+	rc = es_sqlite_prepare(db->sq, is_new ?
+		"INSERT INTO nodes (labels, agent_version, boot_id, connected,"
+		" last_seen, name, created, full_pending) VALUES (?, ?, ?, 1, ?4, ?, ?4, 1)" :
+		"UPDATE nodes SET labels = ?, agent_version = ?, boot_id = ?,"
+		" connected = 1, last_seen = ?, full_pending = full_pending OR ?6"
+		" WHERE name = ?5", &st);
+	if (rc != ES_OK)
+		goto cleanup;
+	sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+	bind_str_or_null(st, 2, agent_version);
+	bind_str_or_null(st, 3, boot_id);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)now);
+	sqlite3_bind_text(st, 5, node, -1, SQLITE_STATIC);
+	if (!is_new)
+		sqlite3_bind_int(st, 6, changed);
+	if ((rc = es_sqlite_step_done(db->sq, st, "node hello")) != ES_OK)
+		goto cleanup;
+	if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
+		goto cleanup;
+	if (acked_seq)
+		*acked_seq = acked;
+	if (labels_changed)
+		*labels_changed = changed || pending;
+cleanup:
+	sqlite3_finalize(st);
+	es_sqlite_rollback(db->sq);
+	cJSON_Delete(old);
+	cJSON_Delete(empty);
+	free(text);
+	return rc;
+}
+
+/* Runs an UPDATE of one node row bound with (int64 a, time now, node);
+ * ES_ERR_NOTFOUND when no row changed. */
+static es_err node_update(es_db *db, const char *sql, int64_t a, time_t now,
+			  const char *node, const char *op)
+{
+	sqlite3_stmt *st = NULL;
+	es_err rc;
+
+	if (!node)
+		return ES_ERR_NOTFOUND;
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+		return rc;
+	if ((rc = es_sqlite_prepare(db->sq, sql, &st)) != ES_OK)
+		goto cleanup;
+	sqlite3_bind_int64(st, 1, a);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)now);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+	if ((rc = es_sqlite_step_done(db->sq, st, op)) != ES_OK)
+		goto cleanup;
+	if (sqlite3_changes(db->sq->h) == 0) {
+		rc = ES_ERR_NOTFOUND;
+		goto cleanup;
+	}
+	rc = es_sqlite_commit(db->sq);
+cleanup:
+	sqlite3_finalize(st);
+	es_sqlite_rollback(db->sq);
+	return rc;
+}
+
+es_err es_db_node_disconnected(es_db *db, const char *node, time_t now)
+{
+	return node_update(db, "UPDATE nodes SET connected = ?, last_seen = ?"
+			   " WHERE name = ?", 0, now, node, "node disconnected");
+}
+
+es_err es_db_node_full_done(es_db *db, const char *node, time_t now)
+{
+	return node_update(db, "UPDATE nodes SET full_pending = ?, last_seen = ?"
+			   " WHERE name = ?", 0, now, node, "node full done");
+}
+
+es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t now)
+{
+	return node_update(db, "UPDATE nodes SET desired_ack_rv = ?, last_seen = ?"
+			   " WHERE name = ?", rv, now, node, "node desired ack");
+}
+
+/* The members of a report message the store needs; borrowed from msg. */
+typedef struct report_in {
+	int64_t seq, base_seq;
+	const char *type, *time;
+	const cJSON *body;
+} report_in;
+
+static es_err report_parse(const cJSON *msg, report_in *r)
+{
+	char e[128];
+
+	memset(r, 0, sizeof(*r));
+	if (es_json_get_int(msg, "report", "seq", 1, 1, ES_JSON_MAX_INT, &r->seq,
+			    e, sizeof(e)) != ES_OK ||
+	    es_json_get_str(msg, "report", "reportType", 1, &r->type, e, sizeof(e)) != ES_OK ||
+	    es_json_get_obj(msg, "report", "body", 1, &r->body, e, sizeof(e)) != ES_OK ||
+	    !cJSON_IsObject(r->body))
+		return ES_ERR_INVAL;
+	if (es_json_get_str(msg, "report", "time", 0, &r->time, e, sizeof(e)) == ES_ERR_INVAL)
+		return ES_ERR_INVAL;
+	if (strcmp(r->type, "patch") == 0) {
+		if (es_json_get_int(msg, "report", "baseSeq", 1, 0, ES_JSON_MAX_INT,
+				    &r->base_seq, e, sizeof(e)) != ES_OK)
+			return ES_ERR_INVAL;
+	} else if (strcmp(r->type, "snapshot") != 0 && strcmp(r->type, "event") != 0) {
+		return ES_ERR_INVAL;
+	}
+	return ES_OK;
+}
+
+static es_err report_insert(es_db *db, const char *node, const report_in *r,
+			    time_t now)
+{
+	sqlite3_stmt *st = NULL;
+	char *text = es_json_print(r->body);
+	es_err rc;
+
+	if (!text)
+		return ES_ERR_NOMEM;
+	rc = es_sqlite_prepare(db->sq, "INSERT INTO reports (node, seq, report_type, base_seq,"
+			   " time, received, body) VALUES (?,?,?,?,?,?,?)", &st);
+	if (rc != ES_OK)
+		goto cleanup;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, r->seq);
+	sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
+	if (strcmp(r->type, "patch") == 0)
+		sqlite3_bind_int64(st, 4, r->base_seq);
+	else
+		sqlite3_bind_null(st, 4);
+	bind_str_or_null(st, 5, r->time);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
+	sqlite3_bind_text(st, 7, text, -1, SQLITE_STATIC);
+	if ((rc = es_sqlite_step_done(db->sq, st, "report insert")) != ES_OK)
+		goto cleanup;
+	sqlite3_finalize(st);
+	st = NULL;
+	/* Keep the reports of the last ES_DB_REPORTS_KEPT sequence numbers (at
+	 * most that many rows; fewer where the agent dropped events). */
+	rc = es_sqlite_prepare(db->sq, "DELETE FROM reports WHERE node = ? AND seq <= ?", &st);
+	if (rc != ES_OK)
+		goto cleanup;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, r->seq - ES_DB_REPORTS_KEPT);
+	rc = es_sqlite_step_done(db->sq, st, "report prune");
+cleanup:
+	sqlite3_finalize(st);
+	free(text);
+	return rc;
+}
+
+es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
+			  time_t now, int *duplicate, int *need_resync)
+{
+	sqlite3_stmt *st = NULL;
+	cJSON *state = NULL;
+	char *text = NULL;
+	int64_t acked, state_seq;
+	int state_changed = 0, s;
+	report_in r;
+	es_err rc;
+
+	if (duplicate)
+		*duplicate = 0;
+	if (need_resync)
+		*need_resync = 0;
+	if (!node)
+		return ES_ERR_NOTFOUND;
+	if (report_parse(msg, &r) != ES_OK)
+		return ES_ERR_INVAL;
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+		return rc;
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT acked_seq, state_seq, state FROM nodes"
+				" WHERE name = ?", &st)) != ES_OK)
+		goto cleanup;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	s = sqlite3_step(st);
+	if (s == SQLITE_DONE) {
+		rc = ES_ERR_NOTFOUND;
+		goto cleanup;
+	} else if (s != SQLITE_ROW) {
+		rc = es_sqlite_fail(db->sq, "report store");
+		goto cleanup;
+	}
+	acked = sqlite3_column_int64(st, 0);
+	state_seq = sqlite3_column_int64(st, 1);
+	if (r.seq <= acked) {
+		if (duplicate)
+			*duplicate = 1;
+		goto cleanup;
+	}
+	if (strcmp(r.type, "snapshot") == 0) {
+		if (!(state = cJSON_Duplicate(r.body, 1))) {
+			rc = ES_ERR_NOMEM;
+			goto cleanup;
+		}
+		state_changed = 1;
+	} else if (strcmp(r.type, "patch") == 0) {
+		if (sqlite3_column_type(st, 2) == SQLITE_NULL || r.base_seq != state_seq) {
+			if (need_resync)
+				*need_resync = 1;
+		} else {
+			rc = es_sqlite_column_json(db->sq, st, 2, "report store", &state);
+			if (rc == ES_OK)
+				rc = es_mpatch_apply(&state, r.body);
+			if (rc != ES_OK)
+				goto cleanup;
+			state_changed = 1;
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((rc = report_insert(db, node, &r, now)) != ES_OK)
+		goto cleanup;
+	if (state_changed && !(text = es_json_print(state))) {
+		rc = ES_ERR_NOMEM;
+		goto cleanup;
+	}
+	rc = es_sqlite_prepare(db->sq, state_changed ?
+		"UPDATE nodes SET acked_seq = ?1, last_seen = ?2, state_seq = ?1,"
+		" state = ?4 WHERE name = ?3" :
+		"UPDATE nodes SET acked_seq = ?1, last_seen = ?2 WHERE name = ?3", &st);
+	if (rc != ES_OK)
+		goto cleanup;
+	sqlite3_bind_int64(st, 1, r.seq);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)now);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+	if (state_changed)
+		sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
+	if ((rc = es_sqlite_step_done(db->sq, st, "report store")) != ES_OK)
+		goto cleanup;
+	rc = es_sqlite_commit(db->sq);
+cleanup:
+	if (rc != ES_OK && need_resync)
+		*need_resync = 0;
+	sqlite3_finalize(st);
+	es_sqlite_rollback(db->sq);
+	cJSON_Delete(state);
+	free(text);
+	return rc;
+}
+
+#define NODE_COLS "name, labels, agent_version, boot_id, connected, last_seen," \
+	" acked_seq, state_seq, state, desired_ack_rv, created"
+
+static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
+{
+	return s ? cJSON_AddStringToObject(o, key, (const char *)s) : cJSON_AddNullToObject(o, key);
+}
+
+/*
+ * The reported conditions are the agent's last word; while it is not
+ * connected the controller cannot vouch for them. Like the Kubernetes node
+ * lifecycle controller (reason NodeStatusUnknown), the admin view then shows
+ * Ready=Unknown, keeping what the agent last said in the message. Only the
+ * view changes: the stored state is the agent's.
+ */
+static es_err mark_ready_unknown(cJSON *conds, time_t seen)
+{
+	char ts[ES_TIME_RFC3339_LEN], msg[256];
+	cJSON *ready = es_cond_find(conds, "Ready");
+	const cJSON *was;
+
+	if (!ready)
+		return ES_OK;
+	was = cJSON_GetObjectItemCaseSensitive(ready, "status");
+	snprintf(msg, sizeof(msg), "the agent is not connected (last seen %s); "
+		 "it last reported Ready=%s",
+		 seen ? es_time_rfc3339(seen, ts) : "never",
+		 cJSON_IsString(was) ? was->valuestring : "?");
+	return es_cond_set(conds, "Ready", "Unknown", "NodeStatusUnknown", msg,
+			   0, time(NULL), NULL);
+}
+
+/* parent's member key, replaced by an empty object when it is not one;
+ * NULL when out of memory. */
+static cJSON *object_member(cJSON *parent, const char *key)
+{
+	cJSON *m = cJSON_GetObjectItemCaseSensitive(parent, key);
+
+	if (cJSON_IsObject(m))
+		return m;
+	cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+	return cJSON_AddObjectToObject(parent, key);
+}
+
+/* Builds the admin view of the node row st is positioned on (ud: the
+ * es_db; an es_sqlite_row_fn). */
+static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
+{
+	es_db *db = ud;
+	char ts[ES_TIME_RFC3339_LEN];
+	cJSON *node = NULL, *labels = NULL, *meta, *status, *sync, *c;
+	const char *name = (const char *)sqlite3_column_text(st, 0);
+	time_t seen = (time_t)sqlite3_column_int64(st, 5);
+	es_err rc;
+
+	*out = NULL;
+	rc = es_sqlite_column_json(db->sq, st, 8, "node get", &node);
+	if (rc != ES_OK)
+		return rc;
+	if (!cJSON_IsObject(node)) {
+		cJSON_Delete(node);
+		if (!(node = cJSON_CreateObject()))
+			return ES_ERR_NOMEM;
+	}
+	rc = es_sqlite_column_json(db->sq, st, 1, "node get", &labels);
+	if (rc != ES_OK)
+		goto cleanup;
+	rc = ES_ERR_NOMEM;
+	cJSON_DeleteItemFromObjectCaseSensitive(node, "apiVersion");
+	cJSON_DeleteItemFromObjectCaseSensitive(node, "kind");
+	if (!cJSON_AddStringToObject(node, "apiVersion", ES_API_VERSION) ||
+	    !cJSON_AddStringToObject(node, "kind", "Node"))
+		goto cleanup;
+	if (!(meta = object_member(node, "metadata")))
+		goto cleanup;
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "name");
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
+	/* A node's creationTimestamp is its first hello. */
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "creationTimestamp");
+	if (!cJSON_AddStringToObject(meta, "name", name) ||
+	    !cJSON_AddStringToObject(meta, "creationTimestamp",
+				     es_time_rfc3339((time_t)sqlite3_column_int64(st, 10), ts)))
+		goto cleanup;
+	if (labels) {
+		cJSON_AddItemToObject(meta, "labels", labels);
+		labels = NULL;
+	}
+	if (!(status = object_member(node, "status")))
+		goto cleanup;
+	cJSON_DeleteItemFromObjectCaseSensitive(status, "sync");
+	if (!(sync = cJSON_AddObjectToObject(status, "sync")) ||
+	    !cJSON_AddBoolToObject(sync, "connected", sqlite3_column_int(st, 4) != 0))
+		goto cleanup;
+	c = seen ? cJSON_AddStringToObject(sync, "lastSeen", es_time_rfc3339(seen, ts)) :
+		   cJSON_AddNullToObject(sync, "lastSeen");
+	if (!c || !es_json_add_int(sync, "ackedSeq", sqlite3_column_int64(st, 6)) ||
+	    !es_json_add_int(sync, "stateSeq", sqlite3_column_int64(st, 7)) ||
+	    !es_json_add_int(sync, "desiredResourceVersion", sqlite3_column_int64(st, 9)) ||
+	    !add_opt_str(sync, "agentVersion", sqlite3_column_text(st, 2)) ||
+	    !add_opt_str(sync, "bootId", sqlite3_column_text(st, 3)))
+		goto cleanup;
+	if (!sqlite3_column_int(st, 4) &&
+	    mark_ready_unknown(cJSON_GetObjectItemCaseSensitive(status, "conditions"),
+			       seen) != ES_OK)
+		goto cleanup;
+	*out = node;
+	node = NULL;
+	rc = ES_OK;
+cleanup:
+	cJSON_Delete(node);
+	cJSON_Delete(labels);
+	return rc;
+}
+
+es_err es_db_node_get(es_db *db, const char *node, cJSON **out)
+{
+	sqlite3_stmt *st = NULL;
+	es_err rc;
+	int s;
+
+	*out = NULL;
+	if (!node)
+		return ES_ERR_NOTFOUND;
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT " NODE_COLS " FROM nodes WHERE name = ?",
+				&st)) != ES_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	s = sqlite3_step(st);
+	if (s == SQLITE_ROW)
+		rc = node_from_row(db, st, out);
+	else if (s == SQLITE_DONE)
+		rc = ES_ERR_NOTFOUND;
+	else
+		rc = es_sqlite_fail(db->sq, "node get");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+es_err es_db_node_list(es_db *db, cJSON **out)
+{
+	sqlite3_stmt *st = NULL;
+	es_err rc;
+
+	*out = NULL;
+	rc = es_sqlite_prepare(db->sq, "SELECT " NODE_COLS " FROM nodes ORDER BY name", &st);
+	if (rc == ES_OK)
+		rc = es_sqlite_collect(db->sq, st, node_from_row, db, "node list", out);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* One entry of es_db_reports_list from the row st is positioned on (ud: the
+ * es_db; an es_sqlite_row_fn). */
+static es_err report_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
+{
+	char ts[ES_TIME_RFC3339_LEN];
+	const char *type = (const char *)sqlite3_column_text(st, 1);
+	cJSON *item = cJSON_CreateObject(), *ev = NULL;
+	es_db *db = ud;
+	es_err rc = ES_ERR_NOMEM;
+
+	*out = NULL;
+	if (!item ||
+	    !es_json_add_int(item, "seq", sqlite3_column_int64(st, 0)) ||
+	    !cJSON_AddStringToObject(item, "reportType", type ? type : "") ||
+	    !add_opt_str(item, "time", sqlite3_column_text(st, 3)) ||
+	    !cJSON_AddStringToObject(item, "receivedTime",
+				     es_time_rfc3339((time_t)sqlite3_column_int64(st, 4), ts)))
+		goto cleanup;
+	if (sqlite3_column_type(st, 2) != SQLITE_NULL &&
+	    !es_json_add_int(item, "baseSeq", sqlite3_column_int64(st, 2)))
+		goto cleanup;
+	if (type && strcmp(type, "event") == 0) {
+		rc = es_sqlite_column_json(db->sq, st, 5, "reports list", &ev);
+		if (rc != ES_OK)
+			goto cleanup;
+		if (ev)
+			cJSON_AddItemToObject(item, "event", ev);
+	}
+	*out = item;
+	item = NULL;
+	rc = ES_OK;
+cleanup:
+	cJSON_Delete(item);
+	return rc;
+}
+
+es_err es_db_reports_list(es_db *db, const char *node, int limit, cJSON **out)
+{
+	sqlite3_stmt *st = NULL;
+	es_err rc;
+	int s;
+
+	*out = NULL;
+	if (!node)
+		return ES_ERR_NOTFOUND;
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT 1 FROM nodes WHERE name = ?", &st)) != ES_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	s = sqlite3_step(st);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (s == SQLITE_DONE)
+		return ES_ERR_NOTFOUND;
+	if (s != SQLITE_ROW)
+		return es_sqlite_fail(db->sq, "reports list");
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT seq, report_type, base_seq, time, received, body"
+				" FROM (SELECT * FROM reports WHERE node = ?"
+				" ORDER BY seq DESC LIMIT ?) ORDER BY seq", &st)) != ES_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, limit > 0 ? limit : ES_DB_REPORTS_KEPT);
+	rc = es_sqlite_collect(db->sq, st, report_from_row, db, "reports list", out);
+	sqlite3_finalize(st);
+	return rc;
+}

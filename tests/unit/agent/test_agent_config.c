@@ -1,0 +1,243 @@
+/*
+ * test_agent_config.c - edgesync-agent settings (agent/runtime/config.h): defaults,
+ * precedence file < environment < flags, and refusals that name the key.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "runtime/config.h"
+
+static void clear_env(void)
+{
+	size_t n, i;
+	const es_setting *t = es_agent_settings(&n);
+
+	for (i = 0; i < n; i++)
+		if (t[i].env)
+			unsetenv(t[i].env);
+	unsetenv(ES_AGENT_CONFIG_ENV);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	clear_env();
+	return 0;
+}
+
+static char *write_file(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	strcpy(path, "/tmp/es-agent-config-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static es_err load(es_agent_config *cfg, int argc, char **argv, char *err,
+		   size_t errsz)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	return es_agent_config_load(cfg, argc, argv, 2, NULL, NULL, err, errsz);
+}
+
+static void test_defaults(void **state)
+{
+	char *argv[] = { "edgesync-agent", "run" };
+	es_agent_config cfg;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(load(&cfg, 2, argv, err, sizeof(err)), ES_OK);
+	assert_string_equal(cfg.controller_url, "");
+	assert_string_equal(cfg.state_dir, "/var/lib/edgesync");
+	assert_string_equal(cfg.http_listen, "127.0.0.1:9477");
+	assert_int_equal(cfg.interval, 10);
+	assert_int_equal(cfg.max_events, 1000);
+	assert_string_equal(cfg.log_level, "info");
+	/* offline-only needs no certificates; node-name defaults to the host */
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)), ES_OK);
+	assert_non_null(cfg.node_name);
+	assert_true(strlen(cfg.node_name) > 0);
+	es_agent_config_free(&cfg);
+}
+
+static void test_precedence(void **state)
+{
+	char *path = write_file("# agent\n"
+				"node-name = from-file\n"
+				"interval = 30\n"
+				"labels = site=file\n"
+				"state-dir = /tmp/file-dir\n");
+	char cfgflag[128];
+	char *argv[] = { "edgesync-agent", "run", cfgflag, "--interval", "5",
+			 "--state-dir=/tmp/flag-dir" };
+	es_agent_config cfg;
+	char err[256] = "";
+
+	(void)state;
+	snprintf(cfgflag, sizeof(cfgflag), "--config=%s", path);
+	setenv("EDGESYNC_INTERVAL", "20", 1);
+	setenv("EDGESYNC_LABELS", "site=env", 1);
+	setenv("EDGESYNC_STATE_DIR", "/tmp/env-dir", 1);
+	assert_int_equal(load(&cfg, 6, argv, err, sizeof(err)), ES_OK);
+	assert_string_equal(cfg.node_name, "from-file"); /* file only */
+	assert_string_equal(cfg.labels, "site=env");     /* env over file */
+	assert_int_equal(cfg.interval, 5);               /* flag over env */
+	assert_string_equal(cfg.state_dir, "/tmp/flag-dir");
+	es_agent_config_free(&cfg);
+
+	/* the file named by EDGESYNC_CONFIG is read too */
+	clear_env();
+	setenv(ES_AGENT_CONFIG_ENV, path, 1);
+	assert_int_equal(load(&cfg, 2, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(cfg.interval, 30);
+	assert_string_equal(cfg.labels, "site=file");
+	es_agent_config_free(&cfg);
+	unlink(path);
+	clear_env();
+}
+
+static void test_bad_interval_named(void **state)
+{
+	char *argv[] = { "edgesync-agent", "run", "--interval", "0" };
+	es_agent_config cfg;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(load(&cfg, 4, argv, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "interval"));
+	es_agent_config_free(&cfg);
+}
+
+static void test_ws_refused(void **state)
+{
+	char *argv[] = { "edgesync-agent", "run", "--controller-url",
+			 "ws://localhost:7443", "--cert", "c", "--key", "k",
+			 "--ca", "a", "--node-name", "n1" };
+	es_agent_config cfg;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(load(&cfg, 12, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "controller-url"));
+	assert_non_null(strstr(err, "wss://"));
+	es_agent_config_free(&cfg);
+
+	argv[3] = "https://localhost:7443";
+	assert_int_equal(load(&cfg, 12, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "controller-url"));
+	es_agent_config_free(&cfg);
+
+	argv[3] = "wss://localhost:7443";
+	assert_int_equal(load(&cfg, 12, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)), ES_OK);
+	es_agent_config_free(&cfg);
+}
+
+static void test_missing_cert_named(void **state)
+{
+	char *argv[] = { "edgesync-agent", "run", "--controller-url",
+			 "wss://localhost:7443", "--key", "k", "--ca", "a",
+			 "--cert", "c", "--node-name", "n1" };
+	es_agent_config cfg;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(load(&cfg, 8, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "cert"));
+	es_agent_config_free(&cfg);
+
+	/* with cert given, the missing one named is key */
+	argv[4] = "--cert";
+	argv[5] = "c";
+	assert_int_equal(load(&cfg, 8, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "key"));
+	es_agent_config_free(&cfg);
+}
+
+static void test_bad_label_named(void **state)
+{
+	char *argv[] = { "edgesync-agent", "run", "--labels",
+			 "site=lab,bad label=x", "--node-name", "n1" };
+	es_agent_config cfg;
+	cJSON *labels = NULL;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(load(&cfg, 6, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "labels"));
+	assert_non_null(strstr(err, "bad label"));
+	es_agent_config_free(&cfg);
+
+	assert_int_equal(es_agent_labels_parse("novalue", &labels, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "novalue"));
+	assert_int_equal(es_agent_labels_parse("a=-x", &labels, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "-x"));
+
+	assert_int_equal(es_agent_labels_parse(" site = lab , edgesync.io/tier=edge,e=",
+					       &labels, err, sizeof(err)), ES_OK);
+	assert_string_equal(cJSON_GetObjectItem(labels, "site")->valuestring, "lab");
+	assert_string_equal(cJSON_GetObjectItem(labels, "edgesync.io/tier")->valuestring,
+			    "edge");
+	assert_string_equal(cJSON_GetObjectItem(labels, "e")->valuestring, "");
+	cJSON_Delete(labels);
+}
+
+static void test_url_parse(void **state)
+{
+	es_agent_url u;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(es_agent_url_parse("wss://localhost:7443", &u, err, sizeof(err)),
+			 ES_OK);
+	assert_string_equal(u.host, "localhost");
+	assert_int_equal(u.port, 7443);
+	assert_string_equal(u.path, "/v1/sync");
+	assert_int_equal(es_agent_url_parse("wss://ctl.example/x/v1/sync", &u, err,
+					    sizeof(err)), ES_OK);
+	assert_int_equal(u.port, 443);
+	assert_string_equal(u.path, "/x/v1/sync");
+	assert_int_equal(es_agent_url_parse("wss://h:99999", &u, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "controller-url"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_defaults, setup),
+		cmocka_unit_test_setup(test_precedence, setup),
+		cmocka_unit_test_setup(test_bad_interval_named, setup),
+		cmocka_unit_test_setup(test_ws_refused, setup),
+		cmocka_unit_test_setup(test_missing_cert_named, setup),
+		cmocka_unit_test_setup(test_bad_label_named, setup),
+		cmocka_unit_test_setup(test_url_parse, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

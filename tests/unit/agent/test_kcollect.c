@@ -1,0 +1,174 @@
+/*
+ * test_kcollect.c - the kernel-collector framework's pure parts
+ * (agent/kcollect/kcollect.h): names and masks, backend names, the eBPF-usable
+ * decision and the probe table format. The collectors themselves are
+ * exercised on real hooks by tests/integration/test_bpf_*.py (label bpf).
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kcollect/kcollect.h"
+
+static void test_mask(void **state)
+{
+	const es_kcollector_ops *const *reg;
+	unsigned m = 0;
+	char err[128];
+	size_t n, i;
+
+	(void)state;
+	reg = es_kcollectors_registry(&n);
+	assert_true(n >= 1);
+	assert_int_equal(es_kcollectors_mask(NULL, &m, err, sizeof(err)), ES_OK);
+	assert_int_equal(m, ES_KC_ALL);
+	assert_int_equal(es_kcollectors_mask("all", &m, err, sizeof(err)), ES_OK);
+	assert_int_equal(m, ES_KC_ALL);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(es_kcollectors_mask(reg[i]->name, &m, err,
+						     sizeof(err)), ES_OK);
+		assert_int_equal(m, 1u << i);
+	}
+	assert_int_equal(es_kcollectors_mask("process", &m, err, sizeof(err)),
+			 ES_OK);
+	assert_true(m != 0);
+	assert_int_equal(es_kcollectors_mask("process,bogus", &m, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "\"bogus\""));
+	assert_int_equal(es_kcollectors_mask("proc", &m, err, sizeof(err)),
+			 ES_ERR_INVAL);
+}
+
+static void test_backend_names(void **state)
+{
+	(void)state;
+	assert_string_equal(es_kbackend_str(ES_KBACKEND_EBPF), "ebpf");
+	assert_string_equal(es_kbackend_str(ES_KBACKEND_PROCFS), "procfs");
+	assert_string_equal(es_kbackend_str(ES_KBACKEND_UNAVAILABLE), "unavailable");
+	assert_string_equal(es_kbackend_str((es_kbackend)42), "unavailable");
+}
+
+static es_kenv good_env(void)
+{
+	es_kenv e;
+
+	memset(&e, 0, sizeof(e));
+	e.bpf_syscall = e.btf = e.ringbuf = e.tracepoint = e.raw_tracepoint = 1;
+	e.cgroup_skb = e.tracefs = e.cgroup_v2 = 1;
+	snprintf(e.tracefs_path, sizeof(e.tracefs_path), "/sys/kernel/tracing");
+	snprintf(e.cgroup2_path, sizeof(e.cgroup2_path), "/sys/fs/cgroup");
+	return e;
+}
+
+static void test_ebpf_ok(void **state)
+{
+	es_kenv e = good_env();
+	char why[256];
+
+	(void)state;
+	assert_int_equal(es_kenv_ebpf_ok(&e, 1, 1, why, sizeof(why)), 1);
+	e.tracefs = 0;
+	snprintf(e.tracefs_reason, sizeof(e.tracefs_reason), "tracefs is not mounted");
+	assert_int_equal(es_kenv_ebpf_ok(&e, 0, 1, why, sizeof(why)), 1);
+	assert_int_equal(es_kenv_ebpf_ok(&e, 1, 0, why, sizeof(why)), 0);
+	assert_string_equal(why, "tracefs is not mounted");
+	e = good_env();
+	e.cgroup_v2 = 0;
+	snprintf(e.cgroup2_reason, sizeof(e.cgroup2_reason), "no cgroup v2");
+	assert_int_equal(es_kenv_ebpf_ok(&e, 1, 0, why, sizeof(why)), 1);
+	assert_int_equal(es_kenv_ebpf_ok(&e, 0, 1, why, sizeof(why)), 0);
+	assert_string_equal(why, "no cgroup v2");
+	e = good_env();
+	snprintf(e.ebpf_reason, sizeof(e.ebpf_reason),
+		 "forced by collector-backend=procfs");
+	assert_int_equal(es_kenv_ebpf_ok(&e, 0, 0, why, sizeof(why)), 0);
+	assert_string_equal(why, "forced by collector-backend=procfs");
+}
+
+static void test_print(void **state)
+{
+	es_kenv e = good_env();
+	char buf[4096];
+	FILE *f;
+
+	(void)state;
+	e.mounted_cgroup2 = 1;
+	snprintf(e.cgroup2_path, sizeof(e.cgroup2_path), "/var/lib/edgesync/cgroup2");
+	e.tracefs = 0;
+	snprintf(e.tracefs_reason, sizeof(e.tracefs_reason), "tracefs is not mounted");
+	memset(buf, 0, sizeof(buf));
+	f = fmemopen(buf, sizeof(buf) - 1, "w");
+	assert_non_null(f);
+	es_kenv_print(&e, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "kernel-cgroup-v2         ok       "
+				    "/var/lib/edgesync/cgroup2 (mounted by the agent)\n"));
+	assert_non_null(strstr(buf, "kernel-tracefs           missing  "
+				    "tracefs is not mounted\n"));
+	assert_non_null(strstr(buf, "ebpf                     ok       "));
+}
+
+static void test_report_null_set(void **state)
+{
+	cJSON *st = cJSON_CreateObject();
+
+	(void)state;
+	assert_int_equal(es_kcollectors_report(NULL, st), ES_OK);
+	assert_null(cJSON_GetObjectItem(st, "activity"));
+	es_kcollectors_poll(NULL);
+	es_kcollectors_stop(NULL);
+	es_kenv_release(NULL);
+	assert_int_equal(es_kcollectors_count(NULL), 0);
+	assert_null(es_kcollectors_get(NULL, 0));
+	cJSON_Delete(st);
+}
+
+static void test_forced_fallback_set(void **state)
+{
+	es_kenv e = good_env();
+	es_kcollectors *set = NULL;
+	cJSON *st = cJSON_CreateObject(), *c, *list;
+	size_t i;
+
+	(void)state;
+	snprintf(e.ebpf_reason, sizeof(e.ebpf_reason),
+		 "forced by collector-backend=procfs");
+	assert_int_equal(es_kcollectors_start(&e, ES_KC_ALL, &set, NULL, 0), ES_OK);
+	for (i = 0; i < es_kcollectors_count(set); i++)
+		assert_int_not_equal(es_kcollectors_get(set, i)->backend,
+				     ES_KBACKEND_EBPF);
+	assert_int_equal(es_kcollectors_report(set, st), ES_OK);
+	list = cJSON_GetObjectItem(st, "collectors");
+	assert_int_equal((size_t)cJSON_GetArraySize(list), es_kcollectors_count(set));
+	cJSON_ArrayForEach(c, list) {
+		const char *b = cJSON_GetObjectItem(c, "backend")->valuestring;
+
+		assert_true(strcmp(b, "procfs") == 0 || strcmp(b, "unavailable") == 0);
+		assert_non_null(strstr(cJSON_GetObjectItem(c, "reason")->valuestring,
+				       "collector-backend=procfs"));
+		assert_non_null(cJSON_GetObjectItem(c, "eventsLost"));
+	}
+	assert_non_null(cJSON_GetObjectItem(st, "activity"));
+	es_kcollectors_stop(set);
+	cJSON_Delete(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mask),
+		cmocka_unit_test(test_backend_names),
+		cmocka_unit_test(test_ebpf_ok),
+		cmocka_unit_test(test_print),
+		cmocka_unit_test(test_report_null_set),
+		cmocka_unit_test(test_forced_fallback_set),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

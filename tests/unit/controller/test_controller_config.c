@@ -1,0 +1,344 @@
+/* Unit tests of controller/config/config.c: the controller's settings table,
+ * derived defaults and cross-setting checks. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "config/config.h"
+
+static const char *const env_vars[] = {
+	"EDGESYNC_CONFIG", "EDGESYNC_LISTEN", "EDGESYNC_ADMIN_LISTEN",
+	"EDGESYNC_STATE_DIR", "EDGESYNC_DB", "EDGESYNC_CERT", "EDGESYNC_KEY",
+	"EDGESYNC_CLIENT_CA", "EDGESYNC_ADMIN_CA", "EDGESYNC_TRUST_DOMAIN",
+	"EDGESYNC_LOG_LEVEL", "EDGESYNC_DEV", "EDGESYNC_DEV_NODE",
+};
+
+static int clear_env(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(env_vars) / sizeof(env_vars[0]); i++)
+		unsetenv(env_vars[i]);
+	return 0;
+}
+
+/* Loads argv (NULL-terminated, after "edgesync-controller run"). */
+static es_err load(es_ccfg *cfg, char *err, size_t errsz, ...)
+{
+	char *argv[32] = { "edgesync-controller", "run" };
+	int argc = 2;
+	va_list ap;
+	char *a;
+
+	va_start(ap, errsz);
+	while ((a = va_arg(ap, char *)) != NULL && argc < 31)
+		argv[argc++] = a;
+	va_end(ap);
+	memset(cfg, 0, sizeof(*cfg));
+	return es_ccfg_load(cfg, argc, argv, 2, err, errsz);
+}
+
+static void test_dev_defaults(void **state)
+{
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--state-dir",
+			      "/tmp/st", NULL), ES_OK);
+	assert_string_equal(c.listen, "127.0.0.1:7443");
+	assert_string_equal(c.admin_listen, "127.0.0.1:7444");
+	assert_string_equal(c.db, "/tmp/st/controller.db");
+	assert_string_equal(c.cert, "/tmp/st/dev/controller.crt");
+	assert_string_equal(c.key, "/tmp/st/dev/controller.key");
+	assert_string_equal(c.client_ca, "/tmp/st/dev/ca.crt");
+	assert_string_equal(c.admin_ca, "/tmp/st/dev/ca.crt");
+	assert_string_equal(c.trust_domain, "edgesync.local");
+	assert_int_equal(c.dev, 1);
+	es_ccfg_free(&c);
+}
+
+static void test_default_state_dir(void **state)
+{
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", NULL), ES_OK);
+	assert_string_equal(c.state_dir, "/var/lib/edgesync-controller");
+	assert_string_equal(c.db, "/var/lib/edgesync-controller/controller.db");
+	es_ccfg_free(&c);
+}
+
+static void test_cert_required_without_dev(void **state)
+{
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load(&c, err, sizeof(err), NULL), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "cert"));
+	es_ccfg_free(&c);
+	assert_int_equal(load(&c, err, sizeof(err), "--cert", "a.crt", "--key",
+			      "a.key", NULL), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "client-ca"));
+	es_ccfg_free(&c);
+}
+
+static void test_explicit_files_win_over_dev(void **state)
+{
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--cert", "/x.crt",
+			      "--admin-ca", "/admin-ca.crt", "--db=/d.db", NULL),
+			 ES_OK);
+	assert_string_equal(c.cert, "/x.crt");
+	assert_string_equal(c.db, "/d.db");
+	assert_string_equal(c.admin_ca, "/admin-ca.crt");
+	assert_string_equal(c.client_ca,
+			    "/var/lib/edgesync-controller/dev/ca.crt");
+	es_ccfg_free(&c);
+}
+
+static void test_file_env_flag_order(void **state)
+{
+	char path[] = "/tmp/es-ccfg-XXXXXX";
+	int fd = mkstemp(path);
+	const char text[] =
+		"# controller\nlisten = 127.0.0.1:8000\nadmin-listen = 127.0.0.1:8001\n"
+		"trust-domain = file.example\ncert = /f.crt\nkey = /f.key\n"
+		"client-ca = /f-ca.crt\n";
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	setenv("EDGESYNC_ADMIN_LISTEN", "127.0.0.1:9001", 1);
+	setenv("EDGESYNC_TRUST_DOMAIN", "env.example", 1);
+	assert_int_equal(load(&c, err, sizeof(err), "--config", path,
+			      "--trust-domain", "flag.example", NULL), ES_OK);
+	assert_string_equal(c.listen, "127.0.0.1:8000");
+	assert_string_equal(c.admin_listen, "127.0.0.1:9001");
+	assert_string_equal(c.trust_domain, "flag.example");
+	assert_string_equal(c.admin_ca, "/f-ca.crt");
+	es_ccfg_free(&c);
+
+	setenv("EDGESYNC_CONFIG", path, 1);
+	assert_int_equal(load(&c, err, sizeof(err), NULL), ES_OK);
+	assert_string_equal(c.trust_domain, "env.example");
+	assert_string_equal(c.cert, "/f.crt");
+	es_ccfg_free(&c);
+	unlink(path);
+}
+
+static void test_unknown_key_in_file(void **state)
+{
+	char path[] = "/tmp/es-ccfg-XXXXXX";
+	int fd = mkstemp(path);
+	const char text[] = "dev = true\nlisten-port = 7\n";
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	assert_int_equal(load(&c, err, sizeof(err), "--config", path, NULL),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "listen-port"));
+	es_ccfg_free(&c);
+	unlink(path);
+}
+
+static void test_unknown_flag_and_positional(void **state)
+{
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--bogus", NULL),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "--bogus"));
+	es_ccfg_free(&c);
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "extra", NULL),
+			 ES_ERR_INVAL);
+	es_ccfg_free(&c);
+}
+
+static void test_dev_node_repeatable(void **state)
+{
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	setenv("EDGESYNC_DEV_NODE", "from-env", 1);
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", NULL), ES_OK);
+	assert_string_equal(c.dev_node, "from-env");
+	es_ccfg_free(&c);
+	assert_int_equal(load(&c, err, sizeof(err), "--dev-node", "a", "--dev",
+			      "--dev-node=b,c", "--dev-node", "d", NULL), ES_OK);
+	assert_string_equal(c.dev_node, "a,b,c,d");
+	es_ccfg_free(&c);
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--dev-node", NULL),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "--dev-node"));
+	es_ccfg_free(&c);
+}
+
+static void test_dev_node_checks(void **state)
+{
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--dev-node",
+			      "Bad_Name", NULL), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "dev-node"));
+	assert_non_null(strstr(err, "Bad_Name"));
+	es_ccfg_free(&c);
+	assert_int_equal(load(&c, err, sizeof(err), "--cert", "a", "--key", "b",
+			      "--client-ca", "c", "--dev-node", "n1", NULL),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "--dev"));
+	es_ccfg_free(&c);
+}
+
+static void test_bad_values_name_the_key(void **state)
+{
+	static const struct { const char *flag, *value, *key; } cases[] = {
+		{ "--listen", "127.0.0.1", "listen" },
+		{ "--listen", "127.0.0.1:0", "listen" },
+		{ "--listen", "127.0.0.1:65536", "listen" },
+		{ "--admin-listen", ":7444", "admin-listen" },
+		{ "--admin-listen", "127.0.0.1:7443", "admin-listen" },
+		{ "--log-level", "loud", "log-level" },
+		{ "--trust-domain", "Not A Domain", "trust-domain" },
+		{ "--state-dir", "", "state-dir" },
+		{ "--dev", "maybe", "--dev" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char arg[128], err[512] = "";
+		es_ccfg c;
+
+		snprintf(arg, sizeof(arg), "%s=%s", cases[i].flag, cases[i].value);
+		assert_int_equal(load(&c, err, sizeof(err), "--dev", arg, NULL),
+				 ES_ERR_INVAL);
+		if (!strstr(err, cases[i].key))
+			fail_msg("%s: message \"%s\" does not name %s", arg, err,
+				 cases[i].key);
+		es_ccfg_free(&c);
+	}
+}
+
+static void test_hostport(void **state)
+{
+	char host[64], err[256];
+	int port = 0;
+
+	(void)state;
+	assert_int_equal(es_ccfg_hostport("listen", "0.0.0.0:1", host,
+					  sizeof(host), &port, err, sizeof(err)), ES_OK);
+	assert_string_equal(host, "0.0.0.0");
+	assert_int_equal(port, 1);
+	assert_int_equal(es_ccfg_hostport("listen", "[::1]:7443", host,
+					  sizeof(host), &port, err, sizeof(err)), ES_OK);
+	assert_string_equal(host, "::1");
+	assert_int_equal(port, 7443);
+	assert_int_equal(es_ccfg_hostport("listen", "::1:7443", host, sizeof(host),
+					  &port, err, sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_ccfg_hostport("listen", "[::1]7443", host,
+					  sizeof(host), &port, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_int_equal(es_ccfg_hostport("listen", "h:12x", host, sizeof(host),
+					  &port, err, sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_ccfg_hostport("listen", "a b:1", host, sizeof(host),
+					  &port, err, sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_ccfg_hostport("listen", "abcdefgh:1", host, 4, &port,
+					  err, sizeof(err)), ES_ERR_INVAL);
+}
+
+static void test_dev_nodes_list(void **state)
+{
+	es_ccfg c;
+	char err[512] = "", **v = NULL;
+
+	(void)state;
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--dev-node", "n1",
+			      "--dev-node", "myhost,n2,n1", NULL), ES_OK);
+	assert_int_equal(es_ccfg_dev_nodes(&c, "MyHost", &v, err, sizeof(err)), ES_OK);
+	assert_string_equal(v[0], "myhost");
+	assert_string_equal(v[1], "n1");
+	assert_string_equal(v[2], "n2");
+	assert_null(v[3]);
+	es_ccfg_strv_free(v);
+	assert_int_equal(es_ccfg_dev_nodes(&c, "bad_host", &v, err, sizeof(err)), ES_OK);
+	assert_string_equal(v[0], "n1");
+	es_ccfg_strv_free(v);
+	es_ccfg_free(&c);
+
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", NULL), ES_OK);
+	assert_int_equal(es_ccfg_dev_nodes(&c, "edge-1", &v, err, sizeof(err)), ES_OK);
+	assert_string_equal(v[0], "edge-1");
+	assert_null(v[1]);
+	es_ccfg_strv_free(v);
+	assert_int_equal(es_ccfg_dev_nodes(&c, "bad_host", &v, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_null(v);
+	assert_non_null(strstr(err, "--dev-node"));
+	es_ccfg_free(&c);
+}
+
+static void test_help_lists_every_setting(void **state)
+{
+	size_t n = 0;
+	const es_setting *t = es_ccfg_settings(&n);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	es_ccfg_print_help(f);
+	fclose(f);
+	assert_true(n >= 12);
+	for (size_t i = 0; i < n; i++) {
+		char flag[64];
+
+		snprintf(flag, sizeof(flag), "--%s", t[i].flag);
+		if (!strstr(buf, flag))
+			fail_msg("help lacks %s", flag);
+	}
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_dev_defaults, clear_env),
+		cmocka_unit_test_setup(test_default_state_dir, clear_env),
+		cmocka_unit_test_setup(test_cert_required_without_dev, clear_env),
+		cmocka_unit_test_setup(test_explicit_files_win_over_dev, clear_env),
+		cmocka_unit_test_setup(test_file_env_flag_order, clear_env),
+		cmocka_unit_test_setup(test_unknown_key_in_file, clear_env),
+		cmocka_unit_test_setup(test_unknown_flag_and_positional, clear_env),
+		cmocka_unit_test_setup(test_dev_node_repeatable, clear_env),
+		cmocka_unit_test_setup(test_dev_node_checks, clear_env),
+		cmocka_unit_test_setup(test_bad_values_name_the_key, clear_env),
+		cmocka_unit_test_setup(test_hostport, clear_env),
+		cmocka_unit_test_setup(test_dev_nodes_list, clear_env),
+		cmocka_unit_test_setup(test_help_lists_every_setting, clear_env),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,513 @@
+/*
+ * test_db.c - the controller store (controller/store/db.h): generation and
+ * resourceVersion rules, tombstones and the change feed, node hello, report
+ * cursor with duplicates, snapshot + merge patch state, reopen, refusal of
+ * newer or foreign files.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/db.h"
+#include "es_json.h"
+#include "testutil.h"
+
+typedef struct fx {
+	char dir[64];
+	char path[128];
+	es_db *db;
+} fx;
+
+static int setup(void **state)
+{
+	fx *f = calloc(1, sizeof(*f));
+	char err[256];
+
+	assert_non_null(f);
+	es_test_tmpdir(f->dir, sizeof(f->dir), "test-db", f->path, sizeof(f->path),
+		       "controller.db");
+	assert_int_equal(es_db_open(f->path, &f->db, err, sizeof(err)), ES_OK);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fx *f = *state;
+	int rc;
+
+	es_db_close(f->db);
+	rc = es_test_rmtree(f->dir);
+	free(f);
+	return rc;
+}
+
+static cJSON *cc(const char *name, int interval, const char *labels)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"CollectorConfig\","
+		 "\"metadata\":{\"name\":\"%s\",\"labels\":%s},"
+		 "\"spec\":{\"intervalSeconds\":%d}}", name, labels, interval);
+	return es_test_json(buf);
+}
+
+static void put(es_db *db, cJSON *take, cJSON **stored, int *created, int *changed)
+{
+	assert_int_equal(es_db_object_put(db, take, stored, NULL, created, changed), ES_OK);
+	cJSON_Delete(take);
+}
+
+static int64_t current_rv(es_db *db)
+{
+	int64_t cur = -1, comp = -1;
+
+	assert_int_equal(es_db_rv(db, &cur, &comp), ES_OK);
+	return cur;
+}
+
+static void test_put_rules(void **state)
+{
+	fx *f = *state;
+	cJSON *s1 = NULL, *s = NULL, *prev = NULL, *o;
+	int created = -1, changed = -1;
+	char uid[64];
+
+	assert_int_equal(current_rv(f->db), 0);
+	put(f->db, cc("a", 10, "{}"), &s1, &created, &changed);
+	assert_int_equal(created, 1);
+	assert_int_equal(changed, 1);
+	assert_int_equal(es_obj_generation(s1), 1);
+	assert_int_equal(es_obj_resource_version(s1), 1);
+	assert_non_null(es_obj_uid(s1));
+	assert_int_equal(strlen(es_obj_uid(s1)), 36);
+	snprintf(uid, sizeof(uid), "%s", es_obj_uid(s1));
+	assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(s1, "metadata"),
+					    "creationTimestamp"));
+
+	/* Same object again: nothing written. */
+	put(f->db, cc("a", 10, "{}"), &s, &created, &changed);
+	assert_int_equal(created, 0);
+	assert_int_equal(changed, 0);
+	assert_int_equal(es_obj_resource_version(s), 1);
+	assert_int_equal(current_rv(f->db), 1);
+	cJSON_Delete(s);
+
+	/* Labels only: new resourceVersion, same generation and uid. */
+	put(f->db, cc("a", 10, "{\"x\":\"1\"}"), &s, &created, &changed);
+	assert_int_equal(changed, 1);
+	assert_int_equal(es_obj_generation(s), 1);
+	assert_int_equal(es_obj_resource_version(s), 2);
+	assert_string_equal(es_obj_uid(s), uid);
+	cJSON_Delete(s);
+
+	/* Spec change: generation 2, uid and creationTimestamp kept. */
+	o = cc("a", 20, "{\"x\":\"1\"}");
+	assert_int_equal(es_db_object_put(f->db, o, &s, &prev, &created, &changed), ES_OK);
+	cJSON_Delete(o);
+	assert_int_equal(created, 0);
+	assert_int_equal(changed, 1);
+	assert_int_equal(es_obj_generation(s), 2);
+	assert_int_equal(es_obj_resource_version(s), 3);
+	assert_string_equal(es_obj_uid(s), uid);
+	assert_int_equal(es_obj_generation(prev), 1);
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "metadata"), "creationTimestamp"),
+				  cJSON_GetObjectItem(cJSON_GetObjectItem(s1, "metadata"), "creationTimestamp"), 1));
+	cJSON_Delete(s);
+	cJSON_Delete(prev);
+
+	/* Stored copy equals what get returns. */
+	assert_int_equal(es_db_object_get(f->db, ES_KIND_COLLECTOR_CONFIG, "a", &o), ES_OK);
+	assert_int_equal(es_obj_generation(o), 2);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"),
+					     "intervalSeconds")->valueint, 20);
+	cJSON_Delete(o);
+	assert_int_equal(es_db_object_get(f->db, ES_KIND_HEALTH_RULE, "a", &o), ES_ERR_NOTFOUND);
+	assert_null(o);
+	cJSON_Delete(s1);
+}
+
+static const char *member_str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void test_delete_changes_compact(void **state)
+{
+	fx *f = *state;
+	cJSON *s = NULL, *objs = NULL, *tombs = NULL, *del = NULL, *list = NULL;
+	int64_t cur, comp;
+	char uid_a[64];
+
+	put(f->db, cc("a", 10, "{}"), &s, NULL, NULL);
+	snprintf(uid_a, sizeof(uid_a), "%s", es_obj_uid(s));
+	cJSON_Delete(s);
+	put(f->db, cc("b", 10, "{}"), NULL, NULL, NULL);
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "a", &del), ES_OK);
+	assert_string_equal(es_obj_name(del), "a");
+	cJSON_Delete(del);
+	assert_int_equal(current_rv(f->db), 3);
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "a", NULL),
+			 ES_ERR_NOTFOUND);
+	assert_int_equal(current_rv(f->db), 3);
+
+	assert_int_equal(es_db_object_list(f->db, ES_KIND_UNKNOWN, &list), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(list), 1);
+	assert_string_equal(es_obj_name(cJSON_GetArrayItem(list, 0)), "b");
+	cJSON_Delete(list);
+
+	assert_int_equal(es_db_changes_since(f->db, 0, &objs, &tombs), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(objs), 1);
+	assert_string_equal(es_obj_name(cJSON_GetArrayItem(objs, 0)), "b");
+	assert_int_equal(cJSON_GetArraySize(tombs), 1);
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 0), "kind"), "CollectorConfig");
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 0), "name"), "a");
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 0), "uid"), uid_a);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(tombs, 0),
+					     "resourceVersion")->valuedouble, 3);
+	cJSON_Delete(objs);
+	cJSON_Delete(tombs);
+
+	assert_int_equal(es_db_changes_since(f->db, 2, &objs, &tombs), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(objs), 0);
+	assert_int_equal(cJSON_GetArraySize(tombs), 1);
+	cJSON_Delete(objs);
+	cJSON_Delete(tombs);
+	assert_int_equal(es_db_changes_since(f->db, 3, &objs, &tombs), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(objs), 0);
+	assert_int_equal(cJSON_GetArraySize(tombs), 0);
+	cJSON_Delete(objs);
+	cJSON_Delete(tombs);
+
+	assert_int_equal(es_db_compact(f->db, 3), ES_OK);
+	assert_int_equal(es_db_rv(f->db, &cur, &comp), ES_OK);
+	assert_int_equal(cur, 3);
+	assert_int_equal(comp, 3);
+	assert_int_equal(es_db_changes_since(f->db, 0, &objs, &tombs), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(tombs), 0);
+	cJSON_Delete(objs);
+	cJSON_Delete(tombs);
+	/* The compaction point never moves back. */
+	assert_int_equal(es_db_compact(f->db, 1), ES_OK);
+	assert_int_equal(es_db_rv(f->db, &cur, &comp), ES_OK);
+	assert_int_equal(comp, 3);
+}
+
+/* Deletion records are bounded: past the bound the oldest go and the
+ * compaction point moves past them. */
+static void test_tombstones_bounded(void **state)
+{
+	fx *f = *state;
+	cJSON *objs = NULL, *tombs = NULL;
+	int64_t cur = 0, comp = 0;
+
+	es_db_set_tombstones_kept(f->db, 1);
+	put(f->db, cc("a", 10, "{}"), NULL, NULL, NULL); /* rv 1 */
+	put(f->db, cc("b", 10, "{}"), NULL, NULL, NULL); /* rv 2 */
+	put(f->db, cc("c", 10, "{}"), NULL, NULL, NULL); /* rv 3 */
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "a", NULL), ES_OK); /* rv 4 */
+	assert_int_equal(es_db_rv(f->db, &cur, &comp), ES_OK);
+	assert_int_equal(comp, 0);
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "b", NULL), ES_OK); /* rv 5 */
+	assert_int_equal(es_db_rv(f->db, &cur, &comp), ES_OK);
+	assert_int_equal(cur, 5);
+	assert_int_equal(comp, 4);
+	assert_int_equal(es_db_changes_since(f->db, 4, &objs, &tombs), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(tombs), 1);
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 0), "name"), "b");
+	cJSON_Delete(objs);
+	cJSON_Delete(tombs);
+}
+
+static void test_recreate_supersedes_tombstone(void **state)
+{
+	fx *f = *state;
+	cJSON *s = NULL, *objs = NULL, *tombs = NULL;
+	char uid1[64];
+
+	put(f->db, cc("a", 10, "{}"), &s, NULL, NULL);
+	snprintf(uid1, sizeof(uid1), "%s", es_obj_uid(s));
+	cJSON_Delete(s);
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "a", NULL), ES_OK);
+	put(f->db, cc("a", 10, "{}"), &s, NULL, NULL);
+	assert_string_not_equal(es_obj_uid(s), uid1);
+	assert_int_equal(es_obj_generation(s), 1);
+	assert_int_equal(es_obj_resource_version(s), 3);
+	cJSON_Delete(s);
+	assert_int_equal(es_db_changes_since(f->db, 0, &objs, &tombs), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(objs), 1);
+	assert_int_equal(cJSON_GetArraySize(tombs), 0);
+	cJSON_Delete(objs);
+	cJSON_Delete(tombs);
+}
+
+static void test_node_hello(void **state)
+{
+	fx *f = *state;
+	cJSON *l1 = es_test_json("{\"site\":\"lab\"}"), *l2 = es_test_json("{\"site\":\"edge\"}"), *n = NULL;
+	int64_t acked = -1;
+	int changed = -1;
+
+	assert_int_equal(es_db_node_hello(f->db, "n1", l1, "0.1.0", "boot-1", 1000,
+					  &acked, &changed), ES_OK);
+	assert_int_equal(acked, 0);
+	assert_int_equal(changed, 1);
+	/* The full list owed to a new node stays owed until acknowledged. */
+	assert_int_equal(es_db_node_hello(f->db, "n1", l1, "0.1.0", "boot-2", 1001,
+					  &acked, &changed), ES_OK);
+	assert_int_equal(changed, 1);
+	assert_int_equal(es_db_node_full_done(f->db, "n1", 1001), ES_OK);
+	assert_int_equal(es_db_node_hello(f->db, "n1", l1, "0.1.0", "boot-2", 1001,
+					  &acked, &changed), ES_OK);
+	assert_int_equal(changed, 0);
+	assert_int_equal(es_db_node_hello(f->db, "n1", l2, "0.1.0", "boot-2", 1002,
+					  &acked, &changed), ES_OK);
+	assert_int_equal(changed, 1);
+	/* A connection lost before the full list was acknowledged: the next
+	 * hello, with the same new labels, still gets one. */
+	assert_int_equal(es_db_node_hello(f->db, "n1", l2, "0.1.0", "boot-2", 1002,
+					  &acked, &changed), ES_OK);
+	assert_int_equal(changed, 1);
+	assert_int_equal(es_db_node_full_done(f->db, "nope", 1002), ES_ERR_NOTFOUND);
+	assert_int_equal(es_db_node_desired_ack(f->db, "n1", 7, 1003), ES_OK);
+	assert_int_equal(es_db_node_disconnected(f->db, "n1", 1004), ES_OK);
+	assert_int_equal(es_db_node_disconnected(f->db, "nope", 1004), ES_ERR_NOTFOUND);
+
+	assert_int_equal(es_db_node_get(f->db, "n1", &n), ES_OK);
+	assert_string_equal(member_str(n, "kind"), "Node");
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "metadata"), "labels"),
+				  l2, 1));
+	cJSON *sync = cJSON_GetObjectItem(cJSON_GetObjectItem(n, "status"), "sync");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(sync, "connected")));
+	assert_int_equal(cJSON_GetObjectItem(sync, "desiredResourceVersion")->valuedouble, 7);
+	assert_string_equal(member_str(sync, "bootId"), "boot-2");
+	assert_string_equal(member_str(sync, "lastSeen"), "1970-01-01T00:16:44Z");
+	cJSON_Delete(n);
+	assert_int_equal(es_db_node_get(f->db, "nope", &n), ES_ERR_NOTFOUND);
+	cJSON_Delete(l1);
+	cJSON_Delete(l2);
+}
+
+static cJSON *report(int64_t seq, const char *type, int64_t base, const char *body)
+{
+	char buf[1024];
+
+	snprintf(buf, sizeof(buf), "{\"type\":\"report\",\"seq\":%lld,"
+		 "\"time\":\"2026-01-01T00:00:00Z\",\"reportType\":\"%s\","
+		 "\"baseSeq\":%lld,\"body\":%s}", (long long)seq, type,
+		 (long long)base, body);
+	return es_test_json(buf);
+}
+
+static void store(es_db *db, cJSON *take, int want_dup, int want_resync)
+{
+	int dup = -1, resync = -1;
+
+	assert_int_equal(es_db_report_store(db, "n1", take, 2000, &dup, &resync), ES_OK);
+	assert_int_equal(dup, want_dup);
+	assert_int_equal(resync, want_resync);
+	cJSON_Delete(take);
+}
+
+static cJSON *node_status(es_db *db)
+{
+	cJSON *n = NULL, *st;
+
+	assert_int_equal(es_db_node_get(db, "n1", &n), ES_OK);
+	st = cJSON_DetachItemFromObject(n, "status");
+	cJSON_Delete(n);
+	cJSON_DeleteItemFromObject(st, "sync");
+	return st;
+}
+
+#define SNAP "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":" \
+	"{\"capacity\":{\"cpu\":4},\"usage\":{\"load\":{\"load1\":0.5,\"load5\":0.25}}}}"
+
+static void test_reports(void **state)
+{
+	fx *f = *state;
+	cJSON *st, *want, *list = NULL, *n = NULL;
+	int64_t acked = -1;
+	int dup = -1, resync = -1;
+
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "v", "b", 1000, &acked, NULL), ES_OK);
+	st = report(1, "snapshot", 0, SNAP);
+	assert_int_equal(es_db_report_store(f->db, "n2", st, 2000, &dup, &resync), ES_ERR_NOTFOUND);
+	cJSON_Delete(st);
+
+	store(f->db, report(1, "snapshot", 0, SNAP), 0, 0);
+	store(f->db, report(1, "snapshot", 0, SNAP), 1, 0);
+	st = node_status(f->db);
+	want = es_test_json("{\"capacity\":{\"cpu\":4},\"usage\":{\"load\":{\"load1\":0.5,\"load5\":0.25}}}");
+	assert_true(cJSON_Compare(st, want, 1));
+	cJSON_Delete(st);
+	cJSON_Delete(want);
+
+	store(f->db, report(2, "patch", 1, "{\"status\":{\"usage\":{\"load\":"
+			    "{\"load1\":1.5,\"load5\":null}}}}"), 0, 0);
+	want = es_test_json("{\"capacity\":{\"cpu\":4},\"usage\":{\"load\":{\"load1\":1.5}}}");
+	st = node_status(f->db);
+	assert_true(cJSON_Compare(st, want, 1));
+	cJSON_Delete(st);
+
+	/* Wrong base: stored and acknowledged, not applied, resync asked. */
+	store(f->db, report(3, "patch", 1, "{\"status\":{\"capacity\":null}}"), 0, 1);
+	st = node_status(f->db);
+	assert_true(cJSON_Compare(st, want, 1));
+	cJSON_Delete(st);
+	cJSON_Delete(want);
+
+	store(f->db, report(4, "event", 0, "{\"type\":\"Normal\",\"reason\":\"Applied\","
+			    "\"message\":\"ok\",\"time\":\"2026-01-01T00:00:00Z\","
+			    "\"involvedObject\":{\"kind\":\"CollectorConfig\",\"name\":\"a\","
+			    "\"uid\":\"u\"}}"), 0, 0);
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "v", "b", 1000, &acked, NULL), ES_OK);
+	assert_int_equal(acked, 4);
+
+	assert_int_equal(es_db_node_get(f->db, "n1", &n), ES_OK);
+	cJSON *sync = cJSON_GetObjectItem(cJSON_GetObjectItem(n, "status"), "sync");
+	assert_int_equal(cJSON_GetObjectItem(sync, "ackedSeq")->valuedouble, 4);
+	assert_int_equal(cJSON_GetObjectItem(sync, "stateSeq")->valuedouble, 2);
+	cJSON_Delete(n);
+
+	assert_int_equal(es_db_reports_list(f->db, "n1", 0, &list), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(list), 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, i), "seq")->valuedouble,
+				 i + 1);
+	assert_string_equal(member_str(cJSON_GetArrayItem(list, 1), "reportType"), "patch");
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 1), "baseSeq")->valuedouble, 1);
+	assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0), "baseSeq"));
+	assert_string_equal(member_str(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 3), "event"),
+				       "reason"), "Applied");
+	cJSON_Delete(list);
+	assert_int_equal(es_db_reports_list(f->db, "n1", 2, &list), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(list), 2);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0), "seq")->valuedouble, 3);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 1), "seq")->valuedouble, 4);
+	cJSON_Delete(list);
+	assert_int_equal(es_db_reports_list(f->db, "nope", 2, &list), ES_ERR_NOTFOUND);
+
+	/* Reports older than the last ES_DB_REPORTS_KEPT seqs are pruned; the
+	 * cursor stays. */
+	store(f->db, report(3 + ES_DB_REPORTS_KEPT, "event", 0, "{}"), 0, 0);
+	assert_int_equal(es_db_reports_list(f->db, "n1", 0, &list), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(list), 2);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0), "seq")->valuedouble, 4);
+	cJSON_Delete(list);
+	st = node_status(f->db);
+	assert_non_null(cJSON_GetObjectItem(st, "capacity"));
+	cJSON_Delete(st);
+
+	/* A patch before any snapshot cannot be applied. */
+	assert_int_equal(es_db_node_hello(f->db, "n3", NULL, "v", "b", 1000, NULL, NULL), ES_OK);
+	st = report(1, "patch", 0, "{\"status\":{}}");
+	assert_int_equal(es_db_report_store(f->db, "n3", st, 2000, &dup, &resync), ES_OK);
+	assert_int_equal(resync, 1);
+	cJSON_Delete(st);
+}
+
+static void test_reopen(void **state)
+{
+	fx *f = *state;
+	cJSON *o = NULL, *list = NULL;
+	char err[256];
+	int64_t acked = 0;
+
+	put(f->db, cc("a", 10, "{}"), NULL, NULL, NULL);
+	put(f->db, cc("b", 10, "{}"), NULL, NULL, NULL);
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "b", NULL), ES_OK);
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "v", "b", 1000, NULL, NULL), ES_OK);
+	store(f->db, report(5, "snapshot", 0, SNAP), 0, 0);
+	es_db_close(f->db);
+	f->db = NULL;
+
+	assert_int_equal(es_db_open(f->path, &f->db, err, sizeof(err)), ES_OK);
+	assert_int_equal(current_rv(f->db), 3);
+	assert_int_equal(es_db_object_get(f->db, ES_KIND_COLLECTOR_CONFIG, "a", &o), ES_OK);
+	assert_int_equal(es_obj_resource_version(o), 1);
+	cJSON_Delete(o);
+	assert_int_equal(es_db_changes_since(f->db, 1, &o, &list), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(list), 1);
+	cJSON_Delete(o);
+	cJSON_Delete(list);
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "v", "b", 1000, &acked, NULL), ES_OK);
+	assert_int_equal(acked, 5);
+	assert_int_equal(es_db_reports_list(f->db, "n1", 10, &list), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(list), 1);
+	cJSON_Delete(list);
+}
+
+static void assert_refused_untouched(const char *path, es_err want, const char *needle)
+{
+	char err[256] = "";
+	size_t n = 0;
+	char *before = es_test_slurp(path, &n);
+	es_db *db = NULL;
+
+	assert_int_equal(es_db_open(path, &db, err, sizeof(err)), want);
+	assert_null(db);
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, needle));
+	es_test_assert_file_bytes(path, before, n);
+	free(before);
+}
+
+static void exec_sql(const char *path, const char *sql)
+{
+	sqlite3 *h = NULL;
+
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+}
+
+static void test_refuse_newer_and_foreign(void **state)
+{
+	fx *f = *state;
+	char path[160];
+	FILE *fp;
+
+	put(f->db, cc("a", 10, "{}"), NULL, NULL, NULL);
+	es_db_close(f->db);
+	f->db = NULL;
+	exec_sql(f->path, "PRAGMA user_version = 99");
+	assert_refused_untouched(f->path, ES_ERR_UNSUPPORTED, "newer");
+
+	snprintf(path, sizeof(path), "%s/garbage.db", f->dir);
+	fp = fopen(path, "wb");
+	assert_non_null(fp);
+	for (int i = 0; i < 300; i++)
+		fputs("not a database ", fp);
+	fclose(fp);
+	assert_refused_untouched(path, ES_ERR_DB, "not an SQLite database");
+
+	snprintf(path, sizeof(path), "%s/foreign.db", f->dir);
+	exec_sql(path, "CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+	assert_refused_untouched(path, ES_ERR_DB, "not an edgesync");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_put_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_changes_compact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tombstones_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recreate_supersedes_tombstone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_hello, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reports, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refuse_newer_and_foreign, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,197 @@
+/* test_ctl_main.c - edgesyncctl/ctl.c: exit statuses and the messages that
+ * name what was wrong (README: 0 ok, 1 runtime failure, 2 usage or
+ * configuration error naming the bad flag, key or file). No server runs:
+ * every case must be decided before a connection, except the last. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "edgesyncctl/ctl.h"
+#include "es_pki.h"
+
+static char dir[] = "/tmp/test_ctl_main.XXXXXX";
+static char ca[256], crt[256], key[256], key2[256], garbage[256], conf[256], bad[256];
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	fclose(f);
+}
+
+static int setup(void **state)
+{
+	es_pki_req req = { .common_name = "t", .client_auth = 1 };
+	char *c1 = NULL, *k1 = NULL, *c2 = NULL, *k2 = NULL, err[256];
+	(void)state;
+
+	if (!mkdtemp(dir))
+		return -1;
+	if (es_pki_issue(&req, NULL, NULL, &c1, &k1, err, sizeof(err)) != ES_OK ||
+	    es_pki_issue(&req, NULL, NULL, &c2, &k2, err, sizeof(err)) != ES_OK)
+		return -1;
+	snprintf(ca, sizeof(ca), "%s/ca.crt", dir);
+	snprintf(crt, sizeof(crt), "%s/admin.crt", dir);
+	snprintf(key, sizeof(key), "%s/admin.key", dir);
+	snprintf(key2, sizeof(key2), "%s/other.key", dir);
+	snprintf(garbage, sizeof(garbage), "%s/garbage.pem", dir);
+	snprintf(conf, sizeof(conf), "%s/empty.conf", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.yaml", dir);
+	write_file(ca, c2);
+	write_file(crt, c1);
+	write_file(key, k1);
+	write_file(key2, k2);
+	write_file(garbage, "this is not PEM\n");
+	write_file(conf, "# empty\n");
+	write_file(bad, "kind: CollectorConfig\nmetadata:\n  name: x\n  labels: [a\n");
+	free(c1);
+	free(k1);
+	free(c2);
+	free(k2);
+	unsetenv("EDGESYNC_SERVER");
+	unsetenv("EDGESYNC_CERT");
+	unsetenv("EDGESYNC_KEY");
+	unsetenv("EDGESYNC_CA");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	const char *files[] = { ca, crt, key, key2, garbage, conf, bad };
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		unlink(files[i]);
+	rmdir(dir);
+	return 0;
+}
+
+/* Runs edgesyncctl --config EMPTY ARGS... and returns its status; *errout
+ * gets what it wrote to stderr (caller frees). */
+static int run(char **errout, ...)
+{
+	char *argv[32], path[300];
+	int argc = 0, saved, fd, rc;
+	va_list ap;
+	FILE *f;
+	long n;
+
+	argv[argc++] = "edgesyncctl";
+	argv[argc++] = "--config";
+	argv[argc++] = conf;
+	va_start(ap, errout);
+	while (argc < 31 && (argv[argc] = va_arg(ap, char *)))
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	snprintf(path, sizeof(path), "%s/stderr", dir);
+	fflush(stderr);
+	saved = dup(2);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, 2);
+	close(fd);
+	rc = es_ctl_main(argc, argv);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	*errout = calloc(1, (size_t)n + 1);
+	assert_non_null(*errout);
+	assert_int_equal(fread(*errout, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	unlink(path);
+	return rc;
+}
+
+static void expect(int got_rc, char *msg, int want_rc, const char *n1, const char *n2)
+{
+	if (got_rc != want_rc || !strstr(msg, n1) || (n2 && !strstr(msg, n2)))
+		fail_msg("exit %d (want %d), stderr: %s(want it to name %s%s%s)", got_rc, want_rc,
+			 msg, n1, n2 ? " and " : "", n2 ? n2 : "");
+	free(msg);
+}
+
+#define SRV "--server", "https://127.0.0.1:1"
+
+static void test_server_must_be_https(void **state)
+{
+	char *e;
+	int rc;
+	(void)state;
+	rc = run(&e, "--server", "http://127.0.0.1:7444", "--ca", ca, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "server", "https://");
+}
+
+static void test_bad_credential_files(void **state)
+{
+	char *e;
+	int rc;
+	(void)state;
+	rc = run(&e, SRV, "--ca", ca, "--cert", garbage, "--key", key, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "cert", garbage);
+	rc = run(&e, SRV, "--ca", ca, "--cert", crt, "--key", garbage, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "key", garbage);
+	rc = run(&e, SRV, "--ca", garbage, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "ca", garbage);
+	rc = run(&e, SRV, "--ca", "/nonexistent/ca.crt", "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "/nonexistent/ca.crt", "No such file");
+	rc = run(&e, SRV, "--ca", ca, "--cert", crt, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "cert given without key", NULL);
+}
+
+static void test_cert_key_mismatch(void **state)
+{
+	char *e;
+	int rc;
+	(void)state;
+	rc = run(&e, SRV, "--ca", ca, "--cert", crt, "--key", key2, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, crt, key2);
+}
+
+static void test_bad_manifests(void **state)
+{
+	char *e, where[300];
+	int rc;
+	(void)state;
+	rc = run(&e, SRV, "--ca", ca, "apply", "-f", "/nonexistent/m.yaml", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "/nonexistent/m.yaml", NULL);
+	snprintf(where, sizeof(where), "%s:5:1:", bad);
+	rc = run(&e, SRV, "--ca", ca, "apply", "-f", bad, NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, where, NULL);
+	rc = run(&e, SRV, "--ca", ca, "delete", "-f", bad, NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, where, NULL);
+}
+
+/* With a good configuration, an unreachable server is a runtime failure. */
+static void test_unreachable_is_runtime(void **state)
+{
+	char *e;
+	int rc;
+	(void)state;
+	rc = run(&e, SRV, "--ca", ca, "--cert", crt, "--key", key, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_RUNTIME, "cannot connect", NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_server_must_be_https),
+		cmocka_unit_test(test_bad_credential_files),
+		cmocka_unit_test(test_cert_key_mismatch),
+		cmocka_unit_test(test_bad_manifests),
+		cmocka_unit_test(test_unreachable_is_runtime),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
