@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "es_buf.h"
 #include "es_json.h"
 #include "es_time.h"
 #include "yaml.h"
@@ -309,11 +310,11 @@ es_err es_print_nodes(FILE *f, const cJSON *v, int wide, time_t now)
 
 static es_err obj_row(es_print_table *t, const cJSON *o, time_t now, int wide)
 {
-	char age[32], gen[32] = "<unknown>", *sel = NULL;
+	char age[32], gen[32] = "<unknown>";
 	const cJSON *g = path_get(o, "metadata", "generation", NULL);
 	const cJSON *ml = path_get(o, "spec", "nodeSelector", "matchLabels"), *l;
 	const char *cells[4];
-	size_t len = 0;
+	es_buf sel = { 0 };
 	es_err rc;
 
 	if (cJSON_IsNumber(g))
@@ -323,29 +324,20 @@ static es_err obj_row(es_print_table *t, const cJSON *o, time_t now, int wide)
 	if (wide) {
 		cJSON_ArrayForEach(l, ml) {
 			if (cJSON_IsString(l) && l->string)
-				len += strlen(l->string) + strlen(l->valuestring) + 2;
+				es_buf_appendf(&sel, "%s%s=%s", sel.len ? "," : "",
+					       l->string, l->valuestring);
 		}
-		if (len) {
-			sel = calloc(1, len + 1);
-			if (!sel)
-				return ES_ERR_NOMEM;
-			cJSON_ArrayForEach(l, ml) {
-				if (!cJSON_IsString(l) || !l->string)
-					continue;
-				if (*sel)
-					strcat(sel, ",");
-				strcat(sel, l->string);
-				strcat(sel, "=");
-				strcat(sel, l->valuestring);
-			}
+		if (sel.err != ES_OK) {
+			es_buf_free(&sel);
+			return ES_ERR_NOMEM;
 		}
 	}
 	cells[0] = path_str(o, "metadata", "name", NULL);
 	cells[1] = gen;
 	cells[2] = age;
-	cells[3] = sel;
+	cells[3] = sel.len ? sel.p : NULL;
 	rc = es_print_table_add(t, cells);
-	free(sel);
+	es_buf_free(&sel);
 	return rc;
 }
 

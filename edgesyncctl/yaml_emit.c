@@ -9,36 +9,15 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "es_buf.h"
 #include "es_json.h"
 #include "yaml_int.h"
 
-typedef struct obuf {
-	char *p;
-	size_t len, cap;
-	int nomem;
-} obuf;
-
+/* libyaml's output handler: appends to the es_buf at data; 0 (libyaml's
+ * "failed") when it cannot. */
 static int write_cb(void *data, unsigned char *buf, size_t size)
 {
-	obuf *b = data;
-
-	if (b->len + size + 1 > b->cap) {
-		size_t ncap = b->cap ? b->cap : 1024;
-		char *np;
-		while (ncap < b->len + size + 1)
-			ncap *= 2;
-		np = realloc(b->p, ncap);
-		if (!np) {
-			b->nomem = 1;
-			return 0;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, buf, size);
-	b->len += size;
-	b->p[b->len] = '\0';
-	return 1;
+	return es_buf_append(data, buf, size) == ES_OK;
 }
 
 /* Style for a string: plain when it reads back as the same string. */
@@ -136,7 +115,7 @@ char *es_yaml_emit(const cJSON *v, char *err, size_t errsz)
 {
 	yaml_emitter_t em;
 	yaml_event_t ev;
-	obuf b = { 0 };
+	es_buf b = { 0 };
 	int ok;
 
 	if (err && errsz)
@@ -160,15 +139,14 @@ char *es_yaml_emit(const cJSON *v, char *err, size_t errsz)
 	     yaml_emitter_emit(&em, &ev) &&
 	     yaml_emitter_flush(&em);
 	if (!ok && err && errsz && !err[0])
-		es_errf(b.nomem || em.error == YAML_MEMORY_ERROR ? ES_ERR_NOMEM : ES_ERR_INVAL,
+		es_errf(b.err != ES_OK || em.error == YAML_MEMORY_ERROR ? ES_ERR_NOMEM : ES_ERR_INVAL,
 			err, errsz, "YAML output failed: %s",
 			em.problem ? em.problem : "out of memory");
 	yaml_emitter_delete(&em);
-	if (!ok) {
-		free(b.p);
+	/* Nothing written is the empty text. */
+	if (!ok || es_buf_append(&b, "", 0) != ES_OK) {
+		es_buf_free(&b);
 		return NULL;
 	}
-	if (!b.p)
-		b.p = strdup("");
-	return b.p;
+	return es_buf_detach(&b, NULL);
 }

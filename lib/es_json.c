@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "es_buf.h"
 #include "es_json.h"
 
 /* Length of the well-formed UTF-8 sequence at p (RFC 3629 section 4: no
@@ -342,54 +343,18 @@ es_err es_json_get_arr(const cJSON *obj, const char *what, const char *key,
 	return rc;
 }
 
-typedef struct out_buf {
-	char *p;
-	size_t len, cap;
-	int failed;
-} out_buf;
-
-static void out_mem(out_buf *o, const char *s, size_t n)
-{
-	if (o->failed)
-		return;
-	if (o->len + n + 1 > o->cap) {
-		size_t ncap = o->cap ? o->cap : 256;
-		char *np;
-
-		while (o->len + n + 1 > ncap) {
-			if (ncap > SIZE_MAX / 2) {
-				o->failed = 1;
-				return;
-			}
-			ncap *= 2;
-		}
-		np = realloc(o->p, ncap);
-		if (np == NULL) {
-			o->failed = 1;
-			return;
-		}
-		o->p = np;
-		o->cap = ncap;
-	}
-	memcpy(o->p + o->len, s, n);
-	o->len += n;
-	o->p[o->len] = '\0';
-}
-
-static void out_str(out_buf *o, const char *s)
-{
-	out_mem(o, s, strlen(s));
-}
+/* The writers below ignore the result of each append: es_buf keeps the
+ * first error, checked once in es_json_print. */
 
 /* Integers up to 2^53 in magnitude print as integers; other finite numbers
  * with the shortest of 15 or 17 significant digits that reads back exactly;
  * NaN and infinities (not JSON) as null, as cJSON does. */
-static void out_number(out_buf *o, double d)
+static void out_number(es_buf *o, double d)
 {
 	char b[64];
 
 	if (!isfinite(d)) {
-		out_str(o, "null");
+		es_buf_append_str(o, "null");
 		return;
 	}
 	if (d == floor(d) && fabs(d) <= 9007199254740992.0) {
@@ -399,17 +364,17 @@ static void out_number(out_buf *o, double d)
 		if (strtod(b, NULL) != d)
 			snprintf(b, sizeof(b), "%.17g", d);
 	}
-	out_str(o, b);
+	es_buf_append_str(o, b);
 }
 
 /* RFC 8259 section 7: quote, backslash and control characters escaped,
  * everything else (UTF-8) as is. */
-static void out_quoted(out_buf *o, const char *s)
+static void out_quoted(es_buf *o, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	const char *run = s;
 
-	out_mem(o, "\"", 1);
+	es_buf_append(o, "\"", 1);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		char esc[7] = "\\u00";
@@ -433,63 +398,63 @@ static void out_quoted(out_buf *o, const char *s)
 		}
 		if (e == NULL)
 			continue;
-		out_mem(o, run, (size_t)(s - run));
-		out_str(o, e);
+		es_buf_append(o, run, (size_t)(s - run));
+		es_buf_append_str(o, e);
 		run = s + 1;
 	}
-	out_mem(o, run, (size_t)(s - run));
-	out_mem(o, "\"", 1);
+	es_buf_append(o, run, (size_t)(s - run));
+	es_buf_append(o, "\"", 1);
 }
 
-static void out_value(out_buf *o, const cJSON *v)
+static void out_value(es_buf *o, const cJSON *v)
 {
 	const cJSON *c;
 	int first = 1;
 
 	if (cJSON_IsNull(v)) {
-		out_str(o, "null");
+		es_buf_append_str(o, "null");
 	} else if (cJSON_IsFalse(v)) {
-		out_str(o, "false");
+		es_buf_append_str(o, "false");
 	} else if (cJSON_IsTrue(v)) {
-		out_str(o, "true");
+		es_buf_append_str(o, "true");
 	} else if (cJSON_IsNumber(v)) {
 		out_number(o, v->valuedouble);
 	} else if (cJSON_IsString(v)) {
 		out_quoted(o, v->valuestring != NULL ? v->valuestring : "");
 	} else if (cJSON_IsRaw(v)) {
-		out_str(o, v->valuestring != NULL ? v->valuestring : "null");
+		es_buf_append_str(o, v->valuestring != NULL ? v->valuestring : "null");
 	} else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
 		int obj = cJSON_IsObject(v);
 
-		out_mem(o, obj ? "{" : "[", 1);
+		es_buf_append(o, obj ? "{" : "[", 1);
 		cJSON_ArrayForEach(c, v) {
 			if (!first)
-				out_mem(o, ",", 1);
+				es_buf_append(o, ",", 1);
 			first = 0;
 			if (obj) {
 				out_quoted(o, c->string != NULL ? c->string : "");
-				out_mem(o, ":", 1);
+				es_buf_append(o, ":", 1);
 			}
 			out_value(o, c);
 		}
-		out_mem(o, obj ? "}" : "]", 1);
+		es_buf_append(o, obj ? "}" : "]", 1);
 	} else {
-		out_str(o, "null");
+		es_buf_append_str(o, "null");
 	}
 }
 
 char *es_json_print(const cJSON *v)
 {
-	out_buf o = {0};
+	es_buf o = { 0 };
 
 	if (v == NULL)
 		return NULL;
 	out_value(&o, v);
-	if (o.failed) {
-		free(o.p);
+	if (o.err != ES_OK) {
+		es_buf_free(&o);
 		return NULL;
 	}
-	return o.p;
+	return es_buf_detach(&o, NULL);
 }
 
 cJSON *es_json_add_int(cJSON *obj, const char *key, int64_t v)
@@ -501,48 +466,38 @@ es_err es_json_load_file(const char *path, size_t max_bytes, cJSON **out,
 			 char *err, size_t errsz)
 {
 	int fd = -1;
-	char *buf = NULL;
-	size_t len = 0, cap;
+	es_buf buf;
 	es_err rc;
 
 	if (out != NULL)
 		*out = NULL;
 	if (path == NULL || out == NULL)
 		return es_errf(ES_ERR_INVAL, err, errsz, "es_json_load_file: bad arguments");
+	if (max_bytes > SIZE_MAX / 4)
+		max_bytes = SIZE_MAX / 4;
+	/* One byte over the limit is read to tell a larger file. */
+	es_buf_init(&buf, max_bytes + 1);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(errno));
 		goto cleanup;
 	}
-	if (max_bytes > SIZE_MAX / 4)
-		max_bytes = SIZE_MAX / 4;
-	cap = max_bytes < 65536 ? max_bytes + 1 : 65536;
-	buf = malloc(cap);
-	if (buf == NULL) {
-		rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
-		goto cleanup;
-	}
 	for (;;) {
+		size_t want = buf.max - buf.len;
 		ssize_t n;
 
-		if (len == cap) {
-			size_t ncap = cap * 2 > max_bytes + 1 ? max_bytes + 1 : cap * 2;
-			char *nb;
-
-			if (ncap <= cap) {
-				rc = es_errf(ES_ERR_TOOBIG, err, errsz,
-					     "%s: larger than %zu bytes", path, max_bytes);
-				goto cleanup;
-			}
-			nb = realloc(buf, ncap);
-			if (nb == NULL) {
-				rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
-				goto cleanup;
-			}
-			buf = nb;
-			cap = ncap;
+		if (want == 0) {
+			rc = es_errf(ES_ERR_TOOBIG, err, errsz,
+				     "%s: larger than %zu bytes", path, max_bytes);
+			goto cleanup;
 		}
-		n = read(fd, buf + len, cap - len);
+		if (want > 65536)
+			want = 65536;
+		if (es_buf_reserve(&buf, want) != ES_OK) {
+			rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
+			goto cleanup;
+		}
+		n = read(fd, buf.p + buf.len, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -551,14 +506,14 @@ es_err es_json_load_file(const char *path, size_t max_bytes, cJSON **out,
 		}
 		if (n == 0)
 			break;
-		len += (size_t)n;
+		es_buf_commit(&buf, (size_t)n);
 	}
-	if (len > max_bytes) {
+	if (buf.len > max_bytes) {
 		rc = es_errf(ES_ERR_TOOBIG, err, errsz, "%s: larger than %zu bytes",
 			     path, max_bytes);
 		goto cleanup;
 	}
-	rc = es_json_parse(buf, len, ES_JSON_MAX_DEPTH, out, err, errsz);
+	rc = es_json_parse(buf.p, buf.len, ES_JSON_MAX_DEPTH, out, err, errsz);
 	if (rc != ES_OK && err != NULL && errsz > 0) {
 		char inner[256];
 
@@ -568,6 +523,6 @@ es_err es_json_load_file(const char *path, size_t max_bytes, cJSON **out,
 cleanup:
 	if (fd >= 0)
 		close(fd);
-	free(buf);
+	es_buf_free(&buf);
 	return rc;
 }

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "es_buf.h"
+
 typedef struct series {
 	char **values;      /* nlabels strings */
 	double value;       /* counter, gauge */
@@ -434,39 +436,8 @@ void es_metric_clear(es_metric *m)
 
 /* ---- rendering ---- */
 
-typedef struct obuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-} obuf;
-
-static void put_n(obuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *np;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		np = realloc(b->p, cap);
-		if (!np) {
-			b->oom = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void put(obuf *b, const char *s)
-{
-	put_n(b, s, strlen(s));
-}
+/* The writers below ignore the result of each append: es_buf keeps the
+ * first error, checked once in es_metrics_render. */
 
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms,
  * no surrogates, at most U+10FFFF), or 0 when it is not one. */
@@ -501,7 +472,7 @@ static size_t utf8_len(const unsigned char *p)
 }
 
 /* Escapes s for a label value (quote 1) or HELP text (quote 0). */
-static void put_escaped(obuf *b, const char *s, int quote)
+static void put_escaped(es_buf *b, const char *s, int quote)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
@@ -509,15 +480,15 @@ static void put_escaped(obuf *b, const char *s, int quote)
 		size_t n = utf8_len(p);
 
 		if (*p == '\\')
-			put(b, "\\\\");
+			es_buf_append_str(b, "\\\\");
 		else if (*p == '\n')
-			put(b, "\\n");
+			es_buf_append_str(b, "\\n");
 		else if (quote && *p == '"')
-			put(b, "\\\"");
+			es_buf_append_str(b, "\\\"");
 		else if (n == 0)
-			put(b, "\xef\xbf\xbd");
+			es_buf_append_str(b, "\xef\xbf\xbd");
 		else
-			put_n(b, (const char *)p, n);
+			es_buf_append(b, (const char *)p, n);
 		p += n ? n : 1;
 	}
 }
@@ -535,50 +506,50 @@ const char *es_metrics_format_value(double v, char buf[32])
 }
 
 /* name{labels[,le="x"]} value\n */
-static void put_sample(obuf *b, const es_metric *m, const series *s,
+static void put_sample(es_buf *b, const es_metric *m, const series *s,
 		       const char *suffix, const char *le, double v)
 {
 	char num[32];
 
-	put(b, m->name);
-	put(b, suffix);
+	es_buf_append_str(b, m->name);
+	es_buf_append_str(b, suffix);
 	if (m->nlabels || le) {
-		put(b, "{");
+		es_buf_append_str(b, "{");
 		for (size_t i = 0; i < m->nlabels; i++) {
 			if (i)
-				put(b, ",");
-			put(b, m->labels[i]);
-			put(b, "=\"");
+				es_buf_append_str(b, ",");
+			es_buf_append_str(b, m->labels[i]);
+			es_buf_append_str(b, "=\"");
 			put_escaped(b, s->values[i], 1);
-			put(b, "\"");
+			es_buf_append_str(b, "\"");
 		}
 		if (le) {
-			put(b, m->nlabels ? ",le=\"" : "le=\"");
-			put(b, le);
-			put(b, "\"");
+			es_buf_append_str(b, m->nlabels ? ",le=\"" : "le=\"");
+			es_buf_append_str(b, le);
+			es_buf_append_str(b, "\"");
 		}
-		put(b, "}");
+		es_buf_append_str(b, "}");
 	}
-	put(b, " ");
-	put(b, es_metrics_format_value(v, num));
-	put(b, "\n");
+	es_buf_append_str(b, " ");
+	es_buf_append_str(b, es_metrics_format_value(v, num));
+	es_buf_append_str(b, "\n");
 }
 
-static void put_family(obuf *b, const es_metric *m)
+static void put_family(es_buf *b, const es_metric *m)
 {
 	char le[32];
 
 	if (m->ns == 0)
 		return;
-	put(b, "# HELP ");
-	put(b, m->name);
-	put(b, " ");
+	es_buf_append_str(b, "# HELP ");
+	es_buf_append_str(b, m->name);
+	es_buf_append_str(b, " ");
 	put_escaped(b, m->help, 0);
-	put(b, "\n# TYPE ");
-	put(b, m->name);
-	put(b, " ");
-	put(b, type_names[m->type]);
-	put(b, "\n");
+	es_buf_append_str(b, "\n# TYPE ");
+	es_buf_append_str(b, m->name);
+	es_buf_append_str(b, " ");
+	es_buf_append_str(b, type_names[m->type]);
+	es_buf_append_str(b, "\n");
 	for (size_t i = 0; i < m->ns; i++) {
 		const series *s = m->s[i];
 		uint64_t cum = 0;
@@ -601,7 +572,7 @@ static void put_family(obuf *b, const es_metric *m)
 
 es_err es_metrics_render(es_metrics *r, char **out, size_t *len)
 {
-	obuf b = { 0 };
+	es_buf b = { 0 };
 	es_err rc;
 
 	*out = NULL;
@@ -611,14 +582,13 @@ es_err es_metrics_render(es_metrics *r, char **out, size_t *len)
 		if (rc != ES_OK)
 			return rc;
 	}
-	put(&b, "");
+	es_buf_append_str(&b, "");
 	for (size_t i = 0; i < r->nf; i++)
 		put_family(&b, r->fam[i]);
-	if (b.oom) {
-		free(b.p);
+	if (b.err != ES_OK) {
+		es_buf_free(&b);
 		return ES_ERR_NOMEM;
 	}
-	*out = b.p;
-	*len = b.len;
+	*out = es_buf_detach(&b, len);
 	return ES_OK;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 
+#include "es_buf.h"
 #include "kcollect/kcollect.h"
 
 es_err es_kc_skel_load(const es_kc_load *l, char *err, size_t errsz)
@@ -40,37 +41,36 @@ es_err es_kc_map_rows(int map_fd, size_t rowsz, size_t valoff,
 		      int (*cmp)(const void *, const void *), void **rows,
 		      size_t *n)
 {
-	size_t cnt = 0, cap = 64;
 	uint64_t key, next, *kp = NULL;
-	unsigned char *v, *grown;
+	es_buf v = { 0 };
+	unsigned char *row;
+	size_t cnt;
 
 	*rows = NULL;
 	*n = 0;
 	if (rowsz <= valoff || valoff < sizeof(uint64_t))
 		return ES_ERR_INVAL;
-	v = calloc(cap, rowsz);
-	if (!v)
+	/* Room for 64 rows first, so *rows is never NULL. */
+	if (es_buf_reserve(&v, 64 * rowsz) != ES_OK)
 		return ES_ERR_NOMEM;
 	while (bpf_map_get_next_key(map_fd, kp, &next) == 0) {
 		key = next;
 		kp = &key;
-		if (cnt == cap) {
-			cap *= 2;
-			grown = realloc(v, cap * rowsz);
-			if (!grown) {
-				free(v);
-				return ES_ERR_NOMEM;
-			}
-			v = grown;
+		if (es_buf_reserve(&v, rowsz) != ES_OK) {
+			es_buf_free(&v);
+			return ES_ERR_NOMEM;
 		}
-		if (bpf_map_lookup_elem(map_fd, &key, v + cnt * rowsz + valoff))
+		row = (unsigned char *)v.p + v.len;
+		memset(row, 0, rowsz);
+		if (bpf_map_lookup_elem(map_fd, &key, row + valoff))
 			continue;
-		memcpy(v + cnt * rowsz, &key, sizeof(key));
-		cnt++;
+		memcpy(row, &key, sizeof(key));
+		es_buf_commit(&v, rowsz);
 	}
+	cnt = v.len / rowsz;
 	if (cnt && cmp)
-		qsort(v, cnt, rowsz, cmp);
-	*rows = v;
+		qsort(v.p, cnt, rowsz, cmp);
+	*rows = es_buf_detach(&v, NULL);
 	*n = cnt;
 	return ES_OK;
 }

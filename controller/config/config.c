@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "es_buf.h"
 #include "es_log.h"
 #include "es_obj.h"
 #include "es_pki.h"
@@ -80,21 +81,6 @@ void es_ccfg_strv_free(char **v)
 	free(v);
 }
 
-/* Appends s to the comma-separated *acc (malloc'd, may be NULL). */
-static es_err join_append(char **acc, const char *s)
-{
-	size_t old = *acc ? strlen(*acc) : 0, add = strlen(s);
-	char *n = realloc(*acc, old + add + 2);
-
-	if (!n)
-		return ES_ERR_NOMEM;
-	if (old)
-		n[old++] = ',';
-	memcpy(n + old, s, add + 1);
-	*acc = n;
-	return ES_OK;
-}
-
 /*
  * Takes every "--dev-node V" / "--dev-node=V" out of argv[first..): *rest
  * gets the other arguments (borrowed pointers, *nrest of them, argv[0..first)
@@ -106,6 +92,7 @@ static es_err split_dev_nodes(int argc, char **argv, int first, char ***rest,
 	static const char flag[] = "--dev-node";
 	const size_t fl = sizeof(flag) - 1;
 	char **r = calloc((size_t)argc + 1, sizeof(*r));
+	es_buf nodes = { 0 };
 	int n = 0;
 	es_err rc = ES_OK;
 
@@ -128,15 +115,17 @@ static es_err split_dev_nodes(int argc, char **argv, int first, char ***rest,
 				     "--dev-node: missing value");
 			goto cleanup;
 		}
-		rc = join_append(joined, v);
+		rc = es_buf_appendf(&nodes, "%s%s", nodes.len ? "," : "", v);
 		if (rc != ES_OK)
 			goto cleanup;
 	}
 	*rest = r;
 	*nrest = n;
 	r = NULL;
+	*joined = es_buf_detach(&nodes, NULL);
 cleanup:
 	free(r);
+	es_buf_free(&nodes);
 	return rc;
 }
 

@@ -9,14 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "es_buf.h"
 #include "es_json.h"
 #include "es_log.h"
 
 /* Per-session data of an admin connection: the request in progress. */
 typedef struct http_req {
 	const char *method;
-	char *path, *query, *body;
-	size_t body_len, body_cap;
+	char *path, *query;
+	es_buf body; /* bounded by ES_ADMIN_MAX_BODY */
 	int want_body, too_big, responding;
 	char who[ES_NAME_MAX + 1];
 	char *resp;
@@ -27,9 +28,10 @@ static void req_reset(http_req *r)
 {
 	free(r->path);
 	free(r->query);
-	free(r->body);
+	es_buf_free(&r->body);
 	free(r->resp);
 	memset(r, 0, sizeof(*r));
+	es_buf_init(&r->body, ES_ADMIN_MAX_BODY);
 }
 
 /* Writes status and headers now; the body (taken) follows over
@@ -95,7 +97,7 @@ static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 			       "text/plain; version=0.0.4; charset=utf-8", m, len, 0);
 	}
 	if (es_admin_handle(s->db, &s->hooks, r->method, r->path, r->query,
-			    r->body, r->body_len, r->who, &resp) != ES_OK)
+			    r->body.p, r->body.len, r->who, &resp) != ES_OK)
 		return respond_status(wsi, r, 500, "InternalError", "out of memory", 0);
 	return respond(wsi, r, resp.status, resp.content_type, resp.body,
 		       resp.body_len, 0);
@@ -104,25 +106,16 @@ static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 /* Collects the URI arguments, joined with '&'. */
 static char *query_of(struct lws *wsi)
 {
-	char frag[1024], *q = NULL;
-	size_t len = 0;
+	char frag[1024];
+	es_buf q = { 0 };
 
 	for (int i = 0; lws_hdr_copy_fragment(wsi, frag, sizeof(frag),
-					      WSI_TOKEN_HTTP_URI_ARGS, i) > 0; i++) {
-		size_t fl = strlen(frag);
-		char *n = realloc(q, len + fl + 2);
-
-		if (!n) {
-			free(q);
+					      WSI_TOKEN_HTTP_URI_ARGS, i) > 0; i++)
+		if (es_buf_appendf(&q, "%s%s", q.len ? "&" : "", frag) != ES_OK) {
+			es_buf_free(&q);
 			return NULL;
 		}
-		q = n;
-		if (len)
-			q[len++] = '&';
-		memcpy(q + len, frag, fl + 1);
-		len += fl;
-	}
-	return q;
+	return es_buf_detach(&q, NULL);
 }
 
 static int on_http(struct lws *wsi, es_server *s, http_req *r, const char *uri,
@@ -173,31 +166,17 @@ static int on_http(struct lws *wsi, es_server *s, http_req *r, const char *uri,
 
 static int on_http_body(http_req *r, const void *in, size_t len)
 {
+	es_err rc;
+
 	if (!r->want_body || r->too_big || !len)
 		return 0;
-	if (len > ES_ADMIN_MAX_BODY - r->body_len) {
+	rc = es_buf_append(&r->body, in, len);
+	if (rc == ES_ERR_TOOBIG) {
 		r->too_big = 1;
-		free(r->body);
-		r->body = NULL;
-		r->body_len = r->body_cap = 0;
+		es_buf_free(&r->body);
 		return 0;
 	}
-	if (r->body_len + len + 1 > r->body_cap) {
-		size_t cap = r->body_cap ? r->body_cap : 4096;
-		char *n;
-
-		while (cap < r->body_len + len + 1)
-			cap *= 2;
-		n = realloc(r->body, cap);
-		if (!n)
-			return -1;
-		r->body = n;
-		r->body_cap = cap;
-	}
-	memcpy(r->body + r->body_len, in, len);
-	r->body_len += len;
-	r->body[r->body_len] = '\0';
-	return 0;
+	return rc == ES_OK ? 0 : -1;
 }
 
 static int on_http_writeable(struct lws *wsi, es_server *s, http_req *r)
