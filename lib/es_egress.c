@@ -3,6 +3,7 @@
  * with the actual kernel state (see es_egress.h).
  */
 #include "es_egress.h"
+#include "es_json.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -114,11 +115,15 @@ static int parse_port_num(const char *s, const char *end, long *v)
 	return 0;
 }
 
+/* An integer of any size a port check can then refuse (1e999 or 2^64 are
+ * not integers here: es_json_int_value checks before converting). */
 static int int_value(const cJSON *v, long *out)
 {
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long)v->valuedouble)
+	int64_t n;
+
+	if (es_json_int_value(v, -ES_JSON_MAX_INT, ES_JSON_MAX_INT, &n) != 0)
 		return -1;
-	*out = (long)v->valuedouble;
+	*out = (long)n;
 	return 0;
 }
 

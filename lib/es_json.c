@@ -103,6 +103,35 @@ static size_t number_len(const unsigned char *s, size_t avail)
 	return i == run ? run : 0;
 }
 
+/* Whether the well-formed number of n bytes at s is one every JSON reader
+ * in the fleet reads the same way: finite, and when written as an integer
+ * (no fraction, no exponent) at most 2^53-1 in magnitude (RFC 7493 section
+ * 2.2). Returns 1 when it is, 0 when not, -1 on allocation failure. */
+static int number_in_range(const unsigned char *s, size_t n)
+{
+	char small[64], *buf = small;
+	int integer = 1, ok;
+	double d;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '.' || s[i] == 'e' || s[i] == 'E')
+			integer = 0;
+	if (integer && n - (s[0] == '-') > 16)
+		return 0;
+	if (n >= sizeof(small)) {
+		buf = malloc(n + 1);
+		if (buf == NULL)
+			return -1;
+	}
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	d = strtod(buf, NULL);
+	ok = isfinite(d) && (!integer || fabs(d) <= (double)ES_JSON_MAX_INT);
+	if (buf != small)
+		free(buf);
+	return ok;
+}
+
 static es_err prescan(const char *text, size_t len, int max_depth, char *err,
 		      size_t errsz)
 {
@@ -110,6 +139,9 @@ static es_err prescan(const char *text, size_t len, int max_depth, char *err,
 	int depth = 0, in_str = 0;
 	size_t i = 0;
 
+	if (len >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf)
+		return es_errf(ES_ERR_PARSE, err, errsz,
+			       "byte-order mark at offset 0 (RFC 8259 section 8.1 forbids one)");
 	while (i < len) {
 		unsigned char c = s[i];
 		size_t n;
@@ -117,6 +149,13 @@ static es_err prescan(const char *text, size_t len, int max_depth, char *err,
 		if (c == 0)
 			return es_errf(ES_ERR_PARSE, err, errsz,
 				       "NUL byte at offset %zu", i);
+		/* RFC 8259: control characters must be escaped in strings, and
+		 * outside strings only space, tab, LF and CR are white space
+		 * (cJSON would skip any byte below 0x20). */
+		if (c < 0x20 && (in_str || (c != '\t' && c != '\n' && c != '\r')))
+			return es_errf(ES_ERR_PARSE, err, errsz,
+				       "raw control character 0x%02x at offset %zu%s", c, i,
+				       in_str ? " (escape it in a string)" : "");
 		if (c >= 0x80) {
 			n = utf8_seq_len(s + i, len - i);
 			if (n == 0)
@@ -146,6 +185,16 @@ static es_err prescan(const char *text, size_t len, int max_depth, char *err,
 			if (n == 0)
 				return es_errf(ES_ERR_PARSE, err, errsz,
 					       "invalid number at offset %zu", i);
+			switch (number_in_range(s + i, n)) {
+			case 0:
+				return es_errf(ES_ERR_PARSE, err, errsz,
+					       "number at offset %zu is out of range "
+					       "(not finite, or an integer past 2^53-1)", i);
+			case -1:
+				return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+			default:
+				break;
+			}
 			i += n;
 			continue;
 		} else if (c == '[' || c == '{') {
@@ -158,6 +207,142 @@ static es_err prescan(const char *text, size_t len, int max_depth, char *err,
 				depth--;
 		}
 		i++;
+	}
+	return ES_OK;
+}
+
+static int cmp_entries(const void *a, const void *b)
+{
+	const es_json_index_entry *x = a, *y = b;
+	int c = strcmp(x->item->string, y->item->string);
+
+	if (c != 0)
+		return c;
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+es_err es_json_index_init(es_json_index *ix, const cJSON *obj)
+{
+	const cJSON *m;
+	size_t n = 0, i = 0;
+
+	ix->obj = obj;
+	ix->sorted = NULL;
+	ix->n = 0;
+	if (!cJSON_IsObject(obj))
+		return ES_OK;
+	cJSON_ArrayForEach(m, obj)
+		if (m->string != NULL)
+			n++;
+	ix->n = n;
+	if (n <= ES_JSON_INDEX_MIN)
+		return ES_OK;
+	ix->sorted = malloc(n * sizeof(*ix->sorted));
+	if (ix->sorted == NULL) {
+		ix->n = 0;
+		return ES_ERR_NOMEM;
+	}
+	cJSON_ArrayForEach(m, obj)
+		if (m->string != NULL) {
+			ix->sorted[i].item = m;
+			ix->sorted[i].pos = i;
+			i++;
+		}
+	qsort(ix->sorted, n, sizeof(*ix->sorted), cmp_entries);
+	return ES_OK;
+}
+
+const cJSON *es_json_index_find(const es_json_index *ix, const char *key)
+{
+	size_t lo = 0, hi;
+
+	if (ix == NULL || key == NULL || ix->n == 0)
+		return NULL;
+	if (ix->sorted == NULL)
+		return cJSON_GetObjectItemCaseSensitive(ix->obj, key);
+	hi = ix->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(ix->sorted[mid].item->string, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < ix->n && strcmp(ix->sorted[lo].item->string, key) == 0)
+		return ix->sorted[lo].item;
+	return NULL;
+}
+
+void es_json_index_free(es_json_index *ix)
+{
+	if (ix == NULL)
+		return;
+	free(ix->sorted);
+	ix->sorted = NULL;
+	ix->n = 0;
+}
+
+int es_json_int_value(const cJSON *v, int64_t min, int64_t max, int64_t *out)
+{
+	double d;
+
+	if (!cJSON_IsNumber(v))
+		return -1;
+	if (min < -ES_JSON_MAX_INT)
+		min = -ES_JSON_MAX_INT;
+	if (max > ES_JSON_MAX_INT)
+		max = ES_JSON_MAX_INT;
+	d = v->valuedouble;
+	if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max)
+		return -1;
+	*out = (int64_t)d;
+	return 0;
+}
+
+/* Finds the first object in the tree at v that holds one member name twice
+ * (RFC 7493 section 2.3); its name in *dup, NULL when there is none. The
+ * recursion is as deep as the tree, which es_json_parse has bounded.
+ * Errors: ES_ERR_NOMEM. */
+static es_err find_duplicate(const cJSON *v, const char **dup)
+{
+	const cJSON *m;
+
+	*dup = NULL;
+	if (cJSON_IsObject(v) && v->child != NULL && v->child->next != NULL) {
+		es_json_index ix;
+		size_t n = 0;
+
+		cJSON_ArrayForEach(m, v)
+			n++;
+		if (n <= ES_JSON_INDEX_MIN) {
+			for (const cJSON *a = v->child; a != NULL; a = a->next)
+				for (const cJSON *b = a->next; b != NULL; b = b->next)
+					if (strcmp(a->string, b->string) == 0) {
+						*dup = a->string;
+						return ES_OK;
+					}
+		} else {
+			if (es_json_index_init(&ix, v) != ES_OK)
+				return ES_ERR_NOMEM;
+			for (size_t i = 1; i < ix.n; i++)
+				if (strcmp(ix.sorted[i - 1].item->string,
+					   ix.sorted[i].item->string) == 0) {
+					*dup = ix.sorted[i].item->string;
+					break;
+				}
+			es_json_index_free(&ix);
+			if (*dup != NULL)
+				return ES_OK;
+		}
+	}
+	if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+		cJSON_ArrayForEach(m, v) {
+			es_err rc = find_duplicate(m, dup);
+
+			if (rc != ES_OK || *dup != NULL)
+				return rc;
+		}
 	}
 	return ES_OK;
 }
@@ -203,9 +388,25 @@ es_err es_json_parse(const char *text, size_t len, int max_depth, cJSON **out,
 				     "invalid JSON at offset %zu", off);
 		goto cleanup;
 	}
+	{
+		const char *dup = NULL;
+
+		rc = find_duplicate(root, &dup);
+		if (rc != ES_OK) {
+			rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+			goto cleanup;
+		}
+		if (dup != NULL) {
+			rc = es_errf(ES_ERR_PARSE, err, errsz,
+				     "duplicate member name \"%.64s\" in one object", dup);
+			goto cleanup;
+		}
+	}
 	*out = root;
+	root = NULL;
 	rc = ES_OK;
 cleanup:
+	cJSON_Delete(root);
 	free(copy);
 	return rc;
 }

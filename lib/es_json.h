@@ -22,8 +22,15 @@
 
 /*
  * Parses exactly len bytes of text (need not be NUL-terminated) as one JSON
- * value. Refuses: a raw 0 byte, the escape \u0000, invalid UTF-8, nesting
- * deeper than max_depth (use ES_JSON_MAX_DEPTH), trailing non-space bytes.
+ * value (RFC 8259), stricter than cJSON, with the I-JSON rules of RFC 7493.
+ * Refuses: a raw 0 byte, the escape \u0000, invalid UTF-8 (overlong forms,
+ * surrogates, above U+10FFFF), a byte-order mark, raw control characters
+ * (in strings, and outside them other than tab, LF, CR), a number that is
+ * not finite, an integer (no fraction or exponent) above 2^53-1 in
+ * magnitude, an object with the same
+ * member name twice, nesting deeper than max_depth (use
+ * ES_JSON_MAX_DEPTH), trailing non-space bytes. Time is in proportion to
+ * len (times log of the largest object's member count).
  * On success *out owns a new cJSON tree (free with cJSON_Delete).
  * Errors: ES_ERR_PARSE (err names the problem and the byte offset),
  * ES_ERR_NOMEM. *out is NULL on error.
@@ -53,6 +60,39 @@ es_err es_json_get_obj(const cJSON *obj, const char *what, const char *key,
 		       int required, const cJSON **out, char *err, size_t errsz);
 es_err es_json_get_arr(const cJSON *obj, const char *what, const char *key,
 		       int required, const cJSON **out, char *err, size_t errsz);
+
+/*
+ * A lookup index of one object's members by name, so that finding k names
+ * in an object of n members costs O((n + k) log n), not O(n k). Objects of
+ * at most ES_JSON_INDEX_MIN members are searched linearly (no allocation).
+ * The index borrows obj: it is valid while obj lives and is not modified.
+ */
+#define ES_JSON_INDEX_MIN 8
+typedef struct es_json_index_entry {
+	const cJSON *item;
+	size_t pos; /* place in the object, so equal names keep their order */
+} es_json_index_entry;
+typedef struct es_json_index {
+	const cJSON *obj;
+	es_json_index_entry *sorted; /* by name, then pos; NULL if small */
+	size_t n;
+} es_json_index;
+
+/* Builds the index of obj (an object; anything else gives an empty index).
+ * Errors: ES_ERR_NOMEM (ix is then empty and may still be freed). */
+es_err es_json_index_init(es_json_index *ix, const cJSON *obj);
+/* The first member named key, or NULL. */
+const cJSON *es_json_index_find(const es_json_index *ix, const char *key);
+/* Frees what es_json_index_init allocated. NULL-safe; ix may be reused. */
+void es_json_index_free(es_json_index *ix);
+
+/*
+ * Exact integer of a number item, range-checked before any conversion (a
+ * cast of an infinite or huge double is undefined behaviour): returns 0 and
+ * sets *out when v is a number with no fraction in [min, max] (clamped to
+ * +-(2^53-1)), else -1 and *out is unchanged.
+ */
+int es_json_int_value(const cJSON *v, int64_t min, int64_t max, int64_t *out);
 
 /*
  * Serialises v compactly (no spaces). Returns a malloc'd NUL-terminated

@@ -6,12 +6,8 @@
  */
 #include <stddef.h>
 
+#include "es_json.h"
 #include "es_mpatch.h"
-
-static cJSON *get_member(const cJSON *obj, const char *key)
-{
-	return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
 
 /* Adds item under key, taking ownership; deletes it when adding fails. */
 static int add_owned(cJSON *obj, const char *key, cJSON *item)
@@ -26,41 +22,47 @@ static int add_owned(cJSON *obj, const char *key, cJSON *item)
 }
 
 /* RFC 7386 section 2, MergePatch(Target, Patch), returning a new tree.
- * target may be NULL (absent). Returns NULL only on allocation failure. */
+ * target may be NULL (absent). Member lookups go through an index of each
+ * object, so the cost is in proportion to the sizes (times a log), never
+ * to their product. Returns NULL only on allocation failure. */
 static cJSON *merge(const cJSON *target, const cJSON *patch)
 {
 	cJSON *result = NULL;
-	const cJSON *m;
+	const cJSON *m, *keep = cJSON_IsObject(target) ? target : NULL;
+	es_json_index pix = {0}, tix = {0};
 
 	if (!cJSON_IsObject(patch))
 		return cJSON_Duplicate(patch, 1);
+	if (es_json_index_init(&pix, patch) != ES_OK ||
+	    es_json_index_init(&tix, target) != ES_OK)
+		goto fail;
 	result = cJSON_CreateObject();
 	if (result == NULL)
-		return NULL;
+		goto fail;
 	/* Target members the patch does not touch are kept in order. */
-	if (cJSON_IsObject(target)) {
-		cJSON_ArrayForEach(m, target) {
-			if (m->string == NULL || get_member(patch, m->string) != NULL)
-				continue;
-			if (add_owned(result, m->string, cJSON_Duplicate(m, 1)) < 0)
-				goto fail;
-		}
+	cJSON_ArrayForEach(m, keep) {
+		if (m->string == NULL || es_json_index_find(&pix, m->string) != NULL)
+			continue;
+		if (add_owned(result, m->string, cJSON_Duplicate(m, 1)) < 0)
+			goto fail;
 	}
 	cJSON_ArrayForEach(m, patch) {
-		const cJSON *old;
-
 		if (m->string == NULL || cJSON_IsNull(m))
 			continue;
 		/* A key repeated in the patch: its first occurrence wins, as
 		 * for every cJSON lookup. */
-		if (get_member(patch, m->string) != m)
+		if (es_json_index_find(&pix, m->string) != m)
 			continue;
-		old = cJSON_IsObject(target) ? get_member(target, m->string) : NULL;
-		if (add_owned(result, m->string, merge(old, m)) < 0)
+		if (add_owned(result, m->string,
+			      merge(es_json_index_find(&tix, m->string), m)) < 0)
 			goto fail;
 	}
+	es_json_index_free(&pix);
+	es_json_index_free(&tix);
 	return result;
 fail:
+	es_json_index_free(&pix);
+	es_json_index_free(&tix);
 	cJSON_Delete(result);
 	return NULL;
 }
@@ -79,20 +81,26 @@ es_err es_mpatch_apply(cJSON **target, const cJSON *patch)
 	return ES_OK;
 }
 
-/* Diff of two objects; NULL on allocation failure. */
+/* Diff of two objects, with indexed lookups as in merge(); NULL on
+ * allocation failure. */
 static cJSON *diff_objects(const cJSON *from, const cJSON *to)
 {
-	cJSON *out = cJSON_CreateObject();
+	cJSON *out = NULL;
 	const cJSON *m;
+	es_json_index fix = {0}, tix = {0};
 
+	if (es_json_index_init(&fix, from) != ES_OK ||
+	    es_json_index_init(&tix, to) != ES_OK)
+		goto fail;
+	out = cJSON_CreateObject();
 	if (out == NULL)
-		return NULL;
+		goto fail;
 	cJSON_ArrayForEach(m, from) {
 		const cJSON *t;
 
-		if (m->string == NULL || get_member(from, m->string) != m)
+		if (m->string == NULL || es_json_index_find(&fix, m->string) != m)
 			continue;
-		t = get_member(to, m->string);
+		t = es_json_index_find(&tix, m->string);
 		if (t == NULL || cJSON_IsNull(t)) {
 			if (add_owned(out, m->string, cJSON_CreateNull()) < 0)
 				goto fail;
@@ -117,17 +125,23 @@ static cJSON *diff_objects(const cJSON *from, const cJSON *to)
 			goto fail;
 	}
 	cJSON_ArrayForEach(m, to) {
+		const cJSON *f;
+
 		if (m->string == NULL || cJSON_IsNull(m) ||
-		    get_member(to, m->string) != m)
+		    es_json_index_find(&tix, m->string) != m)
 			continue;
-		if (get_member(from, m->string) != NULL &&
-		    !cJSON_IsNull(get_member(from, m->string)))
+		f = es_json_index_find(&fix, m->string);
+		if (f != NULL && !cJSON_IsNull(f))
 			continue;
 		if (add_owned(out, m->string, cJSON_Duplicate(m, 1)) < 0)
 			goto fail;
 	}
+	es_json_index_free(&fix);
+	es_json_index_free(&tix);
 	return out;
 fail:
+	es_json_index_free(&fix);
+	es_json_index_free(&tix);
 	cJSON_Delete(out);
 	return NULL;
 }

@@ -111,7 +111,7 @@ static int compare(const cJSON *d, const cJSON *r, cJSON *diffs)
 	if (!cJSON_IsNumber(og)) {
 		if (add_diff(diffs, "observedGeneration missing != generation %" PRId64, gen))
 			return -1;
-	} else if ((int64_t)og->valuedouble != gen || og->valuedouble != (double)gen) {
+	} else if (og->valuedouble != (double)gen) { /* gen < 2^53: exact */
 		if (add_diff(diffs, "observedGeneration %.0f != generation %" PRId64,
 			     og->valuedouble, gen))
 			return -1;

@@ -197,6 +197,18 @@ static void test_errors(void **state)
 	cJSON_Delete(o);
 	o = req(f, "PUT", API "collectorconfigs/default", NULL, "{\"kind\":", 400);
 	cJSON_Delete(o);
+	/* JSON the agents could not read the same way: refused, not stored. */
+	o = req(f, "PUT", API "healthrules/hot", NULL,
+		"{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"HealthRule\","
+		"\"metadata\":{\"name\":\"hot\"},\"spec\":{\"metric\":\"cpu.utilization\","
+		"\"operator\":\"Gt\",\"threshold\":1e999,\"conditionType\":\"Hot\"}}", 400);
+	assert_non_null(strstr(str_at(o, "message"), "out of range"));
+	cJSON_Delete(o);
+	o = req(f, "PUT", API "collectorconfigs/default", NULL,
+		"{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"CollectorConfig\","
+		"\"metadata\":{\"name\":\"default\",\"name\":\"../x\"},\"spec\":{}}", 400);
+	assert_non_null(strstr(str_at(o, "message"), "duplicate member name \"name\""));
+	cJSON_Delete(o);
 	assert_int_equal(f->ncalls, 0);
 	o = req(f, "GET", API "collectorconfigs/default", NULL, NULL, 404);
 	assert_string_equal(str_at(o, "reason"), "NotFound");

@@ -141,6 +141,16 @@ static void test_errors(void **state)
 	assert_int_equal(es_yaml_load("n: 9007199254740993\n", 20, "big", &out, err, sizeof(err)),
 			 ES_ERR_PARSE);
 	assert_non_null(strstr(err, "big:1:4"));
+	/* A JSON manifest is held to the same rules as a YAML one. */
+	assert_int_equal(es_yaml_load("{\"a\":1,\"a\":2}", 13, "jd", &out, err, sizeof(err)),
+			 ES_ERR_PARSE);
+	assert_non_null(strstr(err, "duplicate member name \"a\""));
+	assert_int_equal(es_yaml_load("{\"n\":1e999}", 11, "ji", &out, err, sizeof(err)),
+			 ES_ERR_PARSE);
+	assert_non_null(strstr(err, "out of range"));
+	assert_int_equal(es_yaml_load("{\"n\":18446744073709551616}", 26, "jb", &out, err,
+				      sizeof(err)), ES_ERR_PARSE);
+	assert_non_null(strstr(err, "out of range"));
 	/* alias bomb: bounded by the value count, not by memory */
 	{
 		const char *bomb = "a: &a [x,x,x,x,x,x,x,x,x,x]\n"
@@ -281,7 +291,7 @@ static void test_emit_roundtrip(void **state)
 		  "\"yes\",\"no\",\"on\",\"a: b\",\"- x\",\"#c\",\" lead\",\"trail \","
 		  "\"multi\\nline\\n\",\"tab\\there\",\"quote'\\\"\",\"ünïcode\",\"[x]\",\"{y}\","
 		  "\"@at\",\"*star\",\"&amp\",\"!bang\",\"%pct\",\"|pipe\",\">gt\",\"x\\u0001y\"],"
-		  "\"n\":[0,-7,1.5,0.1,1e300,-2.5e-10,9007199254740991,9007199254740994],"
+		  "\"n\":[0,-7,1.5,0.1,1e300,-2.5e-10,9007199254740991,-9007199254740991],"
 		  "\"b\":[true,false,null],\"nested\":[[1,[2]],{\"k\":{\"k2\":[]}}],"
 		  "\"true\":1,\"10\":\"ten\",\"key with: colon\":\"v\"}");
 }

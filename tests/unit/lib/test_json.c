@@ -1,4 +1,5 @@
 /* Unit tests of lib/es_json.c: strict parsing and typed getters. */
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -255,9 +256,13 @@ static void test_int_limits(void **state)
 	int64_t n = 0;
 
 	(void)state;
-	assert_int_equal(parse_str("{\"max\":9007199254740991,\"over\":9007199254740992,"
-				   "\"big\":9007199254740993,\"huge\":1e400,"
-				   "\"exp\":1e3}", &v, err, sizeof(err)), ES_OK);
+	/* The parser refuses numbers past 2^53-1 (test_number_range); the
+	 * getters check the range again for trees built in memory. */
+	assert_int_equal(parse_str("{\"max\":9007199254740991,\"exp\":1e3}", &v,
+				   err, sizeof(err)), ES_OK);
+	assert_non_null(cJSON_AddNumberToObject(v, "over", 9007199254740992.0));
+	assert_non_null(cJSON_AddNumberToObject(v, "big", 9007199254740994.0));
+	assert_non_null(cJSON_AddNumberToObject(v, "huge", INFINITY));
 	assert_int_equal(es_json_get_int(v, "m", "max", 1, 0, INT64_MAX, &n, err,
 					 sizeof(err)), ES_OK);
 	assert_true(n == ES_JSON_MAX_INT);
@@ -325,6 +330,163 @@ static void test_load_file(void **state)
 	assert_non_null(strstr(err, "No such file"));
 }
 
+/* Parses s and expects ES_ERR_PARSE with want somewhere in the message. */
+static void refused(const char *s, size_t len, const char *want)
+{
+	char err[256] = "";
+	cJSON *v = (cJSON *)1;
+
+	assert_int_equal(es_json_parse(s, len, ES_JSON_MAX_DEPTH, &v, err,
+				       sizeof(err)), ES_ERR_PARSE);
+	assert_null(v);
+	if (strstr(err, want) == NULL)
+		fail_msg("input %.40s: message \"%s\" lacks \"%s\"", s, err, want);
+}
+
+static void accepted(const char *s)
+{
+	char err[256] = "";
+	cJSON *v = NULL;
+
+	if (parse_str(s, &v, err, sizeof(err)) != ES_OK)
+		fail_msg("input %.60s refused: %s", s, err);
+	cJSON_Delete(v);
+}
+
+static void test_bom_refused(void **state)
+{
+	(void)state;
+	refused("\xef\xbb\xbf{}", 5, "byte-order mark");
+	accepted("\"\xef\xbb\xbf\""); /* U+FEFF inside a string is a character */
+}
+
+static void test_control_characters(void **state)
+{
+	(void)state;
+	refused("\"a\tb\"", 5, "raw control character 0x09");
+	refused("\"a\nb\"", 5, "raw control character 0x0a");
+	refused("{\"k\":\"\x1f\"}", 8, "0x1f");
+	refused("[1,\x01" "2]", 5, "raw control character 0x01");
+	accepted("{\n\t\"k\" :\r\n [1, 2]\n}");
+	accepted("\"a\\tb\\u001f\"");
+}
+
+static void test_number_range(void **state)
+{
+	(void)state;
+	refused("1e999", 5, "out of range");
+	refused("[-1e999]", 8, "out of range");
+	refused("{\"port\":18446744073709551616}", 29, "out of range");
+	refused("9007199254740992", 16, "out of range");
+	refused("-9007199254740992", 17, "out of range");
+	refused("123456789012345678901234567890123456789012345678901234567890123456789012",
+		72, "out of range");
+	refused("1.5e308000000000000000000000000000000000000000000000000000000000000000000",
+		73, "out of range");
+	accepted("9007199254740991");
+	accepted("-9007199254740991");
+	/* Numbers with a fraction or an exponent are doubles: finite is enough. */
+	accepted("[0.5, -0.25, 1e-300, 0, -0, 12.5e3, 1e18, 1E+16, 1.7976931348623157e308]");
+	accepted("0.1234567890123456789012345678901234567890123456789012345678901234567890");
+}
+
+static void test_duplicate_members(void **state)
+{
+	char big[1024];
+	size_t n = 0;
+
+	(void)state;
+	refused("{\"type\":\"ping\",\"type\":\"hello\"}", 30,
+		"duplicate member name \"type\"");
+	refused("{\"metadata\":{\"name\":\"a\",\"name\":\"../x\"}}", 39,
+		"duplicate member name \"name\"");
+	refused("[{\"a\":1},{\"b\":1,\"b\":2}]", 23, "\"b\"");
+	/* Past the linear-search size: the sorted path. */
+	n += (size_t)snprintf(big + n, sizeof(big) - n, "{");
+	for (int i = 0; i < 40; i++)
+		n += (size_t)snprintf(big + n, sizeof(big) - n, "\"k%d\":%d,", i, i);
+	n += (size_t)snprintf(big + n, sizeof(big) - n, "\"k17\":0}");
+	refused(big, n, "duplicate member name \"k17\"");
+	big[n - 8] = '\0';
+	strcat(big, "\"k99\":0}");
+	accepted(big);
+	/* The same name in two objects is fine. */
+	accepted("{\"a\":{\"x\":1},\"b\":{\"x\":1}}");
+}
+
+static void test_overlong_utf8_refused(void **state)
+{
+	(void)state;
+	refused("\"\xc0\xaf\"", 4, "invalid UTF-8");
+	refused("\"\xe0\x80\xaf\"", 5, "invalid UTF-8");
+	refused("\"\xf0\x80\x80\xaf\"", 6, "invalid UTF-8");
+	refused("\"\xed\xa0\x80\"", 5, "invalid UTF-8"); /* a surrogate */
+	refused("\"\xf4\x90\x80\x80\"", 6, "invalid UTF-8"); /* above U+10FFFF */
+	accepted("\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+}
+
+static void test_index(void **state)
+{
+	char err[256] = "", text[4096];
+	size_t n = 0;
+	cJSON *small = NULL, *bigobj = NULL;
+	es_json_index ix;
+
+	(void)state;
+	assert_int_equal(parse_str("{\"a\":1,\"b\":2}", &small, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_json_index_init(&ix, small), ES_OK);
+	assert_null(ix.sorted);
+	assert_int_equal(es_json_index_find(&ix, "b")->valueint, 2);
+	assert_null(es_json_index_find(&ix, "c"));
+	es_json_index_free(&ix);
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "{");
+	for (int i = 200; i > 0; i--)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\"m%d\":%d",
+				      i == 200 ? "" : ",", i, i);
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "}");
+	assert_int_equal(parse_str(text, &bigobj, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_json_index_init(&ix, bigobj), ES_OK);
+	assert_non_null(ix.sorted);
+	for (int i = 1; i <= 200; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "m%d", i);
+		assert_int_equal(es_json_index_find(&ix, key)->valueint, i);
+	}
+	assert_null(es_json_index_find(&ix, "m0"));
+	assert_null(es_json_index_find(&ix, "m201"));
+	es_json_index_free(&ix);
+	/* Not an object: empty. */
+	assert_int_equal(es_json_index_init(&ix, NULL), ES_OK);
+	assert_null(es_json_index_find(&ix, "a"));
+	es_json_index_free(&ix);
+	cJSON_Delete(small);
+	cJSON_Delete(bigobj);
+}
+
+static void test_int_value(void **state)
+{
+	cJSON *v;
+	int64_t out = -7;
+
+	(void)state;
+	v = cJSON_CreateNumber(INFINITY);
+	assert_int_equal(es_json_int_value(v, 0, 65535, &out), -1);
+	cJSON_SetNumberValue(v, NAN);
+	assert_int_equal(es_json_int_value(v, 0, 65535, &out), -1);
+	cJSON_SetNumberValue(v, 1.8446744073709552e19);
+	assert_int_equal(es_json_int_value(v, INT64_MIN, INT64_MAX, &out), -1);
+	cJSON_SetNumberValue(v, 80.5);
+	assert_int_equal(es_json_int_value(v, 0, 65535, &out), -1);
+	cJSON_SetNumberValue(v, 65536);
+	assert_int_equal(es_json_int_value(v, 0, 65535, &out), -1);
+	assert_int_equal(out, -7);
+	cJSON_SetNumberValue(v, 443);
+	assert_int_equal(es_json_int_value(v, 0, 65535, &out), 0);
+	assert_int_equal(out, 443);
+	cJSON_Delete(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,6 +501,13 @@ int main(void)
 		cmocka_unit_test(test_getters),
 		cmocka_unit_test(test_int_limits),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_bom_refused),
+		cmocka_unit_test(test_control_characters),
+		cmocka_unit_test(test_number_range),
+		cmocka_unit_test(test_duplicate_members),
+		cmocka_unit_test(test_overlong_utf8_refused),
+		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_int_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -175,6 +176,154 @@ static void test_diff_unchanged_is_empty(void **state)
 	}
 }
 
+/* An independent reference of RFC 7386 section 2, written as the RFC's
+ * pseudo-code with plain linear lookups, to check es_mpatch_apply against.
+ * Consumes target (may be NULL) and returns the result. */
+static cJSON *ref_merge(cJSON *target, const cJSON *patch)
+{
+	const cJSON *m;
+
+	if (!cJSON_IsObject(patch)) {
+		cJSON_Delete(target);
+		return cJSON_Duplicate(patch, 1);
+	}
+	if (!cJSON_IsObject(target)) {
+		cJSON_Delete(target);
+		target = cJSON_CreateObject();
+	}
+	for (m = patch->child; m != NULL; m = m->next) {
+		if (cJSON_IsNull(m)) {
+			cJSON_DeleteItemFromObjectCaseSensitive(target, m->string);
+		} else {
+			cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(target,
+									    m->string);
+
+			cJSON_AddItemToObject(target, m->string, ref_merge(old, m));
+		}
+	}
+	return target;
+}
+
+static unsigned rng_state = 12345;
+static unsigned rnd(unsigned n)
+{
+	rng_state = rng_state * 1103515245u + 12345u;
+	return (rng_state >> 16) % n;
+}
+
+/* A random value; objects get up to 14 members from a 20-name alphabet,
+ * so both the linear and the indexed lookups are exercised, and names
+ * collide between target and patch. Nulls only where allow_null. */
+static cJSON *random_value(int depth, int allow_null)
+{
+	unsigned kind = rnd(depth > 2 ? 3 : 6);
+
+	if (allow_null && rnd(5) == 0)
+		return cJSON_CreateNull();
+	switch (kind) {
+	case 0:
+		return cJSON_CreateNumber((double)rnd(100));
+	case 1: {
+		char t[8];
+
+		snprintf(t, sizeof(t), "s%u", rnd(10));
+		return cJSON_CreateString(t);
+	}
+	case 2:
+		return cJSON_CreateBool(rnd(2));
+	case 3: {
+		cJSON *a = cJSON_CreateArray();
+
+		for (unsigned i = rnd(3); i > 0; i--)
+			cJSON_AddItemToArray(a, random_value(depth + 1, 0));
+		return a;
+	}
+	default: {
+		cJSON *o = cJSON_CreateObject();
+
+		for (unsigned i = rnd(15); i > 0; i--) {
+			char k[8];
+
+			snprintf(k, sizeof(k), "k%u", rnd(20));
+			cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+			cJSON_AddItemToObject(o, k, random_value(depth + 1, allow_null));
+		}
+		return o;
+	}
+	}
+}
+
+static void test_apply_matches_reference(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3000; i++) {
+		cJSON *target = random_value(0, 0), *patch = random_value(0, 1);
+		cJSON *want = ref_merge(cJSON_Duplicate(target, 1), patch);
+		cJSON *got = cJSON_Duplicate(target, 1);
+
+		assert_int_equal(es_mpatch_apply(&got, patch), ES_OK);
+		if (!cJSON_Compare(got, want, 1)) {
+			char *t = es_json_print(target), *p = es_json_print(patch);
+			char *g = es_json_print(got), *w = es_json_print(want);
+
+			fail_msg("case %d: %s + %s gave %s, want %s", i, t, p, g, w);
+		}
+		/* And diff is its inverse: from + diff(from, to) == to. */
+		{
+			cJSON *d = NULL, *back = cJSON_Duplicate(target, 1);
+
+			assert_int_equal(es_mpatch_diff(target, want, &d), ES_OK);
+			assert_int_equal(es_mpatch_apply(&back, d), ES_OK);
+			assert_true(cJSON_Compare(back, want, 1));
+			cJSON_Delete(d);
+			cJSON_Delete(back);
+		}
+		cJSON_Delete(target);
+		cJSON_Delete(patch);
+		cJSON_Delete(want);
+		cJSON_Delete(got);
+	}
+}
+
+/* A flat object of n members "m<i>" = i + add. */
+static cJSON *flat(int n, int add)
+{
+	cJSON *o = cJSON_CreateObject();
+	char k[16];
+
+	assert_non_null(o);
+	for (int i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "m%d", i);
+		assert_non_null(cJSON_AddNumberToObject(o, k, i + add));
+	}
+	return o;
+}
+
+/* 200 000 members patched by 200 000: linear member lookups would make
+ * this 4e10 comparisons (minutes; the test's CTest timeout is 20 s). */
+static void test_large_objects(void **state)
+{
+	const int n = 200000;
+	cJSON *target = flat(n, 0), *patch = flat(n, 1), *d = NULL;
+	const cJSON *m;
+	int i = 0;
+
+	(void)state;
+	assert_int_equal(es_mpatch_apply(&target, patch), ES_OK);
+	cJSON_ArrayForEach(m, target) {
+		assert_int_equal(m->valueint, i + 1);
+		i++;
+	}
+	assert_int_equal(i, n);
+	cJSON_Delete(patch);
+	patch = flat(n, 0);
+	assert_int_equal(es_mpatch_diff(target, patch, &d), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(d), n);
+	cJSON_Delete(d);
+	cJSON_Delete(patch);
+	cJSON_Delete(target);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +332,8 @@ int main(void)
 		cmocka_unit_test(test_diff_round_trips),
 		cmocka_unit_test(test_diff_minimal),
 		cmocka_unit_test(test_diff_unchanged_is_empty),
+		cmocka_unit_test(test_apply_matches_reference),
+		cmocka_unit_test(test_large_objects),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
