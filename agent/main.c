@@ -1,6 +1,6 @@
 /*
- * main.c - edgesync-agent: run | check | status (ARCHITECTURE.md,
- * "Interfaces users see"). Exit status 0 ok, 1 runtime failure, 2 usage or
+ * main.c - edgesync-agent: run | check | status (README, "What each
+ * program does"). Exit status 0 ok, 1 runtime failure, 2 usage or
  * configuration error naming the bad flag, key or file.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /*
  * main.c - edgesync-controller: the cluster-side sync endpoint and admin
- * API (ARCHITECTURE.md, "Interfaces users see").
+ * API (README, "What each program does").
  *
  * Exit status: 0 after a clean stop (SIGINT, SIGTERM), 1 on a runtime
  * failure, 2 on a usage or configuration error.

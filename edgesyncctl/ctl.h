@@ -5,14 +5,14 @@
 #ifndef ES_CTL_CTL_H
 #define ES_CTL_CTL_H
 
-/* Exit statuses (ARCHITECTURE.md, "Interfaces users see"). */
+/* Exit statuses of edgesyncctl. */
 #define ES_CTL_EXIT_OK 0
 #define ES_CTL_EXIT_RUNTIME 1 /* the server refused, not found, network/TLS */
 #define ES_CTL_EXIT_USAGE 2   /* unknown subcommand or flag, bad config: server URL,
                                  unreadable/invalid/mismatched cert, key or ca
                                  file, unreadable or malformed manifest */
 
-/* Default admin API URL (ARCHITECTURE.md, ports). */
+/* Default admin API URL: the controller's default admin-listen address. */
 #define ES_CTL_DEFAULT_SERVER "https://127.0.0.1:7444"
 
 /*

@@ -4,7 +4,7 @@
  * database file safely, forward schema migrations, transactions, statements
  * with logged errors, and JSON read back from columns.
  *
- * Durability rules (CONVENTIONS.md, "Files that must survive a crash"):
+ * Durability rules (docs/ARCHITECTURE.md, "Durability"):
  * WAL journal, synchronous=FULL, a busy timeout of ES_SQLITE_BUSY_MS, every
  * write in one BEGIN IMMEDIATE transaction committed before the caller
  * acknowledges anything. foreign_keys is ON. A connection is used from one

@@ -371,7 +371,8 @@ cleanup:
  * tracefs, bpf, ...), read-only images that are always full (squashfs,
  * erofs, iso9660), and network filesystems (nfs, nfs4, cifs, smb3, ceph,
  * 9p, fuse.*): statvfs on an unreachable server blocks, and the agent's one
- * event loop must not block on the network (ARCHITECTURE.md).
+ * event loop must not block on the network (docs/ARCHITECTURE.md,
+ * "Threading").
  */
 int es_cu_fs_type_kept(const char *fstype)
 {

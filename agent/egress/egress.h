@@ -1,6 +1,6 @@
 /*
  * egress.h - EgressPolicy enforcement in the agent (PROTOCOL.md
- * "EgressPolicy"; issue 4): compiles the cached policies into the kernel
+ * "EgressPolicy"): compiles the cached policies into the kernel
  * maps of bpf/egress.bpf.c (egress_kern.h), keeps the per-policy
  * conditions Enforced and Drifted in the stored status, checks the kernel
  * state on a timer and repairs drift (a pin removed, a map edited, an

@@ -1,6 +1,6 @@
 /*
- * httpd.h - the agent's local HTTP endpoint (ARCHITECTURE.md, "Agent local
- * HTTP endpoint"): plain HTTP/1.1 on a loopback address by default, GET only.
+ * httpd.h - the agent's local HTTP endpoint (README, "What each program
+ * does"): plain HTTP/1.1 on a loopback address by default, GET only.
  *
  *   /healthz   200 "ok" while the event loop runs
  *   /readyz    200 when the store is open and the first collection is done,

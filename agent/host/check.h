@@ -1,6 +1,6 @@
 /*
  * check.h - `edgesync-agent check`: probes what this host offers the agent
- * (ARCHITECTURE.md, "Interfaces users see") and prints a table
+ * (README, "What each program does") and prints a table
  * CHECK / RESULT / DETAIL.
  */
 #ifndef ES_AGENT_CHECK_H

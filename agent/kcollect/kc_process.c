@@ -1,5 +1,5 @@
 /*
- * kc_process.c - the process lifecycle collector (kcollect.h, issue 3):
+ * kc_process.c - the process lifecycle collector (kcollect.h):
  * exec, fork and exit at process level from bpf/process.bpf.c through a
  * ring buffer, per-cgroup counters from its hash map, and the report
  * status.activity.processes (PROTOCOL.md "Node"). The /proc fallback is in

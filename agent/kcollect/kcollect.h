@@ -1,5 +1,5 @@
 /*
- * kcollect.h - kernel-level collectors (issue 3): each runs on an eBPF
+ * kcollect.h - kernel-level collectors: each runs on an eBPF
  * backend (CO-RE skeleton, tracepoints / raw tracepoints / cgroup hooks
  * only) or, where the host cannot, on its /proc or /sys equivalent, or is
  * reported unavailable with the reason. The backend is chosen once at
@@ -8,8 +8,9 @@
  *
  * Threading: everything here runs on the agent's one event-loop thread.
  *
- * Adding a collector: write `const es_kcollector_ops es_kc_<name>_ops` in
- * agent/kc_<name>.c, declare it below and add one line to the registry in
+ * Adding a collector (docs/HACKING.md, "Adding a collector"): write
+ * `const es_kcollector_ops es_kc_<name>_ops` in agent/kcollect/kc_<name>.c,
+ * declare it below and add one line to the registry in
  * agent/kcollect/kcollect.c.
  */
 #ifndef ES_AGENT_KCOLLECT_H

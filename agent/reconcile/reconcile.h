@@ -1,8 +1,9 @@
 /*
  * reconcile.h - applies the cached desired objects and keeps their status
- * (ARCHITECTURE.md, "Object model"): skips an object whose generation equals
- * its observedGeneration, sets an `Applied` condition with Kubernetes
- * semantics, and says so for kinds this agent does not support.
+ * (docs/ARCHITECTURE.md, "Object model"): skips an object whose
+ * generation equals its observedGeneration, sets an `Applied` condition
+ * with Kubernetes semantics, and says so for kinds this agent does not
+ * support.
  */
 #ifndef ES_AGENT_RECONCILE_H
 #define ES_AGENT_RECONCILE_H

@@ -1,5 +1,5 @@
 /*
- * agent.h - the edgesync agent runtime (ARCHITECTURE.md, "How data flows"):
+ * agent.h - the edgesync agent runtime (docs/ARCHITECTURE.md, "Data flow"):
  * one libwebsockets context and one thread owning the store, the
  * collectors, the sync client and the local HTTP endpoint.
  *

@@ -1,8 +1,8 @@
 /*
- * config.h - edgesync-agent settings (ARCHITECTURE.md, "Interfaces users
- * see"): one table, applied from defaults, the config file (--config or
- * EDGESYNC_CONFIG), EDGESYNC_* environment variables and flags, later
- * winning (lib/es_config.h).
+ * config.h - edgesync-agent settings (README "Configuration";
+ * docs/HACKING.md, "Adding a setting"): one table, applied from defaults,
+ * the config file (--config or EDGESYNC_CONFIG), EDGESYNC_* environment
+ * variables and flags, later winning (lib/es_config.h).
  */
 #ifndef ES_AGENT_CONFIG_H
 #define ES_AGENT_CONFIG_H

@@ -1,7 +1,9 @@
 /*
  * heap.h - giving freed heap memory back to the kernel at the agent's
  * quiet points, so that its resident set between rounds is what it holds
- * rather than its last peak (issue 3's memory budget; bench/footprint.py).
+ * rather than its last peak: the steady-state figure bench/footprint.py
+ * measures is what the DaemonSet's memory request is sized from
+ * (packaging/kubernetes/agent-daemonset.yaml).
  */
 #ifndef ES_AGENT_HEAP_H
 #define ES_AGENT_HEAP_H

@@ -1,7 +1,7 @@
 /*
  * store.h - the agent's SQLite database: desired objects, their applied
- * status, the report outbox and the sync cursors (ARCHITECTURE.md,
- * "Storage"; proto/PROTOCOL.md, "Reports").
+ * status, the report outbox and the sync cursors (docs/ARCHITECTURE.md,
+ * "Durability"; proto/PROTOCOL.md, "Reports").
  *
  * One file, WAL mode, busy timeout 5 s, schema versioned with
  * PRAGMA user_version and forward migrations. Every write is one

@@ -1,8 +1,8 @@
 /*
- * config.h - edgesync-controller settings (ARCHITECTURE.md, "Interfaces
- * users see"): one table, applied from defaults, the config file (--config
- * or EDGESYNC_CONFIG), EDGESYNC_* environment variables and flags, later
- * winning (lib/es_config.h).
+ * config.h - edgesync-controller settings (README "Configuration";
+ * docs/HACKING.md, "Adding a setting"): one table, applied from defaults,
+ * the config file (--config or EDGESYNC_CONFIG), EDGESYNC_* environment
+ * variables and flags, later winning (lib/es_config.h).
  */
 #ifndef ES_CTRL_CONFIG_H
 #define ES_CTRL_CONFIG_H

@@ -12,8 +12,9 @@
  *             admin SPIFFE ID, else 403.
  *
  * libwebsockets 4.3 on mbedTLS completes the handshake without a valid
- * client certificate (shared/LIBRARY-NOTES.md), so identities are checked
- * here, per connection, before any request or message is trusted.
+ * client certificate and only records whether it verified
+ * (lws_tls_peer_cert_info, LWS_TLS_CERT_INFO_VERIFIED), so identities are
+ * checked here, per connection, before any request or message is trusted.
  *
  * A second agent connection for a node replaces the first: the old one is
  * closed with code 4000 ("replaced"). A connection that sends nothing for

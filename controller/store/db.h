@@ -2,7 +2,7 @@
  * db.h - the controller's SQLite store: desired objects with generation and
  * resourceVersion, deletion records (tombstones) for resumable sync, nodes
  * with their reported state, and a per-node report cursor that drops
- * duplicates (ARCHITECTURE.md "Storage"; proto/PROTOCOL.md).
+ * duplicates (docs/ARCHITECTURE.md, "Durability"; proto/PROTOCOL.md).
  *
  * WAL mode, busy timeout 5 s, synchronous=FULL, schema versioned with
  * PRAGMA user_version and forward migrations; every write is one

@@ -15,6 +15,7 @@ import threading
 import time
 import unittest
 
+from bpfnet_util import remove_cgroup
 from harness import Cluster, wait_for
 
 ADDR = "127.0.0.2"
@@ -126,17 +127,6 @@ def policy(name, port, prefix):
 
 def es_time(s):
     return time.mktime(time.strptime(s[:19], "%Y-%m-%dT%H:%M:%S"))
-
-
-def remove_cgroup(path):
-    for _ in range(50):
-        try:
-            os.rmdir(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.1)
 
 
 def stale(d, prefix):

@@ -18,9 +18,15 @@ import socket
 import ssl
 import struct
 import subprocess
+import sys
 import tempfile
 import time
-import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# main(): the entry point of every test file (tests/ctest_main.py): exit 0
+# when its tests passed (some may have skipped), 77 when every one skipped
+# (CTest: Not Run), 1 on a failure.
+from ctest_main import main  # noqa: E402,F401
 
 BIN_DIR = os.environ.get("ES_BIN_DIR", os.path.join(os.getcwd(), "bin"))
 TOOLS_DIR = os.environ.get("ES_TOOLS_DIR", BIN_DIR)
@@ -441,7 +447,3 @@ def hello(node, rv=0, next_seq=1, labels=None):
             "agentVersion": "test", "bootId": "00000000-0000-0000-0000-000000000000",
             "labels": labels or {}, "capabilities": ["merge-patch"],
             "resourceVersion": rv, "nextSeq": next_seq}
-
-
-def main():
-    unittest.main(verbosity=2)

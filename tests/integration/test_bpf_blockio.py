@@ -1,4 +1,4 @@
-"""Block I/O collector (issue 3): 64 MiB written and fsync'ed to a file
+"""Block I/O collector: 64 MiB written and fsync'ed to a file
 on a real block device show up in that device's latency histogram.
 
 The bound: a request carries at most the queue's max_sectors_kb, so the

@@ -1,4 +1,4 @@
-"""Per-cgroup network collector (issue 3): a process placed in a new
+"""Per-cgroup network collector: a process placed in a new
 cgroup v2 child sends 1 MiB to a loopback sink and receives 256 KiB back,
 and that cgroup's counters show them, in status.activity and in the
 agent's /metrics as cAdvisor's container_network_*_total{id="<path>"}

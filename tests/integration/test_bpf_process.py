@@ -1,4 +1,4 @@
-"""The process collector (issue 3), on the eBPF backend and on the forced
+"""The process collector, on the eBPF backend and on the forced
 /proc fallback, with real processes. Needs root (label bpf).
 
 Each test runs its processes from a cgroup v2 child of its own and reads
@@ -10,58 +10,16 @@ disturb the counts.
 import os
 import socket
 import subprocess
-import tempfile
 import time
 import unittest
 
+from bpfnet_util import Cgroup2Child
 from harness import Cluster, main, wait_for
 
 
-def cgroup2_mount():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            if right.split()[0] == "cgroup2":
-                return left.split()[4]
-    return None
-
-
-class TestCgroup:
-    """A cgroup v2 child (mounting a private hierarchy when none is)."""
-
-    def __init__(self, test):
-        self.mnt = cgroup2_mount()
-        self.private = None
-        if not self.mnt:
-            self.private = tempfile.mkdtemp(prefix="es-cg2-")
-            subprocess.run(["mount", "-t", "cgroup2", "none", self.private],
-                           check=True)
-            self.mnt = self.private
-        self.path = os.path.join(self.mnt, f"es-bpf-test-{os.getpid()}-{time.time_ns()}")
-        os.mkdir(self.path)
-        self.id = os.stat(self.path).st_ino
-        test.addCleanup(self.close)
-
-    def run(self, script):
-        """Runs /bin/sh -c script inside the cgroup; waits for it."""
-        procs = os.path.join(self.path, "cgroup.procs")
-
-        def enter():
-            with open(procs, "w") as f:
-                f.write(str(os.getpid()))
-        return subprocess.run(["/bin/sh", "-c", script], preexec_fn=enter,
-                              timeout=300)
-
-    def close(self):
-        for _ in range(50):
-            try:
-                os.rmdir(self.path)
-                break
-            except OSError:
-                time.sleep(0.1)
-        if self.private:
-            subprocess.run(["umount", self.private])
-            os.rmdir(self.private)
+def run_sh(cg, script):
+    """Runs /bin/sh -c script inside the cgroup cg; waits for it."""
+    return subprocess.run(["/bin/sh", "-c", script], preexec_fn=cg.enter, timeout=300)
 
 
 def processes(c):
@@ -84,7 +42,7 @@ def by_cgroup(procs, cgid):
     return None
 
 
-@unittest.skipUnless(os.geteuid() == 0, "the bpf tests need root")
+@unittest.skipUnless(os.geteuid() == 0, "needs root")
 class ProcessCollectorTest(unittest.TestCase):
     def start(self, *extra):
         c = Cluster(self)
@@ -99,11 +57,11 @@ class ProcessCollectorTest(unittest.TestCase):
         e = collector(c, "process")
         self.assertEqual(e["backend"], "ebpf", e)
         self.assertTrue(e["healthy"])
-        cg = TestCgroup(self)
+        cg = Cgroup2Child(self)
         # 200 short-lived processes, exit codes 0..199, from one launcher
         # shell (itself exec'd in the cgroup, exiting 0).
-        r = cg.run('i=0; while [ $i -lt 200 ]; do /bin/sh -c "exit $((i % 256))"; '
-                   'i=$((i+1)); done; exit 0')
+        r = run_sh(cg, 'i=0; while [ $i -lt 200 ]; do /bin/sh -c "exit $((i % 256))"; '
+                       'i=$((i+1)); done; exit 0')
         self.assertEqual(r.returncode, 0)
 
         def done():
@@ -146,12 +104,12 @@ class ProcessCollectorTest(unittest.TestCase):
         self.assertEqual(e["backend"], "procfs", e)
         self.assertIn("collector-backend=procfs", e["reason"])
         before = processes(c)
-        cg = TestCgroup(self)
+        cg = Cgroup2Child(self)
         # 100 x sleep 0.3, ten at a time: each lives longer than the
         # 200 ms scan period.
-        r = cg.run('i=0; while [ $i -lt 10 ]; do j=0; '
-                   'while [ $j -lt 10 ]; do sleep 0.3 & j=$((j+1)); done; '
-                   'wait; i=$((i+1)); done')
+        r = run_sh(cg, 'i=0; while [ $i -lt 10 ]; do j=0; '
+                       'while [ $j -lt 10 ]; do sleep 0.3 & j=$((j+1)); done; '
+                       'wait; i=$((i+1)); done')
         self.assertEqual(r.returncode, 0)
         time.sleep(1.5)
         after = processes(c)
@@ -172,10 +130,10 @@ class ProcessCollectorTest(unittest.TestCase):
     def test_small_ring_storm_reports_losses(self):
         c = self.start("--ringbuf-bytes", "4096")
         self.assertEqual(collector(c, "process")["backend"], "ebpf")
-        cg = TestCgroup(self)
+        cg = Cgroup2Child(self)
         # 10 000 execs of /bin/true from four tight loops in parallel.
-        r = cg.run('for k in 1 2 3 4; do (i=0; while [ $i -lt 2500 ]; do /bin/true; '
-                   'i=$((i+1)); done) & done; wait')
+        r = run_sh(cg, 'for k in 1 2 3 4; do (i=0; while [ $i -lt 2500 ]; do /bin/true; '
+                       'i=$((i+1)); done) & done; wait')
         self.assertEqual(r.returncode, 0)
         time.sleep(1.5)
         procs = processes(c)

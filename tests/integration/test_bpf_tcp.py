@@ -1,4 +1,4 @@
-"""TCP collector (issue 3): 50 loopback connections, each carrying a known
+"""TCP collector: 50 loopback connections, each carrying a known
 number of bytes, are counted with their bytes on the eBPF backend, and the
 counters still move with the procfs fallback forced.
 

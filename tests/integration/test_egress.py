@@ -1,4 +1,4 @@
-"""EgressPolicy enforced in the kernel (issue 4, parts 2 and 3), as root.
+"""EgressPolicy enforced in the kernel by the cgroup BPF backend, as root.
 
 One policy denies TCP to 127.0.0.2:PORT for one cgroup v2 child. Workers in
 two children of the host's cgroup v2 hierarchy connect on command, so the

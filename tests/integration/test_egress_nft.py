@@ -1,4 +1,4 @@
-"""EgressPolicy enforced with nftables (issue 4, part 2: where cgroup BPF
+"""EgressPolicy enforced with nftables (the fallback where cgroup BPF
 hooks are missing), as root, with `--egress-backend nftables`.
 
 One policy denies TCP to 127.0.0.2:PORT for one cgroup v2 child; workers

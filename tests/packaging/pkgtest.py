@@ -1,9 +1,17 @@
 """Shared helpers of the packaging tests: where the build and source trees
-are (ES_BUILD_DIR, ES_SOURCE_DIR, set by CTest), and running commands."""
+are (ES_BUILD_DIR, ES_SOURCE_DIR, set by CTest), running commands, and the
+entry point main()."""
 
 import os
 import re
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# main(): the entry point of every test file (tests/ctest_main.py): exit 0
+# when its tests passed (some may have skipped), 77 when every one skipped
+# (CTest: Not Run), 1 on a failure.
+from ctest_main import main  # noqa: E402,F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("ES_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))

@@ -120,4 +120,4 @@ class TestContainerfile(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    pkgtest.main()

@@ -207,4 +207,4 @@ class TestKubernetes(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    pkgtest.main()

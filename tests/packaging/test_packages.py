@@ -170,4 +170,4 @@ class TestPackages(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    pkgtest.main()

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The systemd units (packaging/systemd/) pass `systemd-analyze verify`
 with no message at all, with ExecStart pointed at this build's binaries;
-and they keep the properties the README and ARCHITECTURE.md promise."""
+and they keep the properties the README and docs/ARCHITECTURE.md
+("Security") promise."""
 
 import os
 import re
@@ -123,4 +124,4 @@ class TestUnits(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    pkgtest.main()

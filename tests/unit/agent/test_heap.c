@@ -1,8 +1,9 @@
 /*
  * test_heap.c - es_heap_trim (agent/runtime/heap.h) gives freed heap pages back:
  * memory freed in the middle of the heap, which free() keeps resident,
- * leaves the resident set once it is called. glibc only; skipped under
- * AddressSanitizer, whose allocator is not glibc's.
+ * leaves the resident set once it is called. glibc only; under
+ * AddressSanitizer, whose allocator is not glibc's, the test does not run
+ * and exits 77 (SKIP_RETURN_CODE: CTest shows it as Not Run).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,9 +38,6 @@ static void test_trim_returns_freed_middle_pages(void **state)
 	size_t i;
 
 	(void)state;
-#if defined(__SANITIZE_ADDRESS__)
-	skip();
-#endif
 	/* 8 MiB of touched blocks, each followed by a small live one, so
 	 * that freeing the blocks leaves holes free() cannot give back. */
 	for (i = 0; i < BLOCKS; i++) {
@@ -68,5 +66,11 @@ int main(void)
 		cmocka_unit_test(test_trim_returns_freed_middle_pages),
 	};
 
+#if defined(__SANITIZE_ADDRESS__)
+	(void)tests;
+	printf("skipped: AddressSanitizer's allocator is not glibc's\n");
+	return 77;
+#else
 	return cmocka_run_group_tests(tests, NULL, NULL);
+#endif
 }
