@@ -4,7 +4,6 @@
  * kernel's Documentation/filesystems/proc.rst.
  */
 #include <errno.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -15,77 +14,18 @@ const char *const es_cu_cpu_mode_names[ES_CU_CPU_MODES] = {
 	"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal",
 };
 
-es_err es_cu_open(es_cu_file *lf, const char *path, char *err, size_t errsz)
-{
-	memset(lf, 0, offsetof(es_cu_file, line));
-	lf->line[0] = '\0';
-	lf->path = path;
-	lf->f = fopen(path, "re");
-	if (lf->f == NULL) {
-		int e = errno;
-
-		es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(e));
-		errno = e;
-		return ES_ERR_IO;
-	}
-	return ES_OK;
-}
-
-es_err es_cu_next(es_cu_file *lf, int *more, char *err, size_t errsz)
-{
-	size_t n = 0;
-	int c = EOF;
-
-	*more = 0;
-	if (lf == NULL || lf->f == NULL)
-		return ES_OK;
-	lf->overlong = 0;
-	while ((c = getc_unlocked(lf->f)) != EOF) {
-		if (++lf->total > ES_CU_FILE_MAX)
-			return es_errf(ES_ERR_TOOBIG, err, errsz, "%s: larger than %u bytes",
-				       lf->path, ES_CU_FILE_MAX);
-		if (c == '\n')
-			break;
-		if (n < sizeof(lf->line) - 1)
-			lf->line[n++] = (char)c;
-		else
-			lf->overlong = 1;
-	}
-	lf->line[n] = '\0';
-	if (c == EOF && ferror(lf->f)) {
-		int e = errno;
-
-		es_errf(ES_ERR_IO, err, errsz, "%s: read failed: %s", lf->path, strerror(e));
-		errno = e;
-		return ES_ERR_IO;
-	}
-	if (c == EOF && n == 0 && !lf->overlong)
-		return ES_OK;
-	lf->lineno++;
-	*more = 1;
-	return ES_OK;
-}
-
-void es_cu_close(es_cu_file *lf)
-{
-	if (lf == NULL || lf->f == NULL)
-		return;
-	fclose(lf->f);
-	lf->f = NULL;
-}
-
 es_err es_cu_read_first_line(const char *path, char *buf, size_t bufsz,
 			     char *err, size_t errsz)
 {
-	es_cu_file lf;
+	es_fs_lines lf;
 	es_err rc;
 	int more = 0, e;
 	size_t n;
 
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	rc = es_cu_next(&lf, &more, err, errsz);
+	rc = es_fs_lines_next(&lf, &more, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	n = strlen(lf.line);
@@ -104,7 +44,7 @@ es_err es_cu_read_first_line(const char *path, char *buf, size_t bufsz,
 	memcpy(buf, lf.line, n + 1);
 cleanup:
 	e = errno;
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	errno = e;
 	return rc;
 }
@@ -143,21 +83,21 @@ static int only_blanks(const char *s)
 
 es_err es_cu_read_stat(const char *path, es_cu_stat *st, char *err, size_t errsz)
 {
-	es_cu_file lf;
+	es_fs_lines lf;
 	es_err rc;
 	int more = 0, have_cpu = 0;
 
 	memset(st, 0, sizeof(*st));
 	st->procs_running = -1;
 	st->procs_blocked = -1;
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	for (;;) {
 		const char *p = lf.line;
 		uint64_t v;
 
-		rc = es_cu_next(&lf, &more, err, errsz);
+		rc = es_fs_lines_next(&lf, &more, err, errsz);
 		if (rc != ES_OK || !more)
 			break;
 		if (strncmp(p, "cpu", 3) == 0 && (p[3] == ' ' || p[3] == '\t')) {
@@ -199,20 +139,20 @@ es_err es_cu_read_stat(const char *path, es_cu_stat *st, char *err, size_t errsz
 	else if (st->ncpu == 0)
 		rc = es_errf(ES_ERR_PARSE, err, errsz, "%s: no \"cpuN\" line", path);
 cleanup:
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	return rc;
 }
 
 es_err es_cu_read_meminfo(const char *path, cJSON **out, uint64_t *memtotal_bytes,
 			  char *err, size_t errsz)
 {
-	es_cu_file lf;
+	es_fs_lines lf;
 	cJSON *obj = NULL;
 	es_err rc;
 	int more = 0, have_total = 0;
 
 	*out = NULL;
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	obj = cJSON_CreateObject();
@@ -225,7 +165,7 @@ es_err es_cu_read_meminfo(const char *path, cJSON **out, uint64_t *memtotal_byte
 		const char *p;
 		uint64_t v;
 
-		rc = es_cu_next(&lf, &more, err, errsz);
+		rc = es_fs_lines_next(&lf, &more, err, errsz);
 		if (rc != ES_OK || !more)
 			break;
 		if (only_blanks(lf.line))
@@ -275,7 +215,7 @@ es_err es_cu_read_meminfo(const char *path, cJSON **out, uint64_t *memtotal_byte
 	if (rc == ES_OK && !have_total)
 		rc = es_errf(ES_ERR_PARSE, err, errsz, "%s: no MemTotal", path);
 cleanup:
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	if (rc == ES_OK)
 		*out = obj;
 	else
@@ -292,13 +232,13 @@ es_err es_cu_read_netdev(const char *path, cJSON **out, char *err, size_t errsz)
 		{ "transmitBytes", 8 }, { "transmitPackets", 9 },
 		{ "transmitErrors", 10 }, { "transmitDrop", 11 },
 	};
-	es_cu_file lf;
+	es_fs_lines lf;
 	cJSON *arr = NULL;
 	es_err rc;
 	int more = 0;
 
 	*out = NULL;
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	arr = cJSON_CreateArray();
@@ -312,7 +252,7 @@ es_err es_cu_read_netdev(const char *path, cJSON **out, char *err, size_t errsz)
 		uint64_t v[16];
 		cJSON *o;
 
-		rc = es_cu_next(&lf, &more, err, errsz);
+		rc = es_fs_lines_next(&lf, &more, err, errsz);
 		if (rc != ES_OK || !more)
 			break;
 		if (lf.lineno <= 2 && strchr(lf.line, '|') != NULL)
@@ -355,7 +295,7 @@ es_err es_cu_read_netdev(const char *path, cJSON **out, char *err, size_t errsz)
 		}
 	}
 cleanup:
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	if (rc == ES_OK)
 		*out = arr;
 	else
@@ -511,13 +451,13 @@ static es_err add_fs(cJSON *arr, const char *dev, const char *mnt,
 
 es_err es_cu_read_mounts(const char *path, cJSON **out, char *err, size_t errsz)
 {
-	es_cu_file lf;
+	es_fs_lines lf;
 	cJSON *arr = NULL, *seen = NULL;
 	es_err rc, first = ES_OK;
 	int more = 0;
 
 	*out = NULL;
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	arr = cJSON_CreateArray();
@@ -531,7 +471,7 @@ es_err es_cu_read_mounts(const char *path, cJSON **out, char *err, size_t errsz)
 		struct statvfs sv;
 		cJSON *k;
 
-		rc = es_cu_next(&lf, &more, err, errsz);
+		rc = es_fs_lines_next(&lf, &more, err, errsz);
 		if (rc != ES_OK || !more)
 			break;
 		if (only_blanks(lf.line))
@@ -565,7 +505,7 @@ es_err es_cu_read_mounts(const char *path, cJSON **out, char *err, size_t errsz)
 			goto cleanup;
 	}
 cleanup:
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	cJSON_Delete(seen);
 	if (rc == ES_OK) {
 		*out = arr;
