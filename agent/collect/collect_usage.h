@@ -65,9 +65,9 @@ es_err es_cu_read_meminfo(const char *path, cJSON **out, uint64_t *memtotal_byte
 es_err es_cu_read_netdev(const char *path, cJSON **out, char *err, size_t errsz);
 
 /*
- * Reads a mount table, in either /proc/<pid>/mountinfo or /proc/mounts
- * format (detected per line), keeps the filesystems of es_cu_fs_type_kept(),
- * one per device (mountinfo: major:minor; mounts format: the source when it
+ * Reads a mount table (es_mounts.h), in either /proc/<pid>/mountinfo or
+ * /proc/mounts format (detected per line), keeps the filesystems of
+ * es_cu_fs_type_kept(), one per device (mountinfo: major:minor; mounts format: the source when it
  * is a path, otherwise no dedupe), first mount wins, and calls statvfs(3) on
  * each mountpoint as written in the table. *out: an array of {device,
  * mountpoint, fstype, sizeBytes, availBytes, freeBytes, files, filesFree}.
