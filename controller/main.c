@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <mbedtls/x509_crt.h>
@@ -19,6 +18,7 @@
 #include "config/config.h"
 #include "store/db.h"
 #include "es_cli.h"
+#include "es_fs.h"
 #include "es_lockfile.h"
 #include "es_log.h"
 #include "es_notify.h"
@@ -57,28 +57,6 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status: 0 stopped cleanly, 1 runtime failure, 2 usage or\n"
 		"configuration error.\n");
-}
-
-/* mkdir -p with mode for the directories it creates. */
-static int mkdirs(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(buf))
-		return -1;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
 }
 
 static int write_conf(const char *path, const char *text)
@@ -210,9 +188,9 @@ static int cmd_run(int argc, char **argv)
 	es_log_route_lws();
 
 	rc = 1;
-	if (mkdirs(cfg.state_dir, 0700) != 0) {
+	if (es_fs_mkdir_p(cfg.state_dir, 0700, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot create the state directory",
-			     "state-dir", cfg.state_dir, "error", strerror(errno), NULL);
+			     "state-dir", cfg.state_dir, "error", err, NULL);
 		goto cleanup;
 	}
 	snprintf(lockpath, sizeof(lockpath), "%s/controller.lock", cfg.state_dir);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "es_fs.h"
 #include "es_obj.h"
 #include "es_pki_int.h"
 
@@ -97,31 +98,6 @@ cleanup:
 	if (tmp[0])
 		unlink(tmp);
 	return rc;
-}
-
-/* Creates dir and its missing parents with mode 0700. */
-static es_err mkdir_p(const char *dir, char *err, size_t errsz)
-{
-	char p[PATH_MAX];
-	struct stat st;
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(p))
-		return es_errf(ES_ERR_INVAL, err, errsz, "directory \"%.64s\": bad path", dir);
-	memcpy(p, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (p[i] != '/' && p[i] != '\0')
-			continue;
-		p[i] = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
-			return es_errf(ES_ERR_IO, err, errsz, "%s: mkdir: %s", p,
-				       strerror(errno));
-		if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
-			return es_errf(ES_ERR_IO, err, errsz, "%s: not a directory", p);
-		if (i < n)
-			p[i] = '/';
-	}
-	return ES_OK;
 }
 
 /* Reads a whole small text file. *out malloc'd, NUL-terminated. */
@@ -252,7 +228,7 @@ es_err es_pki_dev_init(const char *dir, const char *trust_domain,
 				       "subdomain", nodes[i]);
 	if (snprintf(path, sizeof(path), "%s/nodes", dir) >= (int)sizeof(path))
 		return es_errf(ES_ERR_INVAL, err, errsz, "%s: path too long", dir);
-	if ((rc = mkdir_p(path, err, errsz)) != ES_OK)
+	if ((rc = es_fs_mkdir_p(path, 0700, err, errsz)) != ES_OK)
 		return rc;
 	dns = calloc(ndns + 2, sizeof(*dns));
 	if (!dns)

@@ -143,18 +143,18 @@ static void add_msg(char *buf, const char *msg)
 
 /* Value of PRETTY_NAME in an os-release(5) file into buf: quotes removed,
  * backslash escapes resolved; "Linux" when the file has none (the default
- * os-release(5) gives). Returns ES_OK, or the es_cu_* error with err. */
+ * os-release(5) gives). Returns ES_OK, or the es_fs_lines_* error with err. */
 static es_err os_release_pretty(const char *path, char *buf, size_t bufsz,
 				char *err, size_t errsz)
 {
-	es_cu_file lf;
+	es_fs_lines lf;
 	es_err rc;
 	int more = 0, found = 0;
 
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	while (!found && (rc = es_cu_next(&lf, &more, err, errsz)) == ES_OK && more) {
+	while (!found && (rc = es_fs_lines_next(&lf, &more, err, errsz)) == ES_OK && more) {
 		const char *v = lf.line;
 		char q = 0;
 		size_t n = 0;
@@ -176,7 +176,7 @@ static es_err os_release_pretty(const char *path, char *buf, size_t bufsz,
 	}
 	if (rc == ES_OK && !found)
 		snprintf(buf, bufsz, "Linux");
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	return rc;
 }
 

@@ -4,88 +4,29 @@
  * kernel's Documentation/filesystems/proc.rst.
  */
 #include <errno.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 
 #include "collect/collect_usage.h"
+#include "es_mounts.h"
 
 const char *const es_cu_cpu_mode_names[ES_CU_CPU_MODES] = {
 	"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal",
 };
 
-es_err es_cu_open(es_cu_file *lf, const char *path, char *err, size_t errsz)
-{
-	memset(lf, 0, offsetof(es_cu_file, line));
-	lf->line[0] = '\0';
-	lf->path = path;
-	lf->f = fopen(path, "re");
-	if (lf->f == NULL) {
-		int e = errno;
-
-		es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(e));
-		errno = e;
-		return ES_ERR_IO;
-	}
-	return ES_OK;
-}
-
-es_err es_cu_next(es_cu_file *lf, int *more, char *err, size_t errsz)
-{
-	size_t n = 0;
-	int c = EOF;
-
-	*more = 0;
-	if (lf == NULL || lf->f == NULL)
-		return ES_OK;
-	lf->overlong = 0;
-	while ((c = getc_unlocked(lf->f)) != EOF) {
-		if (++lf->total > ES_CU_FILE_MAX)
-			return es_errf(ES_ERR_TOOBIG, err, errsz, "%s: larger than %u bytes",
-				       lf->path, ES_CU_FILE_MAX);
-		if (c == '\n')
-			break;
-		if (n < sizeof(lf->line) - 1)
-			lf->line[n++] = (char)c;
-		else
-			lf->overlong = 1;
-	}
-	lf->line[n] = '\0';
-	if (c == EOF && ferror(lf->f)) {
-		int e = errno;
-
-		es_errf(ES_ERR_IO, err, errsz, "%s: read failed: %s", lf->path, strerror(e));
-		errno = e;
-		return ES_ERR_IO;
-	}
-	if (c == EOF && n == 0 && !lf->overlong)
-		return ES_OK;
-	lf->lineno++;
-	*more = 1;
-	return ES_OK;
-}
-
-void es_cu_close(es_cu_file *lf)
-{
-	if (lf == NULL || lf->f == NULL)
-		return;
-	fclose(lf->f);
-	lf->f = NULL;
-}
-
 es_err es_cu_read_first_line(const char *path, char *buf, size_t bufsz,
 			     char *err, size_t errsz)
 {
-	es_cu_file lf;
+	es_fs_lines lf;
 	es_err rc;
 	int more = 0, e;
 	size_t n;
 
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	rc = es_cu_next(&lf, &more, err, errsz);
+	rc = es_fs_lines_next(&lf, &more, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	n = strlen(lf.line);
@@ -104,7 +45,7 @@ es_err es_cu_read_first_line(const char *path, char *buf, size_t bufsz,
 	memcpy(buf, lf.line, n + 1);
 cleanup:
 	e = errno;
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	errno = e;
 	return rc;
 }
@@ -143,21 +84,21 @@ static int only_blanks(const char *s)
 
 es_err es_cu_read_stat(const char *path, es_cu_stat *st, char *err, size_t errsz)
 {
-	es_cu_file lf;
+	es_fs_lines lf;
 	es_err rc;
 	int more = 0, have_cpu = 0;
 
 	memset(st, 0, sizeof(*st));
 	st->procs_running = -1;
 	st->procs_blocked = -1;
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	for (;;) {
 		const char *p = lf.line;
 		uint64_t v;
 
-		rc = es_cu_next(&lf, &more, err, errsz);
+		rc = es_fs_lines_next(&lf, &more, err, errsz);
 		if (rc != ES_OK || !more)
 			break;
 		if (strncmp(p, "cpu", 3) == 0 && (p[3] == ' ' || p[3] == '\t')) {
@@ -199,20 +140,20 @@ es_err es_cu_read_stat(const char *path, es_cu_stat *st, char *err, size_t errsz
 	else if (st->ncpu == 0)
 		rc = es_errf(ES_ERR_PARSE, err, errsz, "%s: no \"cpuN\" line", path);
 cleanup:
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	return rc;
 }
 
 es_err es_cu_read_meminfo(const char *path, cJSON **out, uint64_t *memtotal_bytes,
 			  char *err, size_t errsz)
 {
-	es_cu_file lf;
+	es_fs_lines lf;
 	cJSON *obj = NULL;
 	es_err rc;
 	int more = 0, have_total = 0;
 
 	*out = NULL;
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	obj = cJSON_CreateObject();
@@ -225,7 +166,7 @@ es_err es_cu_read_meminfo(const char *path, cJSON **out, uint64_t *memtotal_byte
 		const char *p;
 		uint64_t v;
 
-		rc = es_cu_next(&lf, &more, err, errsz);
+		rc = es_fs_lines_next(&lf, &more, err, errsz);
 		if (rc != ES_OK || !more)
 			break;
 		if (only_blanks(lf.line))
@@ -275,7 +216,7 @@ es_err es_cu_read_meminfo(const char *path, cJSON **out, uint64_t *memtotal_byte
 	if (rc == ES_OK && !have_total)
 		rc = es_errf(ES_ERR_PARSE, err, errsz, "%s: no MemTotal", path);
 cleanup:
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	if (rc == ES_OK)
 		*out = obj;
 	else
@@ -292,13 +233,13 @@ es_err es_cu_read_netdev(const char *path, cJSON **out, char *err, size_t errsz)
 		{ "transmitBytes", 8 }, { "transmitPackets", 9 },
 		{ "transmitErrors", 10 }, { "transmitDrop", 11 },
 	};
-	es_cu_file lf;
+	es_fs_lines lf;
 	cJSON *arr = NULL;
 	es_err rc;
 	int more = 0;
 
 	*out = NULL;
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_fs_lines_open(&lf, path, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	arr = cJSON_CreateArray();
@@ -312,7 +253,7 @@ es_err es_cu_read_netdev(const char *path, cJSON **out, char *err, size_t errsz)
 		uint64_t v[16];
 		cJSON *o;
 
-		rc = es_cu_next(&lf, &more, err, errsz);
+		rc = es_fs_lines_next(&lf, &more, err, errsz);
 		if (rc != ES_OK || !more)
 			break;
 		if (lf.lineno <= 2 && strchr(lf.line, '|') != NULL)
@@ -355,7 +296,7 @@ es_err es_cu_read_netdev(const char *path, cJSON **out, char *err, size_t errsz)
 		}
 	}
 cleanup:
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	if (rc == ES_OK)
 		*out = arr;
 	else
@@ -388,49 +329,6 @@ int es_cu_fs_type_kept(const char *fstype)
 	return 0;
 }
 
-/* Decodes the octal escapes (\040 space, \011 tab, \012 newline, \134
- * backslash) the kernel writes in mount table paths, in place. */
-static void unescape_octal(char *s)
-{
-	char *w = s;
-
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			int c = (s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0');
-
-			if (c != 0) {
-				*w++ = (char)c;
-				s += 4;
-				continue;
-			}
-		}
-		*w++ = *s++;
-	}
-	*w = '\0';
-}
-
-/* Splits s in place at blanks into at most max tokens. Returns the count, or
- * -1 when there are more. */
-static int split_blanks(char *s, char **tok, int max)
-{
-	int n = 0;
-
-	for (;;) {
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (*s == '\0')
-			return n;
-		if (n == max)
-			return -1;
-		tok[n++] = s;
-		while (*s && *s != ' ' && *s != '\t')
-			s++;
-		if (*s)
-			*s++ = '\0';
-	}
-}
-
 int es_cu_all_digits(const char *s)
 {
 	if (*s == '\0')
@@ -439,42 +337,6 @@ int es_cu_all_digits(const char *s)
 		if (*s < '0' || *s > '9')
 			return 0;
 	return 1;
-}
-
-/* Finds the device, mountpoint, fstype and dedupe key of one mount table
- * line, mountinfo or /proc/mounts format. Returns 0, or -1 when the line is
- * neither. *key is NULL when the mount is not deduplicated. */
-static int parse_mount_line(char *line, char **dev, char **mnt, char **type,
-			    char **key)
-{
-	char *tok[64];
-	int n = split_blanks(line, tok, 64);
-
-	if (n >= 9) {
-		for (int i = 6; i + 2 < n; i++) {
-			const char *colon = strchr(tok[2], ':');
-
-			if (strcmp(tok[i], "-") != 0)
-				continue;
-			if (!es_cu_all_digits(tok[0]) || !es_cu_all_digits(tok[1]) || colon == NULL ||
-			    colon == tok[2] || strspn(tok[2], "0123456789") !=
-			    (size_t)(colon - tok[2]) || !es_cu_all_digits(colon + 1))
-				return -1;
-			*key = tok[2];
-			*mnt = tok[4];
-			*type = tok[i + 1];
-			*dev = tok[i + 2];
-			return 0;
-		}
-	}
-	if (n == 6 && es_cu_all_digits(tok[4]) && es_cu_all_digits(tok[5])) {
-		*dev = tok[0];
-		*mnt = tok[1];
-		*type = tok[2];
-		*key = tok[0][0] == '/' ? tok[0] : NULL;
-		return 0;
-	}
-	return -1;
 }
 
 static int seen_key(const cJSON *seen, const char *key)
@@ -512,13 +374,13 @@ static es_err add_fs(cJSON *arr, const char *dev, const char *mnt,
 
 es_err es_cu_read_mounts(const char *path, cJSON **out, char *err, size_t errsz)
 {
-	es_cu_file lf;
+	es_mounts *mt = NULL;
 	cJSON *arr = NULL, *seen = NULL;
 	es_err rc, first = ES_OK;
 	int more = 0;
 
 	*out = NULL;
-	rc = es_cu_open(&lf, path, err, errsz);
+	rc = es_mounts_open(path, &mt, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	arr = cJSON_CreateArray();
@@ -528,28 +390,32 @@ es_err es_cu_read_mounts(const char *path, cJSON **out, char *err, size_t errsz)
 		goto cleanup;
 	}
 	for (;;) {
-		char *dev, *mnt, *type, *key;
+		char e[512];
+		const char *key;
+		es_mount m;
 		struct statvfs sv;
 		cJSON *k;
 
-		rc = es_cu_next(&lf, &more, err, errsz);
-		if (rc != ES_OK || !more)
+		rc = es_mounts_next(mt, &m, &more, e, sizeof(e));
+		if (!more) {
+			if (rc != ES_OK)
+				es_errf(rc, err, errsz, "%s", e);
 			break;
-		if (only_blanks(lf.line))
-			continue;
-		if (lf.overlong || parse_mount_line(lf.line, &dev, &mnt, &type, &key) != 0) {
+		}
+		if (rc != ES_OK) {
 			if (first == ES_OK)
-				first = es_errf(ES_ERR_PARSE, err, errsz,
-						"%s:%lu: not a mount table line", path, lf.lineno);
+				first = es_errf(rc, err, errsz, "%s", e);
+			rc = ES_OK;
 			continue;
 		}
-		if (!es_cu_fs_type_kept(type) || (key != NULL && seen_key(seen, key)))
+		/* One per device: mountinfo's major:minor, else the source when
+		 * it is a path. */
+		key = m.mountinfo ? m.devid : m.source[0] == '/' ? m.source : NULL;
+		if (!es_cu_fs_type_kept(m.fstype) || (key != NULL && seen_key(seen, key)))
 			continue;
-		unescape_octal(mnt);
-		unescape_octal(dev);
-		if (statvfs(mnt, &sv) != 0) {
+		if (statvfs(m.target, &sv) != 0) {
 			if (first == ES_OK)
-				first = es_errf(ES_ERR_IO, err, errsz, "statvfs %s: %s", mnt,
+				first = es_errf(ES_ERR_IO, err, errsz, "statvfs %s: %s", m.target,
 						strerror(errno));
 			continue;
 		}
@@ -561,12 +427,12 @@ es_err es_cu_read_mounts(const char *path, cJSON **out, char *err, size_t errsz)
 				goto cleanup;
 			}
 		}
-		rc = add_fs(arr, dev, mnt, type, &sv);
+		rc = add_fs(arr, m.source, m.target, m.fstype, &sv);
 		if (rc != ES_OK)
 			goto cleanup;
 	}
 cleanup:
-	es_cu_close(&lf);
+	es_mounts_close(mt);
 	cJSON_Delete(seen);
 	if (rc == ES_OK) {
 		*out = arr;

@@ -1,6 +1,7 @@
 /*
- * collect_usage.h - internal to the procfs collectors (collect.c): bounded
- * line reading and one parser per /proc source. Not a public interface.
+ * collect_usage.h - internal to the procfs collectors (collect.c): one
+ * parser per /proc source, each reading with es_fs_lines (es_fs.h). Not a
+ * public interface.
  *
  * Every reader returns ES_OK, ES_ERR_NOMEM (the round fails), or another
  * code (ES_ERR_IO, ES_ERR_PARSE, ES_ERR_TOOBIG) with err naming the file and
@@ -15,28 +16,7 @@
 #include <stdio.h>
 #include <cjson/cJSON.h>
 #include "es_err.h"
-
-/* Longest line kept; longer lines are returned cut, with `overlong` set. */
-#define ES_CU_LINE_MAX 4096
-/* Largest file read; past it the read fails with ES_ERR_TOOBIG. */
-#define ES_CU_FILE_MAX (16u * 1024u * 1024u)
-
-typedef struct es_cu_file {
-	FILE *f;
-	const char *path;       /* borrowed, for messages */
-	unsigned long lineno;   /* 1-based number of the current line */
-	size_t total;           /* bytes read so far */
-	int overlong;           /* current line was longer than ES_CU_LINE_MAX-1 */
-	char line[ES_CU_LINE_MAX]; /* current line, without its newline */
-} es_cu_file;
-
-/* Opens path for line reading. Errors: ES_ERR_IO ("<path>: <strerror>"). */
-es_err es_cu_open(es_cu_file *lf, const char *path, char *err, size_t errsz);
-/* Reads the next line into lf->line; *more is 1 for a line, 0 at the end
- * of the file. Errors: ES_ERR_IO (read failed; errno kept), ES_ERR_TOOBIG
- * (more than ES_CU_FILE_MAX bytes). */
-es_err es_cu_next(es_cu_file *lf, int *more, char *err, size_t errsz);
-void es_cu_close(es_cu_file *lf); /* NULL-safe, idempotent */
+#include "es_fs.h"
 
 /* Reads the first line of a small file (boot_id, machine-id) into buf,
  * without its newline and trailing blanks. Errors: ES_ERR_IO (errno kept,
@@ -85,9 +65,9 @@ es_err es_cu_read_meminfo(const char *path, cJSON **out, uint64_t *memtotal_byte
 es_err es_cu_read_netdev(const char *path, cJSON **out, char *err, size_t errsz);
 
 /*
- * Reads a mount table, in either /proc/<pid>/mountinfo or /proc/mounts
- * format (detected per line), keeps the filesystems of es_cu_fs_type_kept(),
- * one per device (mountinfo: major:minor; mounts format: the source when it
+ * Reads a mount table (es_mounts.h), in either /proc/<pid>/mountinfo or
+ * /proc/mounts format (detected per line), keeps the filesystems of
+ * es_cu_fs_type_kept(), one per device (mountinfo: major:minor; mounts format: the source when it
  * is a path, otherwise no dedupe), first mount wins, and calls statvfs(3) on
  * each mountpoint as written in the table. *out: an array of {device,
  * mountpoint, fstype, sizeBytes, availBytes, freeBytes, files, filesFree}.

@@ -219,19 +219,19 @@ static es_err read_stat(es_agent_metrics *m, int with_cpu)
 {
 	node_families *n = &m->node;
 	char path[4200], cpu[16];
-	es_cu_file lf;
+	es_fs_lines lf;
 	es_err rc;
 	int more = 0;
 
 	snprintf(path, sizeof(path), "%s/stat", m->proc);
-	if (es_cu_open(&lf, path, NULL, 0) != ES_OK)
+	if (es_fs_lines_open(&lf, path, NULL, 0) != ES_OK)
 		return ES_OK;
 	for (;;) {
 		const char *p = lf.line;
 		uint64_t t[ES_CU_CPU_MODES], id;
 		int i;
 
-		if (es_cu_next(&lf, &more, NULL, 0) != ES_OK || !more)
+		if (es_fs_lines_next(&lf, &more, NULL, 0) != ES_OK || !more)
 			break;
 		rc = ES_OK;
 		if (!strncmp(p, "btime ", 6)) {
@@ -255,11 +255,11 @@ static es_err read_stat(es_agent_metrics *m, int with_cpu)
 						   (double)t[i] / (double)m->user_hz);
 		}
 		if (rc != ES_OK) {
-			es_cu_close(&lf);
+			es_fs_lines_close(&lf);
 			return rc;
 		}
 	}
-	es_cu_close(&lf);
+	es_fs_lines_close(&lf);
 	return ES_OK;
 }
 

@@ -13,54 +13,7 @@
 #include <sys/vfs.h>
 
 #include "es_log.h"
-
-/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *w = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*w++ = *s;
-		}
-	}
-	*w = '\0';
-}
-
-/* The first cgroup2 mount of the hierarchy's root, into path. */
-static int find_mount(char *path, size_t pathsz)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[4096];
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *fields[6], *sep = strstr(line, " - "), *save = NULL, *p;
-		int i = 0;
-
-		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
-			continue;
-		*sep = '\0';
-		for (p = strtok_r(line, " ", &save); p && i < 6;
-		     p = strtok_r(NULL, " ", &save))
-			fields[i++] = p;
-		if (i < 5 || strcmp(fields[3], "/"))
-			continue;
-		unescape(fields[4]);
-		if (strlen(fields[4]) < pathsz) {
-			snprintf(path, pathsz, "%s", fields[4]);
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found;
-}
+#include "es_mounts.h"
 
 static es_err use_configured(const char *dir, char *path, size_t pathsz,
 			     char *err, size_t errsz)
@@ -94,7 +47,8 @@ es_err es_cgroot_find(const char *configured, const char *state_dir, int may_mou
 	path[0] = '\0';
 	if (configured && *configured)
 		return use_configured(configured, path, pathsz, err, errsz);
-	if (find_mount(path, pathsz))
+	/* The first cgroup2 mount of the hierarchy's root. */
+	if (es_mounts_find(NULL, "cgroup2", NULL, "/", path, pathsz, NULL, 0) == ES_OK)
 		return ES_OK;
 	if (!may_mount || !state_dir || !*state_dir)
 		return es_errf(ES_ERR_UNSUPPORTED, err, errsz,

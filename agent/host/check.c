@@ -37,30 +37,6 @@ static int readable(const char *path)
 	return ok;
 }
 
-/* 1 when /proc/mounts lists a filesystem of type fstype (and, when
- * mountpoint is not NULL, at that mount point); the first match's mount
- * point is copied to where. */
-static int mounted(const char *fstype, const char *mountpoint, char *where,
-		   size_t wsz)
-{
-	FILE *f = fopen("/proc/mounts", "r");
-	char line[1024], dev[256], mp[512], type[64];
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%255s %511s %63s", dev, mp, type) != 3)
-			continue;
-		if (strcmp(type, fstype) || (mountpoint && strcmp(mp, mountpoint)))
-			continue;
-		snprintf(where, wsz, "%s", mp);
-		found = 1;
-	}
-	fclose(f);
-	return found;
-}
-
 /* Creates and closes a BPF map; returns 0 or the errno. */
 static int bpf_map_probe(enum bpf_map_type type, unsigned key, unsigned val,
 			 unsigned entries)
@@ -179,9 +155,16 @@ int es_check_run(FILE *out, const es_agent_config *cfg)
 		row(out, "btf", RES_MISSING, d);
 	}
 
-	if (mounted("tracefs", "/sys/kernel/tracing", where, sizeof(where)) ||
-	    mounted("tracefs", "/sys/kernel/debug/tracing", where, sizeof(where))) {
-		snprintf(d, sizeof(d), "mounted at %s", where);
+	/* The probe of `run`, mounting what `run` would mount privately. */
+	memset(&in, 0, sizeof(in));
+	in.force_procfs = cfg->collector_backend &&
+			  strcmp(cfg->collector_backend, "procfs") == 0;
+	in.ringbuf_bytes = (unsigned)cfg->ringbuf_bytes;
+	in.cgroup_root = cfg->cgroup_root;
+	es_kenv_probe(&in, ES_KENV_MOUNT_PRIVATE, NULL, 0);
+	if (in.tracefs) {
+		snprintf(d, sizeof(d), "%s %s", in.private_tracefs ?
+			 "not mounted: run mounts it at" : "mounted at", in.tracefs_path);
 		row(out, "tracefs", RES_OK, d);
 	} else {
 		row(out, "tracefs", RES_MISSING,
@@ -206,11 +189,6 @@ int es_check_run(FILE *out, const es_agent_config *cfg)
 			 ok ? "" : ": cannot read ", ok ? "" : collectors[i].source);
 		row(out, name, ok ? RES_OK : RES_FAIL, d);
 	}
-	memset(&in, 0, sizeof(in));
-	in.force_procfs = cfg->collector_backend &&
-			  strcmp(cfg->collector_backend, "procfs") == 0;
-	in.ringbuf_bytes = (unsigned)cfg->ringbuf_bytes;
-	in.cgroup_root = cfg->cgroup_root;
 	es_kcollectors_check(out, &in);
 	return procfs_ok ? 0 : 1;
 }

@@ -15,8 +15,10 @@
  * collector-backend, ringbuf-bytes and cgroup-root.
  * Probes: procfs (/proc/stat, /proc/meminfo), sysfs, os-release, the bpf()
  * syscall (creating an array map), BPF ring buffers (a ringbuf map), BTF
- * (/sys/kernel/btf/vmlinux), tracefs mounted, cgroup v2 mounted, and the
- * backend of each collector.
+ * (/sys/kernel/btf/vmlinux), tracefs (with the probe of `run`, which
+ * mounts it when missing: check mounts it the same way, in a private mount
+ * namespace, and says so), cgroup v2 mounted, and the backend of each
+ * collector.
  * Returns 0 when the agent can run here (procfs readable), else 1.
  */
 int es_check_run(FILE *out, const es_agent_config *cfg);

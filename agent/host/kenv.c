@@ -6,6 +6,7 @@
 #include "kcollect/kcollect.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #include "host/cgroot.h"
 #include "es_log.h"
+#include "es_mounts.h"
 
 #define TRACEFS_MAIN "/sys/kernel/tracing"
 #define TRACEFS_DEBUG "/sys/kernel/debug/tracing"
@@ -47,52 +49,38 @@ void es_kenv_route_libbpf_log(void)
 	libbpf_set_print(libbpf_print);
 }
 
-/* Finds the first mount of type fstype in /proc/self/mountinfo (at
- * mountpoint when not NULL); copies its mount point to where. The file
- * format is proc(5): the type follows the " - " separator. */
-static int find_mount(const char *fstype, const char *mountpoint, char *where,
-		      size_t wsz)
+int es_kenv_find_tracefs(const char *mounts, char *where, size_t wsz)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[4096], mp[2048], type[64];
-	int found = 0;
+	return es_mounts_find(mounts, "tracefs", TRACEFS_MAIN, NULL, where, wsz, NULL,
+			      0) == ES_OK ||
+	       es_mounts_find(mounts, "tracefs", TRACEFS_DEBUG, NULL, where, wsz, NULL,
+			      0) == ES_OK;
+}
 
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *sep = strstr(line, " - ");
-
-		if (!sep || sscanf(line, "%*s %*s %*s %*s %2047s", mp) != 1 ||
-		    sscanf(sep + 3, "%63s", type) != 1)
-			continue;
-		if (strcmp(type, fstype) || (mountpoint && strcmp(mp, mountpoint)))
-			continue;
-		if (strlen(mp) < wsz) {
-			snprintf(where, wsz, "%s", mp);
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found;
+/* Moves this process into a mount namespace of its own whose mounts do not
+ * propagate back to the host's (what unshare(1) --mount does). Returns 0,
+ * or -1 with errno set. */
+static int private_mount_ns(void)
+{
+	if (unshare(CLONE_NEWNS) != 0)
+		return -1;
+	return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
 }
 
 static void probe_tracefs(es_kenv *env, int may_mount)
 {
-	char where[sizeof(env->tracefs_path)];
-
-	if (find_mount("tracefs", TRACEFS_MAIN, where, sizeof(where)) ||
-	    find_mount("tracefs", TRACEFS_DEBUG, where, sizeof(where))) {
+	if (es_kenv_find_tracefs(NULL, env->tracefs_path, sizeof(env->tracefs_path))) {
 		env->tracefs = 1;
-		snprintf(env->tracefs_path, sizeof(env->tracefs_path), "%s", where);
 		return;
 	}
-	if (!may_mount) {
+	if (may_mount == ES_KENV_MOUNT_NONE) {
 		snprintf(env->tracefs_reason, sizeof(env->tracefs_reason),
 			 "tracefs is not mounted (the agent mounts it at "
 			 TRACEFS_MAIN " when it runs as root)");
 		return;
 	}
-	if (mount("tracefs", TRACEFS_MAIN, "tracefs", 0, NULL) != 0) {
+	if ((may_mount == ES_KENV_MOUNT_PRIVATE && private_mount_ns() != 0) ||
+	    mount("tracefs", TRACEFS_MAIN, "tracefs", 0, NULL) != 0) {
 		snprintf(env->tracefs_reason, sizeof(env->tracefs_reason),
 			 "tracefs is not mounted and mounting it at " TRACEFS_MAIN
 			 " failed: %s", strerror(errno));
@@ -100,9 +88,11 @@ static void probe_tracefs(es_kenv *env, int may_mount)
 	}
 	env->tracefs = 1;
 	env->mounted_tracefs = 1;
+	env->private_tracefs = may_mount == ES_KENV_MOUNT_PRIVATE;
 	snprintf(env->tracefs_path, sizeof(env->tracefs_path), TRACEFS_MAIN);
-	es_log_info("kcollect", "mounted tracefs (it was not mounted)", "path",
-		    TRACEFS_MAIN, NULL);
+	if (!env->private_tracefs)
+		es_log_info("kcollect", "mounted tracefs (it was not mounted)", "path",
+			    TRACEFS_MAIN, NULL);
 }
 
 static void probe_cgroup2(es_kenv *env, int may_mount)
@@ -174,8 +164,10 @@ es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz)
 
 	env->btf = access(BTF_VMLINUX, R_OK) == 0;
 	probe_bpf(env);
-	probe_tracefs(env, may_mount && env->bpf_syscall && !force);
-	probe_cgroup2(env, may_mount && env->bpf_syscall && !force);
+	if (!env->bpf_syscall || force)
+		may_mount = ES_KENV_MOUNT_NONE;
+	probe_tracefs(env, may_mount);
+	probe_cgroup2(env, may_mount == ES_KENV_MOUNT_HOST);
 	if (force)
 		snprintf(env->ebpf_reason, sizeof(env->ebpf_reason),
 			 "forced by collector-backend=procfs");
@@ -246,7 +238,9 @@ void es_kenv_print(const es_kenv *env, FILE *out)
 			    : "BPF_PROG_TYPE_CGROUP_SKB does not load");
 	if (env->tracefs)
 		snprintf(d, sizeof(d), "%s%s", env->tracefs_path,
-			 env->mounted_tracefs ? " (mounted by the agent)" : "");
+			 env->private_tracefs ? " (not mounted: run mounts it; check "
+						"did so in a private mount namespace)"
+			 : env->mounted_tracefs ? " (mounted by the agent)" : "");
 	else
 		snprintf(d, sizeof(d), "%s", env->tracefs_reason);
 	row(out, "kernel-tracefs", env->tracefs, d);

@@ -462,23 +462,15 @@ void es_kcollectors_stop(es_kcollectors *set)
 	free(set);
 }
 
-int es_kcollectors_check(FILE *out, const es_kenv *inputs)
+int es_kcollectors_check(FILE *out, const es_kenv *env)
 {
-	es_kenv env;
 	es_kcollectors *set = NULL;
 	char d[400];
 	int bad = 0;
 	size_t i;
 
-	memset(&env, 0, sizeof(env));
-	if (inputs) {
-		env.force_procfs = inputs->force_procfs;
-		env.ringbuf_bytes = inputs->ringbuf_bytes;
-		env.cgroup_root = inputs->cgroup_root;
-	}
-	es_kenv_probe(&env, 0, NULL, 0);
-	es_kenv_print(&env, out);
-	if (es_kcollectors_start(&env, ES_KC_ALL, &set, NULL, 0) != ES_OK)
+	es_kenv_print(env, out);
+	if (es_kcollectors_start(env, ES_KC_ALL, &set, NULL, 0) != ES_OK)
 		return (int)NREG;
 	for (i = 0; i < set->n; i++) {
 		const es_kcollector *kc = &set->slots[i].kc;

@@ -51,6 +51,8 @@ typedef struct es_kenv {
 	char tracefs_path[128];  /* where tracefs is (mounted by the agent when missing and allowed) */
 	char cgroup2_path[256];  /* the cgroup v2 hierarchy: cgroup-root, the host's, or <state-dir>/cgroup2 */
 	int mounted_tracefs, mounted_cgroup2; /* 1: the agent mounted it (logged, in check) */
+	int private_tracefs;     /* 1: mounted_tracefs, in this process's own
+				  * mount namespace (ES_KENV_MOUNT_PRIVATE) */
 	char ebpf_reason[256];   /* why eBPF is not usable at all; "" when it is */
 	char tracefs_reason[160]; /* why tracefs is missing; "" when present */
 	char cgroup2_reason[160]; /* why cgroup v2 is missing; "" when present */
@@ -62,22 +64,41 @@ typedef struct es_kenv {
 	const char *state_dir;   /* borrowed; where a cgroup2 mount goes; NULL = never mount one */
 } es_kenv;
 
+/* may_mount of es_kenv_probe: what to mount when it is missing. */
+#define ES_KENV_MOUNT_NONE 0    /* nothing */
+#define ES_KENV_MOUNT_HOST 1    /* `run`: tracefs and cgroup v2, for the host */
+/* `check`: the tracefs `run` would mount, but in a mount namespace of this
+ * process only (unshare(2) CLONE_NEWNS, mounts made private), so that the
+ * collectors are tried as `run` would start them and the host is left as
+ * it is; no cgroup v2 (`run` would mount that in its state directory). */
+#define ES_KENV_MOUNT_PRIVATE 2
+
 /*
  * Probes the host into env (its input members set by the caller, the rest
  * overwritten): the bpf() syscall (a tiny BPF_MAP_CREATE), BTF, the ring
  * buffer map type and the tracepoint, raw tracepoint and cgroup_skb program
- * types (libbpf_probe_bpf_*), tracefs (/sys/kernel/tracing, then
- * /sys/kernel/debug/tracing) and cgroup v2 (env->cgroup_root when set,
- * else /proc/self/mountinfo; es_cgroot_find in cgroot.h). When
- * may_mount is non-zero, a missing tracefs is mounted at /sys/kernel/tracing
- * and a missing cgroup v2 at <state_dir>/cgroup2 (created 0700), each
- * logged at info. Also routes libbpf's log through es_log (component
+ * types (libbpf_probe_bpf_*), tracefs (es_kenv_find_tracefs) and cgroup v2
+ * (env->cgroup_root when set, else /proc/self/mountinfo; es_cgroot_find in
+ * cgroot.h). When the bpf() syscall works and collector-backend is not
+ * procfs, may_mount (ES_KENV_MOUNT_*) says what is mounted when missing:
+ * with ES_KENV_MOUNT_HOST tracefs at /sys/kernel/tracing and cgroup v2 at
+ * <state_dir>/cgroup2 (created 0700), each logged at info; with
+ * ES_KENV_MOUNT_PRIVATE tracefs only, privately. Also routes libbpf's log through es_log (component
  * "libbpf"; see es_kenv_route_libbpf_log). A host without eBPF is not an
  * error: the reasons are in env. env->ringbuf_bytes is rounded up to a power
  * of 2 within [ES_KENV_RINGBUF_MIN, ES_KENV_RINGBUF_MAX].
  * Errors: ES_ERR_INVAL (env NULL). Never fails for what the host lacks.
  */
 es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz);
+
+/*
+ * The one tracefs lookup of `run` and `check`: copies into where (wsz
+ * bytes) the mount point of tracefs at /sys/kernel/tracing, else at
+ * /sys/kernel/debug/tracing, as listed in the mount table at mounts (NULL:
+ * /proc/self/mountinfo; es_mounts.h). Returns 1 when one is mounted, else 0
+ * (also when the table cannot be read).
+ */
+int es_kenv_find_tracefs(const char *mounts, char *where, size_t wsz);
 
 /*
  * Unmounts what es_kenv_probe mounted under the state directory (cgroup2;
@@ -228,15 +249,14 @@ es_err es_kcollectors_watch(es_kcollectors *set, struct lws_context *ctx,
 void es_kcollectors_stop(es_kcollectors *set);
 
 /*
- * `edgesync-agent check`: probes the host without mounting anything
- * (may_mount 0), starts every kernel collector as `run` would (attaching
- * its programs), prints the probe rows and one row per collector
+ * `edgesync-agent check`: with env, probed by the caller (es_kenv_probe
+ * with ES_KENV_MOUNT_PRIVATE, so that a tracefs `run` would mount is there;
+ * borrowed), starts every kernel collector as `run` would (attaching its
+ * programs), prints the probe rows and one row per collector
  * ("collector/<name>  ebpf|procfs|unavailable  reason"), and stops them.
- * inputs (may be NULL: defaults) gives the settings that change the
- * outcome: force_procfs, ringbuf_bytes and cgroup_root; its other members
- * are ignored. Returns the number of collectors that are unavailable.
+ * Returns the number of collectors that are unavailable.
  */
-int es_kcollectors_check(FILE *out, const es_kenv *inputs);
+int es_kcollectors_check(FILE *out, const es_kenv *env);
 
 /* Sums the 64-bit value at key of an array or per-CPU array map (per-CPU
  * when percpu). Returns 0 on success, -errno otherwise. For collectors'

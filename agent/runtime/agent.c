@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <libwebsockets.h>
 
 #include "runtime/agent_int.h"
 #include "collect/collect.h"
+#include "es_fs.h"
 #include "es_json.h"
 #include "es_lockfile.h"
 #include "es_log.h"
@@ -29,27 +29,6 @@
 #include "sync/sync.h"
 
 static void collect_now(es_agent *a);
-
-static es_err mkdir_p(const char *dir, char *err, size_t errsz)
-{
-	char path[4096];
-	size_t i, n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(path))
-		return es_errf(ES_ERR_INVAL, err, errsz, "state-dir: bad path");
-	memcpy(path, dir, n + 1);
-	for (i = 1; i <= n; i++) {
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		path[i] = '\0';
-		if (mkdir(path, 0700) != 0 && errno != EEXIST)
-			return es_errf(ES_ERR_IO, err, errsz,
-				       "state-dir: cannot create %s: %s", path,
-				       strerror(errno));
-		path[i] = i == n ? '\0' : '/';
-	}
-	return ES_OK;
-}
 
 static void read_boot_id(char *buf, size_t sz)
 {
@@ -328,9 +307,11 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 		goto cleanup;
 	}
-	rc = mkdir_p(cfg->state_dir, err, errsz);
-	if (rc != ES_OK)
+	rc = es_fs_mkdir_p(cfg->state_dir, 0700, path, sizeof(path));
+	if (rc != ES_OK) {
+		es_errf(rc, err, errsz, "state-dir: %s", path);
 		goto cleanup;
+	}
 	snprintf(path, sizeof(path), "%s/agent.lock", cfg->state_dir);
 	rc = es_lockfile_acquire(path, &a->lock_fd, err, errsz);
 	if (rc != ES_OK)

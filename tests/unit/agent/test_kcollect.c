@@ -1,7 +1,8 @@
 /*
  * test_kcollect.c - the kernel-collector framework's pure parts
  * (agent/kcollect/kcollect.h): names and masks, backend names, the eBPF-usable
- * decision and the probe table format. The collectors themselves are
+ * decision, the probe table format and the tracefs lookup (on fixtures in
+ * tests/fixtures/mounts/). The collectors themselves are
  * exercised on real hooks by tests/integration/test_bpf_*.py (label bpf).
  */
 #define _GNU_SOURCE
@@ -114,6 +115,43 @@ static void test_print(void **state)
 	assert_non_null(strstr(buf, "ebpf                     ok       "));
 }
 
+/* The tracefs lookup `run` and `check` share: /sys/kernel/tracing, else
+ * /sys/kernel/debug/tracing, in either table format. */
+static void test_find_tracefs(void **state)
+{
+	char where[64];
+
+	(void)state;
+	assert_int_equal(es_kenv_find_tracefs(ES_FIXTURES "/mounts/escaped.mountinfo",
+					      where, sizeof(where)), 1);
+	assert_string_equal(where, "/sys/kernel/tracing");
+	assert_int_equal(es_kenv_find_tracefs(ES_FIXTURES "/mounts/proc.mounts", where,
+					      sizeof(where)), 1);
+	assert_string_equal(where, "/sys/kernel/debug/tracing");
+	assert_int_equal(es_kenv_find_tracefs(ES_FIXTURES "/procfs/basic/proc/self/mountinfo",
+					      where, sizeof(where)), 0);
+	assert_int_equal(es_kenv_find_tracefs("/nonexistent", where, sizeof(where)), 0);
+}
+
+/* `check` says when it mounted tracefs privately, as `run` would for real. */
+static void test_print_private_tracefs(void **state)
+{
+	es_kenv e = good_env();
+	char buf[4096];
+	FILE *f;
+
+	(void)state;
+	e.mounted_tracefs = e.private_tracefs = 1;
+	memset(buf, 0, sizeof(buf));
+	f = fmemopen(buf, sizeof(buf) - 1, "w");
+	assert_non_null(f);
+	es_kenv_print(&e, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "kernel-tracefs           ok       "
+				    "/sys/kernel/tracing (not mounted: run mounts it; "
+				    "check did so in a private mount namespace)\n"));
+}
+
 static void test_report_null_set(void **state)
 {
 	cJSON *st = cJSON_CreateObject();
@@ -166,6 +204,8 @@ int main(void)
 		cmocka_unit_test(test_backend_names),
 		cmocka_unit_test(test_ebpf_ok),
 		cmocka_unit_test(test_print),
+		cmocka_unit_test(test_find_tracefs),
+		cmocka_unit_test(test_print_private_tracefs),
 		cmocka_unit_test(test_report_null_set),
 		cmocka_unit_test(test_forced_fallback_set),
 	};
