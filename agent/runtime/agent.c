@@ -366,7 +366,8 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
 				      cfg->cgroup_root,
 				      (int)cfg->egress_check_interval,
-				      cfg->node_name, cfg->egress_backend };
+				      cfg->node_name,
+				      (es_egress_backend)cfg->egress_backend };
 
 		rc = es_egress_new(&eo, &a->egress, err, errsz);
 		if (rc == ES_OK)
