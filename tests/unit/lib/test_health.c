@@ -14,6 +14,7 @@
 
 #include "es_health.h"
 #include "es_obj.h"
+#include "testutil.h"
 
 static cJSON *J(const char *text)
 {
@@ -295,6 +296,20 @@ static const char full_status[] =
 	"\"processes\":{\"count\":300,\"threads\":500,\"running\":3,\"blocked\":1}},"
 	STATUS_COLLECTORS "}";
 
+/* es_health_metric_value over the sample of a Node status. */
+static es_err metric_value(const cJSON *status, int m, int64_t pid_max, double *v,
+			   char *why, size_t whysz)
+{
+	es_sample s;
+	es_err rc;
+
+	es_sample_init(&s);
+	es_test_sample(status, pid_max, &s);
+	rc = es_health_metric_value(&s, m, v, why, whysz);
+	es_sample_clear(&s);
+	return rc;
+}
+
 static double value_of(const cJSON *status, const char *metric, int64_t pid_max)
 {
 	char why[200] = "";
@@ -302,7 +317,7 @@ static double value_of(const cJSON *status, const char *metric, int64_t pid_max)
 	int m = es_health_metric_find(metric);
 
 	assert_true(m >= 0);
-	if (es_health_metric_value(status, m, pid_max, &v, why, sizeof(why)) != ES_OK)
+	if (metric_value(status, m, pid_max, &v, why, sizeof(why)) != ES_OK)
 		fail_msg("%s missing: %s", metric, why);
 	return v;
 }
@@ -312,8 +327,8 @@ static void expect_missing(const cJSON *status, const char *metric, const char *
 	char why[200] = "";
 	double v = -1;
 
-	assert_int_equal(es_health_metric_value(status, es_health_metric_find(metric), 0,
-						&v, why, sizeof(why)), ES_ERR_NOTFOUND);
+	assert_int_equal(metric_value(status, es_health_metric_find(metric), 0,
+				      &v, why, sizeof(why)), ES_ERR_NOTFOUND);
 	if (!strstr(why, want))
 		fail_msg("%s: \"%s\" lacks \"%s\"", metric, why, want);
 }
@@ -333,12 +348,12 @@ static void test_metric_values(void **state)
 		assert_non_null(mi->collector);
 		assert_non_null(mi->source);
 		assert_int_equal(es_health_metric_find(mi->name), (int)i);
-		if (es_health_metric_value(st, (int)i, 3000, &v, why, sizeof(why)) != ES_OK)
+		if (metric_value(st, (int)i, 3000, &v, why, sizeof(why)) != ES_OK)
 			fail_msg("%s missing: %s", mi->name, why);
 	}
 	assert_null(es_health_metric_at(es_health_metric_count()));
 	assert_int_equal(es_health_metric_find("processes.Count"), -1);
-	assert_int_equal(es_health_metric_value(st, -1, 0, &v, NULL, 0), ES_ERR_INVAL);
+	assert_int_equal(metric_value(st, -1, 0, &v, NULL, 0), ES_ERR_INVAL);
 
 	assert_true(value_of(st, "cpu.utilization", 0) == 0.25);
 	assert_true(value_of(st, "load.load1", 0) == 1.5);
