@@ -472,26 +472,30 @@ static int64_t read_pid_max(const es_collect *c)
 	return (int64_t)v;
 }
 
-/* The numbers of one object of a reader's JSON array, by member name. */
-typedef struct num_member {
+/* A member of one object of a reader's JSON array and where it goes in
+ * the sample's entry: a number into a double, a string into a char *. */
+typedef struct entry_member {
 	const char *key;
-	size_t offset; /* of a double in the sample's entry */
-} num_member;
+	size_t offset;
+	int is_string;
+} entry_member;
 
-static void take_numbers(const cJSON *o, const num_member *m, size_t n, void *entry)
+/* Copies the members m[0..n) of o into entry. Errors: ES_ERR_NOMEM. */
+static es_err take_entry(const cJSON *o, const entry_member *m, size_t n, void *entry)
 {
 	for (size_t i = 0; i < n; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, m[i].key);
+		char *field = (char *)entry + m[i].offset;
 
-		if (cJSON_IsNumber(v))
-			*(double *)(void *)((char *)entry + m[i].offset) = v->valuedouble;
+		if (m[i].is_string) {
+			if (es_sample_set_str((char **)(void *)field,
+					      cJSON_GetStringValue(v)) != ES_OK)
+				return ES_ERR_NOMEM;
+		} else if (cJSON_IsNumber(v)) {
+			*(double *)(void *)field = v->valuedouble;
+		}
 	}
-}
-
-static es_err take_string(char **dst, const cJSON *o, const char *key)
-{
-	return es_sample_set_str(dst, cJSON_GetStringValue(
-					 cJSON_GetObjectItemCaseSensitive(o, key)));
+	return ES_OK;
 }
 
 /* usage.memory (the meminfo reader's object, every field) into s. */
@@ -518,15 +522,21 @@ static es_err sample_memory(es_sample *s, const cJSON *mem)
 	return ES_OK;
 }
 
+#define NUM(type, key, member) { key, offsetof(type, member), 0 }
+#define STR(type, key, member) { key, offsetof(type, member), 1 }
+
 /* usage.filesystems (the mount reader's array, collect_usage.h) into s. */
 static es_err sample_filesystems(es_sample *s, const cJSON *arr)
 {
-	static const num_member nums[] = {
-		{ "sizeBytes", offsetof(es_sample_fs, size_bytes) },
-		{ "availBytes", offsetof(es_sample_fs, avail_bytes) },
-		{ "freeBytes", offsetof(es_sample_fs, free_bytes) },
-		{ "files", offsetof(es_sample_fs, files) },
-		{ "filesFree", offsetof(es_sample_fs, files_free) },
+	static const entry_member m[] = {
+		STR(es_sample_fs, "device", device),
+		STR(es_sample_fs, "mountpoint", mountpoint),
+		STR(es_sample_fs, "fstype", fstype),
+		NUM(es_sample_fs, "sizeBytes", size_bytes),
+		NUM(es_sample_fs, "availBytes", avail_bytes),
+		NUM(es_sample_fs, "freeBytes", free_bytes),
+		NUM(es_sample_fs, "files", files),
+		NUM(es_sample_fs, "filesFree", files_free),
 	};
 	const cJSON *it;
 	size_t i = 0;
@@ -536,30 +546,25 @@ static es_err sample_filesystems(es_sample *s, const cJSON *arr)
 	s->has_filesystems = 1;
 	if (es_sample_fs_alloc(s, (size_t)cJSON_GetArraySize(arr)) != ES_OK)
 		return ES_ERR_NOMEM;
-	cJSON_ArrayForEach(it, arr) {
-		es_sample_fs *fs = &s->fs[i++];
-
-		if (take_string(&fs->device, it, "device") != ES_OK ||
-		    take_string(&fs->mountpoint, it, "mountpoint") != ES_OK ||
-		    take_string(&fs->fstype, it, "fstype") != ES_OK)
+	cJSON_ArrayForEach(it, arr)
+		if (take_entry(it, m, sizeof(m) / sizeof(m[0]), &s->fs[i++]) != ES_OK)
 			return ES_ERR_NOMEM;
-		take_numbers(it, nums, sizeof(nums) / sizeof(nums[0]), fs);
-	}
 	return ES_OK;
 }
 
 /* usage.network (the netdev reader's array) into s. */
 static es_err sample_network(es_sample *s, const cJSON *arr)
 {
-	static const num_member nums[] = {
-		{ "receiveBytes", offsetof(es_sample_iface, receive_bytes) },
-		{ "receivePackets", offsetof(es_sample_iface, receive_packets) },
-		{ "receiveErrors", offsetof(es_sample_iface, receive_errors) },
-		{ "receiveDrop", offsetof(es_sample_iface, receive_drop) },
-		{ "transmitBytes", offsetof(es_sample_iface, transmit_bytes) },
-		{ "transmitPackets", offsetof(es_sample_iface, transmit_packets) },
-		{ "transmitErrors", offsetof(es_sample_iface, transmit_errors) },
-		{ "transmitDrop", offsetof(es_sample_iface, transmit_drop) },
+	static const entry_member m[] = {
+		STR(es_sample_iface, "interface", name),
+		NUM(es_sample_iface, "receiveBytes", receive_bytes),
+		NUM(es_sample_iface, "receivePackets", receive_packets),
+		NUM(es_sample_iface, "receiveErrors", receive_errors),
+		NUM(es_sample_iface, "receiveDrop", receive_drop),
+		NUM(es_sample_iface, "transmitBytes", transmit_bytes),
+		NUM(es_sample_iface, "transmitPackets", transmit_packets),
+		NUM(es_sample_iface, "transmitErrors", transmit_errors),
+		NUM(es_sample_iface, "transmitDrop", transmit_drop),
 	};
 	const cJSON *it;
 	size_t i = 0;
@@ -569,15 +574,13 @@ static es_err sample_network(es_sample *s, const cJSON *arr)
 	s->has_network = 1;
 	if (es_sample_ifaces_alloc(s, (size_t)cJSON_GetArraySize(arr)) != ES_OK)
 		return ES_ERR_NOMEM;
-	cJSON_ArrayForEach(it, arr) {
-		es_sample_iface *f = &s->ifaces[i++];
-
-		if (take_string(&f->name, it, "interface") != ES_OK)
+	cJSON_ArrayForEach(it, arr)
+		if (take_entry(it, m, sizeof(m) / sizeof(m[0]), &s->ifaces[i++]) != ES_OK)
 			return ES_ERR_NOMEM;
-		take_numbers(it, nums, sizeof(nums) / sizeof(nums[0]), f);
-	}
 	return ES_OK;
 }
+#undef NUM
+#undef STR
 
 /* Adds *item to parent under key, taking ownership; NULL item adds nothing. */
 static es_err attach(cJSON *parent, const char *key, cJSON **item)
