@@ -90,7 +90,6 @@ static int cmd_run(int argc, char **argv)
 {
 	es_agent_config cfg;
 	es_agent *a = NULL;
-	es_log_level lvl = ES_LOG_INFO;
 	char err[512] = "";
 	int code;
 	es_err rc;
@@ -98,8 +97,7 @@ static int cmd_run(int argc, char **argv)
 	code = load_config(argc, argv, &cfg);
 	if (code != 0)
 		goto cleanup;
-	es_log_parse_level(cfg.log_level, &lvl);
-	es_log_set_level(lvl);
+	es_log_set_level((es_log_level)cfg.log_level);
 	es_log_route_lws();
 
 	if (es_cli_signals(on_signal) != ES_OK) {

@@ -167,7 +167,6 @@ static int cmd_run(int argc, char **argv)
 	es_ccfg cfg = { 0 };
 	es_server_opts so = { 0 };
 	es_db *db = NULL;
-	es_log_level lvl = ES_LOG_INFO;
 	char lhost[256], ahost[256], err[1024], lockpath[4200];
 	int rc = 2, lock_fd = -1;
 
@@ -183,8 +182,7 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err);
 		goto cleanup;
 	}
-	es_log_parse_level(cfg.log_level, &lvl);
-	es_log_set_level(lvl);
+	es_log_set_level((es_log_level)cfg.log_level);
 	es_log_route_lws();
 
 	rc = 1;

@@ -57,6 +57,32 @@ static int parse_bool(const char *v, int *out)
 	return -1;
 }
 
+/* Index of value in the NULL-terminated names, or -1. */
+static int enum_index(const es_setting *s, const char *value)
+{
+	for (int i = 0; s->names != NULL && s->names[i] != NULL; i++)
+		if (s->nocase ? strcasecmp(value, s->names[i]) == 0
+			      : strcmp(value, s->names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* Writes the names of s as "a, b or c" into buf. */
+static void enum_list(const es_setting *s, const char *sep, const char *last,
+		      char *buf, size_t sz)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; s->names != NULL && s->names[i] != NULL && n < sz; i++) {
+		int w = snprintf(buf + n, sz - n, "%s%s",
+				 i == 0 ? "" : s->names[i + 1] ? sep : last,
+				 s->names[i]);
+
+		n += w > 0 ? (size_t)w : 0;
+	}
+}
+
 /* Stores value into cfg. On a bad value writes "<problem>" (without the
  * setting's name, which the caller prefixes) into err. */
 static es_err set_value(const es_setting *s, void *cfg, const char *value,
@@ -100,6 +126,20 @@ static es_err set_value(const es_setting *s, void *cfg, const char *value,
 				       "expected true/false, yes/no, on/off or 1/0, got \"%.40s\"",
 				       value);
 		*(int *)(void *)field = b;
+		return ES_OK;
+	}
+	case ES_SET_ENUM: {
+		char list[256];
+		int i = enum_index(s, value);
+
+		if (s->names == NULL || s->names[0] == NULL)
+			return es_errf(ES_ERR_INVAL, err, errsz, "setting has no allowed values");
+		if (i < 0) {
+			enum_list(s, ", ", " or ", list, sizeof(list));
+			return es_errf(ES_ERR_INVAL, err, errsz, "\"%.40s\": expected %s",
+				       value, list);
+		}
+		*(int *)(void *)field = i;
 		return ES_OK;
 	}
 	}
@@ -398,12 +438,19 @@ void es_config_print_help(const es_setting *table, size_t n, void *file)
 		if (s->flag != NULL)
 			snprintf(left, sizeof(left), "--%s%s", s->flag,
 				 s->type == ES_SET_INT ? " N" :
-				 s->type == ES_SET_STRING ? " VALUE" : "");
+				 s->type == ES_SET_STRING ||
+				 s->type == ES_SET_ENUM ? " VALUE" : "");
 		else
 			snprintf(left, sizeof(left), "(file: %s)", s->key);
 		fprintf(f, "  %-28s %s", left, s->help != NULL ? s->help : "");
 		if (s->type == ES_SET_INT && !(s->min == 0 && s->max == 0))
 			fprintf(f, " (%lld..%lld)", (long long)s->min, (long long)s->max);
+		if (s->type == ES_SET_ENUM) {
+			char list[256];
+
+			enum_list(s, "|", "|", list, sizeof(list));
+			fprintf(f, " (%s)", list);
+		}
 		if (s->def != NULL)
 			fprintf(f, " [default: %s]", s->def);
 		if (s->env != NULL)

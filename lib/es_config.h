@@ -23,6 +23,8 @@ typedef enum es_setting_type {
 	ES_SET_STRING = 1,  /* char * in the struct, malloc'd, freed by es_config_free */
 	ES_SET_INT = 2,     /* int64_t in the struct, bounds [min, max] */
 	ES_SET_BOOL = 3,    /* int in the struct: true/false/yes/no/1/0/on/off */
+	ES_SET_ENUM = 4,    /* int in the struct: the index in names of the value
+			     * given, which must be one of names */
 } es_setting_type;
 
 typedef struct es_setting {
@@ -34,6 +36,10 @@ typedef struct es_setting {
 	int64_t min, max;     /* bounds for ES_SET_INT */
 	size_t offset;        /* offsetof(struct, member) */
 	const char *help;     /* one line for --help */
+	/* ES_SET_ENUM: the allowed values, NULL-terminated; index i is stored
+	 * as i (so an enum whose values are 0, 1, ... can name them). */
+	const char *const *names;
+	int nocase;           /* ES_SET_ENUM: 1 = names match ignoring ASCII case */
 } es_setting;
 
 /* Applies every default of table (n entries) to cfg. Errors: ES_ERR_NOMEM,
@@ -42,8 +48,10 @@ es_err es_config_defaults(const es_setting *table, size_t n, void *cfg,
 			  char *err, size_t errsz);
 
 /* Reads the config file at path. Errors: ES_ERR_IO (cannot read: err names
- * the file), ES_ERR_INVAL (unknown key, bad value, value out of bounds: err
- * names file:line and the key). */
+ * the file), ES_ERR_INVAL (unknown key, bad value, value out of bounds, an
+ * ES_SET_ENUM value not among its names: err names file:line and the key,
+ * and for an enum the value and the allowed names, e.g.
+ * "agent.conf:3: log-level: \"loud\": expected error, warn, info or debug"). */
 es_err es_config_load_file(const es_setting *table, size_t n, void *cfg,
 			   const char *path, char *err, size_t errsz);
 
@@ -79,7 +87,9 @@ es_err es_config_set(const es_setting *table, size_t n, void *cfg,
 /* Frees every ES_SET_STRING member of cfg. NULL-safe. */
 void es_config_free(const es_setting *table, size_t n, void *cfg);
 
-/* Prints one help line per setting (flag, env, default, help) to f. */
+/* Prints one help line per setting (flag, env, default, help; the bounds
+ * of an ES_SET_INT as "(1..3600)", the names of an ES_SET_ENUM as
+ * "(auto|procfs)") to f. */
 void es_config_print_help(const es_setting *table, size_t n, void *file);
 
 #endif

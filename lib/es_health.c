@@ -4,67 +4,195 @@
  * PROTOCOL.md "HealthRule").
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "es_cond.h"
 #include "es_health.h"
 
-enum {
-	M_CPU_UTILIZATION,
-	M_LOAD1,
-	M_LOAD5,
-	M_LOAD15,
-	M_MEM_AVAILABLE_BYTES,
-	M_MEM_AVAILABLE_RATIO,
-	M_FS_ROOT_AVAILABLE_BYTES,
-	M_FS_ROOT_AVAILABLE_RATIO,
-	M_FS_ROOT_INODES_FREE_RATIO,
-	M_FS_AVAILABLE_RATIO,
-	M_NET_INTERFACES,
-	M_PROC_COUNT,
-	M_PROC_THREADS,
-	M_PROC_RUNNING,
-	M_PROC_BLOCKED,
-	M_PROC_PID_USAGE_RATIO,
-	M_COUNT
-};
+static es_err missing(char *why, size_t whysz, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-/* Indexed by the enum above. */
-static const es_health_metric_info metrics[M_COUNT] = {
-	{"cpu.utilization", "cpu", "usage.cpu.utilization", "ratio 0..1"},
-	{"load.load1", "cpu", "usage.load.load1", "runnable tasks"},
-	{"load.load5", "cpu", "usage.load.load5", "runnable tasks"},
-	{"load.load15", "cpu", "usage.load.load15", "runnable tasks"},
-	{"memory.availableBytes", "memory", "usage.memory.MemAvailable", "bytes"},
-	{"memory.availableRatio", "memory",
-	 "usage.memory.MemAvailable / usage.memory.MemTotal", "ratio 0..1"},
-	{"filesystem.rootAvailableBytes", "filesystem",
-	 "usage.filesystems[mountpoint \"/\"].availBytes", "bytes"},
-	{"filesystem.rootAvailableRatio", "filesystem",
-	 "usage.filesystems[mountpoint \"/\"].availBytes / sizeBytes", "ratio 0..1"},
-	{"filesystem.rootInodesFreeRatio", "filesystem",
-	 "usage.filesystems[mountpoint \"/\"].filesFree / files", "ratio 0..1"},
-	{"filesystem.availableRatio", "filesystem",
-	 "lowest availBytes / sizeBytes over usage.filesystems", "ratio 0..1"},
-	{"network.interfaces", "network",
-	 "number of usage.network entries other than lo", "count"},
-	{"processes.count", "processes", "usage.processes.count", "count"},
-	{"processes.threads", "processes", "usage.processes.threads", "count"},
-	{"processes.running", "processes", "usage.processes.running", "count"},
-	{"processes.blocked", "processes", "usage.processes.blocked", "count"},
-	{"processes.pidUsageRatio", "processes",
-	 "usage.processes.count / kernel.pid_max", "ratio 0..1"},
+static es_err missing(char *why, size_t whysz, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && whysz > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whysz, fmt, ap);
+		va_end(ap);
+	}
+	return ES_ERR_NOTFOUND;
+}
+
+/* *v = a / b; NOTFOUND (why: "<what> not collected or zero") when either
+ * was not collected or b <= 0. */
+static es_err ratio(double a, double b, double *v, const char *what, char *why,
+		    size_t whysz)
+{
+	if (!es_sample_has(a) || !es_sample_has(b) || b <= 0)
+		return missing(why, whysz, "%s not collected or zero", what);
+	*v = a / b;
+	return ES_OK;
+}
+
+static es_err mem_available_ratio(const es_sample *s, double *v, char *why,
+				  size_t whysz)
+{
+	return ratio(s->mem_available, s->mem_total, v, "MemAvailable or MemTotal",
+		     why, whysz);
+}
+
+static es_err root_fs(const es_sample *s, const es_sample_fs **fs, char *why,
+		      size_t whysz)
+{
+	*fs = es_sample_root_fs(s);
+	if (*fs == NULL)
+		return missing(why, whysz, "%s", "no filesystem mounted at / was collected");
+	return ES_OK;
+}
+
+static es_err fs_root_available_bytes(const es_sample *s, double *v, char *why,
+				      size_t whysz)
+{
+	const es_sample_fs *fs;
+
+	if (root_fs(s, &fs, why, whysz) != ES_OK)
+		return ES_ERR_NOTFOUND;
+	if (!es_sample_has(fs->avail_bytes))
+		return missing(why, whysz, "%s", "availBytes of / not collected");
+	*v = fs->avail_bytes;
+	return ES_OK;
+}
+
+static es_err fs_root_available_ratio(const es_sample *s, double *v, char *why,
+				      size_t whysz)
+{
+	const es_sample_fs *fs;
+
+	if (root_fs(s, &fs, why, whysz) != ES_OK)
+		return ES_ERR_NOTFOUND;
+	return ratio(fs->avail_bytes, fs->size_bytes, v,
+		     "availBytes or sizeBytes of /", why, whysz);
+}
+
+static es_err fs_root_inodes_free_ratio(const es_sample *s, double *v, char *why,
+					size_t whysz)
+{
+	const es_sample_fs *fs;
+
+	if (root_fs(s, &fs, why, whysz) != ES_OK)
+		return ES_ERR_NOTFOUND;
+	return ratio(fs->files_free, fs->files, v, "the inode counts of /", why, whysz);
+}
+
+static es_err fs_available_ratio(const es_sample *s, double *v, char *why,
+				 size_t whysz)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nfs; i++) {
+		double r = 0;
+
+		if (ratio(s->fs[i].avail_bytes, s->fs[i].size_bytes, &r, "", NULL, 0) != ES_OK)
+			continue;
+		if (n++ == 0 || r < *v)
+			*v = r;
+	}
+	if (n == 0)
+		return missing(why, whysz, "%s", "no filesystem with a size was collected");
+	return ES_OK;
+}
+
+static es_err net_interfaces(const es_sample *s, double *v, char *why, size_t whysz)
+{
+	if (!s->has_network)
+		return missing(why, whysz, "%s", "usage.network not collected");
+	*v = (double)es_sample_ifaces_besides_lo(s);
+	return ES_OK;
+}
+
+static es_err pid_usage_ratio(const es_sample *s, double *v, char *why, size_t whysz)
+{
+	if (!es_sample_has(s->proc_count))
+		return missing(why, whysz, "%s", "usage.processes.count not collected");
+	if (s->pid_max <= 0)
+		return missing(why, whysz, "%s", "kernel.pid_max could not be read");
+	*v = s->proc_count / (double)s->pid_max;
+	return ES_OK;
+}
+
+/* One catalogue entry: read is NULL for a metric that is the double at
+ * offset field of es_sample, missing when it was not collected (why then
+ * is absent_why, or "<source> not collected" when that is NULL). */
+typedef struct metric_def {
+	es_health_metric_info info;
+	int collector; /* ES_SAMPLE_*; info.collector is its name */
+	es_err (*read)(const es_sample *s, double *v, char *why, size_t whysz);
+	size_t field;
+	const char *absent_why;
+} metric_def;
+
+#define FIELD(name, col, idx, source, unit, member, absent)                  \
+	{ { name, col, source, unit }, idx, NULL, offsetof(es_sample, member), absent }
+#define COMPUTED(name, col, idx, source, unit, fn)                           \
+	{ { name, col, source, unit }, idx, fn, 0, NULL }
+
+static const metric_def metrics[] = {
+	FIELD("cpu.utilization", "cpu", ES_SAMPLE_CPU, "usage.cpu.utilization",
+	      "ratio 0..1", cpu_utilization,
+	      "usage.cpu.utilization not collected yet (it needs two rounds)"),
+	FIELD("load.load1", "cpu", ES_SAMPLE_CPU, "usage.load.load1",
+	      "runnable tasks", load1, NULL),
+	FIELD("load.load5", "cpu", ES_SAMPLE_CPU, "usage.load.load5",
+	      "runnable tasks", load5, NULL),
+	FIELD("load.load15", "cpu", ES_SAMPLE_CPU, "usage.load.load15",
+	      "runnable tasks", load15, NULL),
+	FIELD("memory.availableBytes", "memory", ES_SAMPLE_MEMORY,
+	      "usage.memory.MemAvailable", "bytes", mem_available, NULL),
+	COMPUTED("memory.availableRatio", "memory", ES_SAMPLE_MEMORY,
+		 "usage.memory.MemAvailable / usage.memory.MemTotal", "ratio 0..1",
+		 mem_available_ratio),
+	COMPUTED("filesystem.rootAvailableBytes", "filesystem", ES_SAMPLE_FILESYSTEM,
+		 "usage.filesystems[mountpoint \"/\"].availBytes", "bytes",
+		 fs_root_available_bytes),
+	COMPUTED("filesystem.rootAvailableRatio", "filesystem", ES_SAMPLE_FILESYSTEM,
+		 "usage.filesystems[mountpoint \"/\"].availBytes / sizeBytes",
+		 "ratio 0..1", fs_root_available_ratio),
+	COMPUTED("filesystem.rootInodesFreeRatio", "filesystem", ES_SAMPLE_FILESYSTEM,
+		 "usage.filesystems[mountpoint \"/\"].filesFree / files", "ratio 0..1",
+		 fs_root_inodes_free_ratio),
+	COMPUTED("filesystem.availableRatio", "filesystem", ES_SAMPLE_FILESYSTEM,
+		 "lowest availBytes / sizeBytes over usage.filesystems", "ratio 0..1",
+		 fs_available_ratio),
+	COMPUTED("network.interfaces", "network", ES_SAMPLE_NETWORK,
+		 "number of usage.network entries other than lo", "count",
+		 net_interfaces),
+	FIELD("processes.count", "processes", ES_SAMPLE_PROCESSES,
+	      "usage.processes.count", "count", proc_count, NULL),
+	FIELD("processes.threads", "processes", ES_SAMPLE_PROCESSES,
+	      "usage.processes.threads", "count", proc_threads, NULL),
+	FIELD("processes.running", "processes", ES_SAMPLE_PROCESSES,
+	      "usage.processes.running", "count", proc_running, NULL),
+	FIELD("processes.blocked", "processes", ES_SAMPLE_PROCESSES,
+	      "usage.processes.blocked", "count", proc_blocked, NULL),
+	COMPUTED("processes.pidUsageRatio", "processes", ES_SAMPLE_PROCESSES,
+		 "usage.processes.count / kernel.pid_max", "ratio 0..1",
+		 pid_usage_ratio),
 };
+#undef FIELD
+#undef COMPUTED
+#define M_COUNT ((int)(sizeof(metrics) / sizeof(metrics[0])))
 
 size_t es_health_metric_count(void)
 {
-	return M_COUNT;
+	return (size_t)M_COUNT;
 }
 
 const es_health_metric_info *es_health_metric_at(size_t i)
 {
-	return i < M_COUNT ? &metrics[i] : NULL;
+	return i < (size_t)M_COUNT ? &metrics[i].info : NULL;
 }
 
 int es_health_metric_find(const char *name)
@@ -72,7 +200,7 @@ int es_health_metric_find(const char *name)
 	if (name == NULL)
 		return -1;
 	for (int i = 0; i < M_COUNT; i++)
-		if (strcmp(name, metrics[i].name) == 0)
+		if (strcmp(name, metrics[i].info.name) == 0)
 			return i;
 	return -1;
 }
@@ -299,7 +427,7 @@ static es_err metric_error(const char *name, char *err, size_t errsz)
 	known[0] = '\0';
 	for (int i = 0; i < M_COUNT && n < sizeof(known); i++) {
 		int w = snprintf(known + n, sizeof(known) - n, "%s%s",
-				 i ? ", " : "", metrics[i].name);
+				 i ? ", " : "", metrics[i].info.name);
 
 		n += w > 0 ? (size_t)w : 0;
 	}
@@ -401,184 +529,33 @@ es_err es_health_rule_parse(const cJSON *spec, es_health_rule *out, char *err,
 	return ES_OK;
 }
 
-/* The entry of status.collectors called name, or NULL. */
-static const cJSON *collector(const cJSON *status, const char *name)
-{
-	const cJSON *c;
-
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
-
-		if (cJSON_IsString(n) && n->valuestring && strcmp(n->valuestring, name) == 0)
-			return c;
-	}
-	return NULL;
-}
-
-static es_err missing(char *why, size_t whysz, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static es_err missing(char *why, size_t whysz, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why != NULL && whysz > 0) {
-		va_start(ap, fmt);
-		vsnprintf(why, whysz, fmt, ap);
-		va_end(ap);
-	}
-	return ES_ERR_NOTFOUND;
-}
-
-/* A number member of obj, or NULL. */
-static const cJSON *num(const cJSON *obj, const char *key)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	return cJSON_IsNumber(it) ? it : NULL;
-}
-
-/* The usage.filesystems entry mounted at "/", or NULL. */
-static const cJSON *root_fs(const cJSON *usage)
-{
-	const cJSON *fs;
-
-	cJSON_ArrayForEach(fs, cJSON_GetObjectItemCaseSensitive(usage, "filesystems")) {
-		const cJSON *mp = cJSON_GetObjectItemCaseSensitive(fs, "mountpoint");
-
-		if (cJSON_IsString(mp) && mp->valuestring && strcmp(mp->valuestring, "/") == 0)
-			return fs;
-	}
-	return NULL;
-}
-
-/* *v = a / b of two number members of obj; NOTFOUND when absent or b <= 0. */
-static es_err ratio(const cJSON *obj, const char *a, const char *b, double *v,
-		    const char *what, char *why, size_t whysz)
-{
-	const cJSON *x = num(obj, a), *y = num(obj, b);
-
-	if (x == NULL || y == NULL || y->valuedouble <= 0)
-		return missing(why, whysz, "%s not collected or zero", what);
-	*v = x->valuedouble / y->valuedouble;
-	return ES_OK;
-}
-
-es_err es_health_metric_value(const cJSON *status, int metric, int64_t pid_max,
+es_err es_health_metric_value(const es_sample *sample, int metric,
 			      double *value, char *why, size_t whysz)
 {
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(status, "usage");
-	const cJSON *col, *it, *o;
+	const es_sample_collector *col;
+	const metric_def *m;
 	double v = 0;
-	int n;
 
 	if (metric < 0 || metric >= M_COUNT)
 		return ES_ERR_INVAL;
-	col = collector(status, metrics[metric].collector);
-	if (col == NULL || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(col, "enabled")))
+	m = &metrics[metric];
+	col = sample != NULL ? &sample->collectors[m->collector] : NULL;
+	if (col == NULL || !col->enabled)
 		return missing(why, whysz, "collector %s is not enabled",
-			       metrics[metric].collector);
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(col, "healthy"))) {
-		it = cJSON_GetObjectItemCaseSensitive(col, "error");
-		if (why != NULL && whysz > 0)
-			snprintf(why, whysz, "collector %s failed: %s",
-				 metrics[metric].collector,
-				 cJSON_IsString(it) && it->valuestring ? it->valuestring
-								       : "no reason given");
-		return ES_ERR_NOTFOUND;
-	}
-	switch (metric) {
-	case M_CPU_UTILIZATION:
-		o = num(cJSON_GetObjectItemCaseSensitive(usage, "cpu"), "utilization");
-		if (o == NULL)
-			return missing(why, whysz, "%s",
-				       "usage.cpu.utilization not collected yet (it needs "
-				       "two rounds)");
-		v = o->valuedouble;
-		break;
-	case M_LOAD1:
-	case M_LOAD5:
-	case M_LOAD15:
-	case M_PROC_COUNT:
-	case M_PROC_THREADS:
-	case M_PROC_RUNNING:
-	case M_PROC_BLOCKED:
-		o = num(cJSON_GetObjectItemCaseSensitive(
-				usage, metric <= M_LOAD15 ? "load" : "processes"),
-			strrchr(metrics[metric].source, '.') + 1);
-		if (o == NULL)
-			return missing(why, whysz, "%s not collected",
-				       metrics[metric].source);
-		v = o->valuedouble;
-		break;
-	case M_MEM_AVAILABLE_BYTES:
-		o = num(cJSON_GetObjectItemCaseSensitive(usage, "memory"), "MemAvailable");
-		if (o == NULL)
-			return missing(why, whysz, "%s not collected",
-				       metrics[metric].source);
-		v = o->valuedouble;
-		break;
-	case M_MEM_AVAILABLE_RATIO:
-		if (ratio(cJSON_GetObjectItemCaseSensitive(usage, "memory"), "MemAvailable",
-			  "MemTotal", &v, "MemAvailable or MemTotal", why, whysz) != ES_OK)
+			       m->info.collector);
+	if (!col->healthy)
+		return missing(why, whysz, "collector %s failed: %s", m->info.collector,
+			       col->error ? col->error : "no reason given");
+	if (m->read != NULL) {
+		if (m->read(sample, &v, why, whysz) != ES_OK)
 			return ES_ERR_NOTFOUND;
-		break;
-	case M_FS_ROOT_AVAILABLE_BYTES:
-	case M_FS_ROOT_AVAILABLE_RATIO:
-	case M_FS_ROOT_INODES_FREE_RATIO:
-		o = root_fs(usage);
-		if (o == NULL)
-			return missing(why, whysz, "%s",
-				       "no filesystem mounted at / was collected");
-		if (metric == M_FS_ROOT_AVAILABLE_BYTES) {
-			it = num(o, "availBytes");
-			if (it == NULL)
-				return missing(why, whysz, "%s", "availBytes of / not collected");
-			v = it->valuedouble;
-		} else if (metric == M_FS_ROOT_AVAILABLE_RATIO) {
-			if (ratio(o, "availBytes", "sizeBytes", &v, "availBytes or sizeBytes of /",
-				  why, whysz) != ES_OK)
-				return ES_ERR_NOTFOUND;
-		} else if (ratio(o, "filesFree", "files", &v, "the inode counts of /",
-				 why, whysz) != ES_OK) {
-			return ES_ERR_NOTFOUND;
+	} else {
+		v = *(const double *)(const void *)((const char *)sample + m->field);
+		if (!es_sample_has(v)) {
+			if (m->absent_why != NULL)
+				return missing(why, whysz, "%s", m->absent_why);
+			return missing(why, whysz, "%s not collected", m->info.source);
 		}
-		break;
-	case M_FS_AVAILABLE_RATIO:
-		n = 0;
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "filesystems")) {
-			double r;
-
-			if (ratio(it, "availBytes", "sizeBytes", &r, "", NULL, 0) != ES_OK)
-				continue;
-			if (n++ == 0 || r < v)
-				v = r;
-		}
-		if (n == 0)
-			return missing(why, whysz, "%s", "no filesystem with a size was collected");
-		break;
-	case M_NET_INTERFACES:
-		it = cJSON_GetObjectItemCaseSensitive(usage, "network");
-		if (!cJSON_IsArray(it))
-			return missing(why, whysz, "%s", "usage.network not collected");
-		n = 0;
-		cJSON_ArrayForEach(o, it) {
-			const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "interface");
-
-			if (cJSON_IsString(name) && name->valuestring &&
-			    strcmp(name->valuestring, "lo") != 0)
-				n++;
-		}
-		v = n;
-		break;
-	case M_PROC_PID_USAGE_RATIO:
-		o = num(cJSON_GetObjectItemCaseSensitive(usage, "processes"), "count");
-		if (o == NULL)
-			return missing(why, whysz, "%s", "usage.processes.count not collected");
-		if (pid_max <= 0)
-			return missing(why, whysz, "%s", "kernel.pid_max could not be read");
-		v = o->valuedouble / (double)pid_max;
-		break;
 	}
 	*value = v;
 	return ES_OK;

@@ -2,7 +2,7 @@
  * es_health.h - HealthRule specs (proto/PROTOCOL.md, "HealthRule"): the
  * catalogue of metrics a rule may name, the operators, Go/Kubernetes
  * durations, spec parsing and validation, and reading a metric from the
- * Node status the agent collects. Shared by the controller (validation at
+ * sample of the node's state the agent collects (es_sample.h). Shared by the controller (validation at
  * apply time) and the agent (evaluation on each collection).
  */
 #ifndef ES_HEALTH_H
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "es_err.h"
+#include "es_sample.h"
 
 /* Longest conditionType a rule may set (a Kubernetes label name's bound). */
 #define ES_HEALTH_TYPE_MAX 63
@@ -98,15 +99,16 @@ es_err es_health_rule_parse(const cJSON *spec, es_health_rule *out, char *err,
 			    size_t errsz);
 
 /*
- * Reads catalogue metric `metric` from one round's Node status (the object
- * with nodeInfo, capacity, usage and collectors that the agent's collectors
- * build; borrowed). pid_max is kernel.pid_max (only used by
- * processes.pidUsageRatio; <= 0 means unknown).
+ * Reads catalogue metric `metric` from one round's sample (borrowed; see
+ * es_sample.h; processes.pidUsageRatio also uses its pid_max). Each
+ * catalogue entry maps the name to the es_sample field it reads, or to the
+ * function that computes it from fields.
  * Returns ES_OK with *value set, ES_ERR_NOTFOUND when the value is missing
- * (why says why: its collector is not enabled or failed, the member is
- * absent, a divisor is zero), ES_ERR_INVAL for a metric out of range.
+ * (why says why: its collector is not enabled or failed, the field was not
+ * collected, a divisor is zero; a NULL sample has nothing collected),
+ * ES_ERR_INVAL for a metric out of range.
  */
-es_err es_health_metric_value(const cJSON *status, int metric, int64_t pid_max,
+es_err es_health_metric_value(const es_sample *sample, int metric,
 			      double *value, char *why, size_t whysz);
 
 /* Formats a metric value or threshold compactly: integers as integers

@@ -18,7 +18,7 @@
 static es_log_level log_level = ES_LOG_INFO;
 static int lws_routed;
 
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
+const char *const es_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
 typedef struct line_buf {
 	char buf[ES_LOG_LINE_MAX];
@@ -128,7 +128,7 @@ static void log_v(es_log_level level, const char *component, const char *msg,
 	put_str(&lb, "time=");
 	put_time(&lb);
 	put_str(&lb, " level=");
-	put_str(&lb, level_names[level]);
+	put_str(&lb, es_log_level_names[level]);
 	put_str(&lb, " component=");
 	put_value(&lb, component, 0);
 	put_str(&lb, " msg=");
@@ -162,8 +162,8 @@ int es_log_parse_level(const char *s, es_log_level *out)
 {
 	if (s == NULL || out == NULL)
 		return -1;
-	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
-		if (strcasecmp(s, level_names[i]) == 0) {
+	for (size_t i = 0; es_log_level_names[i] != NULL; i++) {
+		if (strcasecmp(s, es_log_level_names[i]) == 0) {
 			*out = (es_log_level)i;
 			return 0;
 		}

@@ -23,6 +23,10 @@ typedef enum es_log_level {
 	ES_LOG_DEBUG = 3,
 } es_log_level;
 
+/* The names of the levels, indexed by es_log_level, NULL-terminated:
+ * "error", "warn", "info", "debug" (as the setting log-level takes them). */
+extern const char *const es_log_level_names[];
+
 /* Sets the most verbose level that is printed (default ES_LOG_INFO). */
 void es_log_set_level(es_log_level level);
 

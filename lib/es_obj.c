@@ -19,18 +19,26 @@ const char *const es_collector_names[5] = {
 	"cpu", "memory", "filesystem", "network", "processes",
 };
 
+static es_err check_collector_spec(const cJSON *spec, char *err, size_t errsz);
+static es_err check_health_spec(const cJSON *spec, char *err, size_t errsz);
+
+/* One kind: its names and the check of its own spec members (NULL for a
+ * kind that is reported by agents and never submitted). */
 typedef struct kind_info {
 	es_kind kind;
 	const char *name;
 	const char *plural;
 	const char *shortname;
+	es_err (*validate_spec)(const cJSON *spec, char *err, size_t errsz);
 } kind_info;
 
 static const kind_info kinds[] = {
-	{ES_KIND_NODE, "Node", "nodes", "no"},
-	{ES_KIND_COLLECTOR_CONFIG, "CollectorConfig", "collectorconfigs", "cc"},
-	{ES_KIND_HEALTH_RULE, "HealthRule", "healthrules", "hr"},
-	{ES_KIND_EGRESS_POLICY, "EgressPolicy", "egresspolicies", "ep"},
+	{ES_KIND_NODE, "Node", "nodes", "no", NULL},
+	{ES_KIND_COLLECTOR_CONFIG, "CollectorConfig", "collectorconfigs", "cc",
+	 check_collector_spec},
+	{ES_KIND_HEALTH_RULE, "HealthRule", "healthrules", "hr", check_health_spec},
+	{ES_KIND_EGRESS_POLICY, "EgressPolicy", "egresspolicies", "ep",
+	 es_egress_spec_validate},
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
@@ -63,6 +71,14 @@ const char *es_obj_kind_plural(es_kind kind)
 	const kind_info *k = kind_lookup(kind);
 
 	return k != NULL ? k->plural : NULL;
+}
+
+es_kind es_obj_kind_from_plural(const char *plural)
+{
+	for (size_t i = 0; plural != NULL && i < NKINDS; i++)
+		if (strcmp(plural, kinds[i].plural) == 0)
+			return kinds[i].kind;
+	return ES_KIND_UNKNOWN;
 }
 
 es_kind es_obj_kind_parse(const char *s)
@@ -316,11 +332,16 @@ static es_err check_collector_spec(const cJSON *spec, char *err, size_t errsz)
 	return parse_collector_spec(spec, &cfg, err, errsz);
 }
 
+static es_err check_health_spec(const cJSON *spec, char *err, size_t errsz)
+{
+	return es_health_rule_parse(spec, NULL, err, errsz);
+}
+
 es_err es_obj_validate_desired(const cJSON *obj, char *err, size_t errsz)
 {
 	const cJSON *md = NULL, *spec = NULL;
 	const char *s = NULL;
-	es_kind kind;
+	const kind_info *k;
 	es_err rc;
 
 	if (!cJSON_IsObject(obj))
@@ -335,14 +356,15 @@ es_err es_obj_validate_desired(const cJSON *obj, char *err, size_t errsz)
 	rc = es_json_get_str(obj, NULL, "kind", 1, &s, err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	kind = kind_by_name(s);
-	if (kind == ES_KIND_NODE)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "kind: Node is reported by agents and cannot be submitted");
-	if (kind == ES_KIND_UNKNOWN)
+	k = kind_lookup(kind_by_name(s));
+	if (k == NULL)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "kind: unknown kind \"%.80s\" (expected CollectorConfig, "
 			       "HealthRule or EgressPolicy)", s);
+	if (k->validate_spec == NULL)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "kind: %s is reported by agents and cannot be submitted",
+			       k->name);
 	rc = es_json_get_obj(obj, NULL, "metadata", 1, &md, err, errsz);
 	if (rc != ES_OK)
 		return rc;
@@ -355,13 +377,7 @@ es_err es_obj_validate_desired(const cJSON *obj, char *err, size_t errsz)
 	rc = check_selector(spec, err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	if (kind == ES_KIND_COLLECTOR_CONFIG)
-		return check_collector_spec(spec, err, errsz);
-	if (kind == ES_KIND_HEALTH_RULE)
-		return es_health_rule_parse(spec, NULL, err, errsz);
-	if (kind == ES_KIND_EGRESS_POLICY)
-		return es_egress_spec_validate(spec, err, errsz);
-	return ES_OK;
+	return k->validate_spec(spec, err, errsz);
 }
 
 static const cJSON *metadata(const cJSON *obj)

@@ -28,6 +28,9 @@ const char *es_obj_kind_name(es_kind kind);
 /* Lower-case plural resource name used in REST paths ("collectorconfigs",
  * "healthrules", "egresspolicies", "nodes"); NULL for unknown. */
 const char *es_obj_kind_plural(es_kind kind);
+/* The kind whose plural resource name is exactly plural (case-sensitive,
+ * as a REST path segment: "healthrules"); ES_KIND_UNKNOWN for none or NULL. */
+es_kind es_obj_kind_from_plural(const char *plural);
 /*
  * Resolves what a user or a path names a kind by, case-insensitively: the
  * kind ("CollectorConfig"), its singular lower-case form ("collectorconfig"),

@@ -10,6 +10,7 @@
  * unknown NodeSystemInfo fields) and logged once per distinct failure.
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "collect/collect_usage.h"
 #include "es_log.h"
 #include "es_obj.h"
+#include "es_sample.h"
 
 #define ES_COLLECTORS 5
 #define ES_MSG_MAX 512
@@ -270,9 +272,10 @@ static es_err add_node_info(es_collect *c, cJSON *status)
 	return ES_OK;
 }
 
-/* /proc/loadavg -> *out = {load1, load5, load15}. Errors: ES_ERR_IO,
- * ES_ERR_PARSE, ES_ERR_NOMEM. */
-static es_err read_loadavg(const char *path, cJSON **out, char *err, size_t errsz)
+/* /proc/loadavg -> *out = {load1, load5, load15}, also into s. Errors:
+ * ES_ERR_IO, ES_ERR_PARSE, ES_ERR_NOMEM. */
+static es_err read_loadavg(const char *path, cJSON **out, es_sample *s,
+			   char *err, size_t errsz)
 {
 	static const char *const names[3] = { "load1", "load5", "load15" };
 	char line[256];
@@ -311,6 +314,9 @@ static es_err read_loadavg(const char *path, cJSON **out, char *err, size_t errs
 		}
 	}
 	*out = obj;
+	s->load1 = v[0];
+	s->load5 = v[1];
+	s->load15 = v[2];
 	return ES_OK;
 }
 
@@ -350,12 +356,12 @@ static es_err pid_threads(const char *path, uint64_t *threads, char *err, size_t
  * <pid>/stat could still be read (a process that exits meanwhile is not
  * counted), threads = sum of their num_threads, so both describe the same
  * processes, also inside a PID namespace (loadavg's task count would be
- * host-wide); running/blocked from /proc/stat.
+ * host-wide); running/blocked from /proc/stat. Also into s.
  * Errors: ES_ERR_IO, ES_ERR_PARSE (a malformed pid stat, or st without
  * procs_running/procs_blocked), ES_ERR_NOMEM.
  */
 static es_err read_processes(const char *proc_root, const es_cu_stat *st,
-			     cJSON **out, char *err, size_t errsz)
+			     cJSON **out, es_sample *s, char *err, size_t errsz)
 {
 	DIR *d = NULL;
 	struct dirent *de;
@@ -402,14 +408,20 @@ static es_err read_processes(const char *proc_root, const es_cu_stat *st,
 	}
 	*out = obj;
 	obj = NULL;
+	s->proc_count = (double)count;
+	s->proc_threads = (double)threads;
+	s->proc_running = (double)st->procs_running;
+	s->proc_blocked = (double)st->procs_blocked;
 cleanup:
 	closedir(d);
 	cJSON_Delete(obj);
 	return rc;
 }
 
-/* usage.cpu from this round's /proc/stat and the previous one. */
-static es_err add_cpu(es_collect *c, cJSON *usage, const es_cu_stat *st)
+/* usage.cpu from this round's /proc/stat and the previous one, also
+ * into s. */
+static es_err add_cpu(es_collect *c, cJSON *usage, const es_cu_stat *st,
+		      es_sample *s)
 {
 	cJSON *cpu, *secs;
 	double total = 0, idle = 0;
@@ -434,11 +446,141 @@ static es_err add_cpu(es_collect *c, cJSON *usage, const es_cu_stat *st)
 	}
 	/* Busy share of the ticks since the previous round; absent when no tick
 	 * elapsed. */
-	if (c->have_prev && total > 0 &&
-	    cJSON_AddNumberToObject(cpu, "utilization", (total - idle) / total) == NULL)
-		return ES_ERR_NOMEM;
+	s->has_cpu = 1;
+	if (c->have_prev && total > 0) {
+		s->cpu_utilization = (total - idle) / total;
+		if (cJSON_AddNumberToObject(cpu, "utilization", s->cpu_utilization) == NULL)
+			return ES_ERR_NOMEM;
+	}
 	return ES_OK;
 }
+
+/* kernel.pid_max from <proc>/sys/kernel/pid_max; 0 when unreadable. */
+static int64_t read_pid_max(const es_collect *c)
+{
+	char path[4200];
+	long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/sys/kernel/pid_max", c->proc);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = 0;
+	fclose(f);
+	return (int64_t)v;
+}
+
+/* A member of one object of a reader's JSON array and where it goes in
+ * the sample's entry: a number into a double, a string into a char *. */
+typedef struct entry_member {
+	const char *key;
+	size_t offset;
+	int is_string;
+} entry_member;
+
+/* Copies the members m[0..n) of o into entry. Errors: ES_ERR_NOMEM. */
+static es_err take_entry(const cJSON *o, const entry_member *m, size_t n, void *entry)
+{
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, m[i].key);
+		char *field = (char *)entry + m[i].offset;
+
+		if (m[i].is_string) {
+			if (es_sample_set_str((char **)(void *)field,
+					      cJSON_GetStringValue(v)) != ES_OK)
+				return ES_ERR_NOMEM;
+		} else if (cJSON_IsNumber(v)) {
+			*(double *)(void *)field = v->valuedouble;
+		}
+	}
+	return ES_OK;
+}
+
+/* usage.memory (the meminfo reader's object, every field) into s. */
+static es_err sample_memory(es_sample *s, const cJSON *mem)
+{
+	const cJSON *it;
+	size_t i = 0;
+
+	if (mem == NULL)
+		return ES_OK;
+	s->has_memory = 1;
+	if (es_sample_mem_alloc(s, (size_t)cJSON_GetArraySize(mem)) != ES_OK)
+		return ES_ERR_NOMEM;
+	cJSON_ArrayForEach(it, mem) {
+		if (es_sample_set_str(&s->mem[i].name, it->string) != ES_OK)
+			return ES_ERR_NOMEM;
+		s->mem[i].value = it->valuedouble;
+		if (strcmp(it->string, "MemTotal") == 0)
+			s->mem_total = it->valuedouble;
+		else if (strcmp(it->string, "MemAvailable") == 0)
+			s->mem_available = it->valuedouble;
+		i++;
+	}
+	return ES_OK;
+}
+
+#define NUM(type, key, member) { key, offsetof(type, member), 0 }
+#define STR(type, key, member) { key, offsetof(type, member), 1 }
+
+/* usage.filesystems (the mount reader's array, collect_usage.h) into s. */
+static es_err sample_filesystems(es_sample *s, const cJSON *arr)
+{
+	static const entry_member m[] = {
+		STR(es_sample_fs, "device", device),
+		STR(es_sample_fs, "mountpoint", mountpoint),
+		STR(es_sample_fs, "fstype", fstype),
+		NUM(es_sample_fs, "sizeBytes", size_bytes),
+		NUM(es_sample_fs, "availBytes", avail_bytes),
+		NUM(es_sample_fs, "freeBytes", free_bytes),
+		NUM(es_sample_fs, "files", files),
+		NUM(es_sample_fs, "filesFree", files_free),
+	};
+	const cJSON *it;
+	size_t i = 0;
+
+	if (arr == NULL)
+		return ES_OK;
+	s->has_filesystems = 1;
+	if (es_sample_fs_alloc(s, (size_t)cJSON_GetArraySize(arr)) != ES_OK)
+		return ES_ERR_NOMEM;
+	cJSON_ArrayForEach(it, arr)
+		if (take_entry(it, m, sizeof(m) / sizeof(m[0]), &s->fs[i++]) != ES_OK)
+			return ES_ERR_NOMEM;
+	return ES_OK;
+}
+
+/* usage.network (the netdev reader's array) into s. */
+static es_err sample_network(es_sample *s, const cJSON *arr)
+{
+	static const entry_member m[] = {
+		STR(es_sample_iface, "interface", name),
+		NUM(es_sample_iface, "receiveBytes", receive_bytes),
+		NUM(es_sample_iface, "receivePackets", receive_packets),
+		NUM(es_sample_iface, "receiveErrors", receive_errors),
+		NUM(es_sample_iface, "receiveDrop", receive_drop),
+		NUM(es_sample_iface, "transmitBytes", transmit_bytes),
+		NUM(es_sample_iface, "transmitPackets", transmit_packets),
+		NUM(es_sample_iface, "transmitErrors", transmit_errors),
+		NUM(es_sample_iface, "transmitDrop", transmit_drop),
+	};
+	const cJSON *it;
+	size_t i = 0;
+
+	if (arr == NULL)
+		return ES_OK;
+	s->has_network = 1;
+	if (es_sample_ifaces_alloc(s, (size_t)cJSON_GetArraySize(arr)) != ES_OK)
+		return ES_ERR_NOMEM;
+	cJSON_ArrayForEach(it, arr)
+		if (take_entry(it, m, sizeof(m) / sizeof(m[0]), &s->ifaces[i++]) != ES_OK)
+			return ES_ERR_NOMEM;
+	return ES_OK;
+}
+#undef NUM
+#undef STR
 
 /* Adds *item to parent under key, taking ownership; NULL item adds nothing. */
 static es_err attach(cJSON *parent, const char *key, cJSON **item)
@@ -462,8 +604,10 @@ static es_err note(es_err rc, const char *e, char *msg)
 	return ES_OK;
 }
 
-es_err es_collect_run(es_collect *c, unsigned mask, cJSON **out)
+es_err es_collect_run(es_collect *c, unsigned mask, cJSON **out,
+		      es_sample *sample)
 {
+	es_sample own, *smp = sample ? sample : &own;
 	char msg[ES_COLLECTORS][ES_MSG_MAX];
 	char st_err[ES_MSG_MAX] = "", mem_err[ES_MSG_MAX] = "", e[ES_MSG_MAX];
 	char path[4200];
@@ -473,6 +617,10 @@ es_err es_collect_run(es_collect *c, unsigned mask, cJSON **out)
 	es_err st_rc = ES_ERR_IO, mem_rc, rc;
 
 	*out = NULL;
+	if (sample)
+		es_sample_clear(sample);
+	else
+		es_sample_init(&own);
 	memset(msg, 0, sizeof(msg));
 	status = cJSON_CreateObject();
 	if (status == NULL)
@@ -500,36 +648,42 @@ es_err es_collect_run(es_collect *c, unsigned mask, cJSON **out)
 
 	if (mask & ES_COLLECT_CPU) {
 		if (st_rc == ES_OK)
-			rc = add_cpu(c, usage, &st);
+			rc = add_cpu(c, usage, &st, smp);
 		else
 			rc = note(st_rc, st_err, msg[0]);
 		if (rc != ES_OK)
 			goto cleanup;
 		snprintf(path, sizeof(path), "%s/loadavg", c->proc);
-		rc = note(read_loadavg(path, &item, e, sizeof(e)), e, msg[0]);
+		rc = note(read_loadavg(path, &item, smp, e, sizeof(e)), e, msg[0]);
 		if (rc != ES_OK || (rc = attach(usage, "load", &item)) != ES_OK)
 			goto cleanup;
 	}
 	if (mask & ES_COLLECT_MEMORY) {
 		rc = note(mem_rc, mem_err, msg[1]);
+		if (rc == ES_OK)
+			rc = sample_memory(smp, mem);
 		if (rc != ES_OK || (rc = attach(usage, "memory", &mem)) != ES_OK)
 			goto cleanup;
 	}
 	if (mask & ES_COLLECT_FILESYSTEM) {
 		rc = note(es_cu_read_mounts(c->mounts, &item, e, sizeof(e)), e, msg[2]);
+		if (rc == ES_OK)
+			rc = sample_filesystems(smp, item);
 		if (rc != ES_OK || (rc = attach(usage, "filesystems", &item)) != ES_OK)
 			goto cleanup;
 	}
 	if (mask & ES_COLLECT_NETWORK) {
 		snprintf(path, sizeof(path), "%s/net/dev", c->proc);
 		rc = note(es_cu_read_netdev(path, &item, e, sizeof(e)), e, msg[3]);
+		if (rc == ES_OK)
+			rc = sample_network(smp, item);
 		if (rc != ES_OK || (rc = attach(usage, "network", &item)) != ES_OK)
 			goto cleanup;
 	}
 	if (mask & ES_COLLECT_PROCESSES) {
 		if (st_rc == ES_OK)
-			rc = note(read_processes(c->proc, &st, &item, e, sizeof(e)),
-				  e, msg[4]);
+			rc = note(read_processes(c->proc, &st, &item, smp, e,
+						 sizeof(e)), e, msg[4]);
 		else
 			rc = note(st_rc, st_err, msg[4]);
 		if (rc != ES_OK || (rc = attach(usage, "processes", &item)) != ES_OK)
@@ -549,7 +703,11 @@ es_err es_collect_run(es_collect *c, unsigned mask, cJSON **out)
 			goto cleanup;
 		}
 		/* A disabled collector reads nothing, so nothing of it failed. */
-		if (cJSON_AddStringToObject(o, "name", es_collector_names[i]) == NULL ||
+		smp->collectors[i].enabled = enabled;
+		smp->collectors[i].healthy = msg[i][0] == '\0';
+		if ((msg[i][0] != '\0' &&
+		     es_sample_set_str(&smp->collectors[i].error, msg[i]) != ES_OK) ||
+		    cJSON_AddStringToObject(o, "name", es_collector_names[i]) == NULL ||
 		    cJSON_AddStringToObject(o, "backend", "procfs") == NULL ||
 		    cJSON_AddBoolToObject(o, "enabled", enabled) == NULL ||
 		    cJSON_AddBoolToObject(o, "healthy", msg[i][0] == '\0') == NULL ||
@@ -558,8 +716,11 @@ es_err es_collect_run(es_collect *c, unsigned mask, cJSON **out)
 		    cJSON_AddNumberToObject(o, "eventsLost", 0) == NULL)
 			goto cleanup;
 	}
+	smp->pid_max = read_pid_max(c);
 	rc = ES_OK;
 cleanup:
+	if (!sample)
+		es_sample_clear(&own);
 	if (st_rc == ES_OK && rc == ES_OK) {
 		c->prev = st;
 		c->have_prev = 1;

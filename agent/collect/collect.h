@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <cjson/cJSON.h>
 #include "es_err.h"
+#include "es_sample.h"
 
 typedef struct es_collect es_collect;
 
@@ -35,8 +36,13 @@ void es_collect_free(es_collect *c); /* NULL-safe */
  * (absent on the first). A collector whose source cannot be read is
  * reported in `collectors` with `"healthy": false` and `error`, and the
  * round still succeeds. *out owned by the caller.
+ * sample (may be NULL) is cleared and gets the same round as C fields
+ * (es_sample.h): what usage and collectors say, and kernel.pid_max from
+ * <proc>/sys/kernel/pid_max (0 when unreadable); on an error it may hold a
+ * part of the round. Owned by the caller (es_sample_clear).
  * Errors: ES_ERR_NOMEM only.
  */
-es_err es_collect_run(es_collect *c, unsigned mask, cJSON **out);
+es_err es_collect_run(es_collect *c, unsigned mask, cJSON **out,
+		      es_sample *sample);
 
 #endif

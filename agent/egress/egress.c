@@ -43,17 +43,14 @@ es_err es_egress_new(const es_egress_opts *o, es_egress **out, char *err,
 	snprintf(e->cg_conf, sizeof(e->cg_conf), "%s",
 		 o->cgroup_root ? o->cgroup_root : "");
 	e->check_interval_s = o->check_interval_s;
-	if (!o->backend || !strcmp(o->backend, "auto")) {
-		e->backend = EG_BACKEND_AUTO;
-	} else if (!strcmp(o->backend, "ebpf")) {
-		e->backend = EG_BACKEND_EBPF;
-	} else if (!strcmp(o->backend, "nftables")) {
-		e->backend = EG_BACKEND_NFT;
-	} else {
+	if (o->backend != ES_EGRESS_BACKEND_AUTO &&
+	    o->backend != ES_EGRESS_BACKEND_EBPF &&
+	    o->backend != ES_EGRESS_BACKEND_NFTABLES) {
 		free(e);
-		return es_errf(ES_ERR_INVAL, err, errsz, "egress-backend: \"%s\": "
-			       "expected auto, ebpf or nftables", o->backend);
+		return es_errf(ES_ERR_INVAL, err, errsz, "egress-backend: %d: "
+			       "expected auto, ebpf or nftables", (int)o->backend);
 	}
+	e->backend = (int)o->backend;
 	snprintf(e->node_name, sizeof(e->node_name), "%s",
 		 o->node_name ? o->node_name : "");
 	*out = e;

@@ -25,6 +25,14 @@ struct lws_context;
 
 typedef struct es_egress es_egress;
 
+/* Setting egress-backend: what enforces EgressPolicies. */
+typedef enum es_egress_backend {
+	ES_EGRESS_BACKEND_AUTO = 0,     /* "auto": cgroup BPF where it works,
+					 * else nftables (egress_nft.h) */
+	ES_EGRESS_BACKEND_EBPF = 1,     /* "ebpf": cgroup BPF only */
+	ES_EGRESS_BACKEND_NFTABLES = 2, /* "nftables": nftables only */
+} es_egress_backend;
+
 typedef struct es_egress_opts {
 	const char *pin_dir;     /* bpffs directory of the pins (copied) */
 	const char *state_dir;   /* where a cgroup v2 hierarchy is mounted when
@@ -34,9 +42,7 @@ typedef struct es_egress_opts {
 				    (cgroot.h) */
 	int check_interval_s;    /* seconds between drift checks, >= 1 */
 	const char *node_name;   /* involvedObject of node-level events (copied) */
-	const char *backend;     /* egress-backend: "auto" (or NULL): cgroup BPF
-				    where it works, else nftables (egress_nft.h);
-				    "ebpf" or "nftables": only that one */
+	es_egress_backend backend; /* setting egress-backend */
 } es_egress_opts;
 
 /* Called on the loop after a timer tick that changed a stored status or

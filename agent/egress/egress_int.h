@@ -27,7 +27,11 @@ typedef struct eg_pol {
 } eg_pol;
 
 /* egress-backend: which kernel mechanism enforces. */
-enum { EG_BACKEND_AUTO, EG_BACKEND_EBPF, EG_BACKEND_NFT };
+enum {
+	EG_BACKEND_AUTO = ES_EGRESS_BACKEND_AUTO,
+	EG_BACKEND_EBPF = ES_EGRESS_BACKEND_EBPF,
+	EG_BACKEND_NFT = ES_EGRESS_BACKEND_NFTABLES,
+};
 
 struct es_egress {
 	char pin_dir[512], state_dir[512], node_name[256];

@@ -108,9 +108,7 @@ int es_egress_annotate(es_egress *e, cJSON *objects)
 	    es_egk_attachments(e->k, &at, err, sizeof(err)) == ES_OK)
 		have = 1;
 	cJSON_ArrayForEach(entry, objects) {
-		const char *kind = str_member(entry, "kind");
-
-		if (!kind || strcmp(kind, "EgressPolicy"))
+		if (es_obj_kind(entry) != ES_KIND_EGRESS_POLICY)
 			continue;
 		if (have)
 			a = actual_of(e, find(e, entry), &cur, set, &at);

@@ -259,7 +259,7 @@ es_err es_agent_metrics_render(es_agent_metrics *m,
 	if (rc == ES_OK)
 		rc = set_collectors(m, in->node);
 	if (rc == ES_OK)
-		rc = metrics__node_update(m, in->node);
+		rc = metrics__node_update(m, in->sample);
 	if (rc != ES_OK) {
 		es_log_error("metrics", "cannot update the metrics", "error",
 			     es_strerror(rc), NULL);

@@ -29,6 +29,7 @@
 #include <cjson/cJSON.h>
 #include "es_err.h"
 #include "es_metrics.h"
+#include "es_sample.h"
 
 typedef struct es_agent_metrics es_agent_metrics;
 
@@ -49,6 +50,9 @@ typedef struct es_agent_metrics_input {
 	const char *sync_state;  /* "disabled" (offline only), "idle",
 				  * "connecting", "handshaking" or "ready" */
 	int64_t reconnects;      /* connection attempts after the first */
+	/* The latest round's sample, read by the node_* families; NULL before
+	 * the first round. */
+	const es_sample *sample;
 } es_agent_metrics_input;
 
 /*

@@ -48,8 +48,8 @@ struct es_agent_metrics {
 /* Registers the node_* families with fixed names. Errors: ES_ERR_NOMEM. */
 es_err metrics__node_register(es_agent_metrics *m, char *err, size_t errsz);
 
-/* Clears every node_* family and refills it from node (may be NULL) and
- * <proc>/stat. Errors: ES_ERR_NOMEM. */
-es_err metrics__node_update(es_agent_metrics *m, const cJSON *node);
+/* Clears every node_* family and refills it from sample (may be NULL:
+ * nothing collected) and <proc>/stat. Errors: ES_ERR_NOMEM. */
+es_err metrics__node_update(es_agent_metrics *m, const es_sample *sample);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * metrics_node.c - the node_* families of the agent's /metrics (metrics.h):
- * node_exporter's names, units and labels for the quantities the Node
- * status carries (its meminfo, loadavg, filesystem, netdev and stat
- * collectors), and per-CPU times read from <proc>/stat at scrape time.
+ * node_exporter's names, units and labels for the quantities of the latest
+ * round's sample (es_sample.h: its meminfo, loadavg, filesystem, netdev and
+ * stat collectors), and per-CPU times read from <proc>/stat at scrape time.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,13 +17,6 @@ typedef struct spec {
 	const char *const *labels;
 	size_t nlabels;
 } spec;
-
-/* Node status member of each node_network_* family, in the order of
- * node_families.net. */
-static const char *const net_fields[8] = {
-	"receiveBytes", "receivePackets", "receiveErrors", "receiveDrop",
-	"transmitBytes", "transmitPackets", "transmitErrors", "transmitDrop",
-};
 
 es_err metrics__node_register(es_agent_metrics *m, char *err, size_t errsz)
 {
@@ -130,85 +123,68 @@ static es_metric *mem_family_of(es_agent_metrics *m, const char *field, es_err *
 	return f->m;
 }
 
-static int num(const cJSON *o, const char *key, double *v)
+/* Sets m (with label values) to v unless v was not collected or is
+ * negative. */
+static es_err set_if(es_metric *m, const char *const *values, double v)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsNumber(it))
-		return 0;
-	*v = it->valuedouble;
-	return 1;
-}
-
-static es_err set_if(es_metric *m, const char *const *values, const cJSON *o,
-		     const char *key)
-{
-	double v;
-
-	if (!num(o, key, &v) || v < 0)
+	if (!es_sample_has(v) || v < 0)
 		return ES_OK;
 	return es_metric_set(m, values, v);
 }
 
-static es_err update_usage(es_agent_metrics *m, const cJSON *usage)
+static es_err update_usage(es_agent_metrics *m, const es_sample *s)
 {
-	static const char *const loads[3] = { "load1", "load5", "load15" };
+	const double loads[3] = { s->load1, s->load5, s->load15 };
 	node_families *n = &m->node;
-	const cJSON *it, *o;
 	es_err rc = ES_OK;
 
-	o = cJSON_GetObjectItemCaseSensitive(usage, "load");
 	for (int i = 0; i < 3 && rc == ES_OK; i++)
-		rc = set_if(n->load[i], NULL, o, loads[i]);
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "memory")) {
+		rc = set_if(n->load[i], NULL, loads[i]);
+	for (size_t i = 0; i < s->nmem && rc == ES_OK; i++) {
 		es_metric *f;
 
-		if (rc != ES_OK)
-			break;
-		if (!cJSON_IsNumber(it) || !it->string)
+		if (!s->mem[i].name || !es_sample_has(s->mem[i].value))
 			continue;
-		f = mem_family_of(m, it->string, &rc);
+		f = mem_family_of(m, s->mem[i].name, &rc);
 		if (f)
-			rc = es_metric_set(f, NULL, it->valuedouble);
+			rc = es_metric_set(f, NULL, s->mem[i].value);
 	}
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "filesystems")) {
-		const char *l[3] = {
-			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "device")),
-			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "fstype")),
-			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "mountpoint")),
-		};
+	for (size_t i = 0; i < s->nfs && rc == ES_OK; i++) {
+		const es_sample_fs *fs = &s->fs[i];
+		const char *l[3] = { fs->device, fs->fstype, fs->mountpoint };
 
-		if (rc != ES_OK)
-			break;
 		if (!l[0] || !l[1] || !l[2])
 			continue;
-		if ((rc = set_if(n->fs_size, l, it, "sizeBytes")) != ES_OK ||
-		    (rc = set_if(n->fs_avail, l, it, "availBytes")) != ES_OK ||
-		    (rc = set_if(n->fs_free, l, it, "freeBytes")) != ES_OK ||
-		    (rc = set_if(n->fs_files, l, it, "files")) != ES_OK)
+		if ((rc = set_if(n->fs_size, l, fs->size_bytes)) != ES_OK ||
+		    (rc = set_if(n->fs_avail, l, fs->avail_bytes)) != ES_OK ||
+		    (rc = set_if(n->fs_free, l, fs->free_bytes)) != ES_OK ||
+		    (rc = set_if(n->fs_files, l, fs->files)) != ES_OK)
 			break;
-		rc = set_if(n->fs_files_free, l, it, "filesFree");
+		rc = set_if(n->fs_files_free, l, fs->files_free);
 	}
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "network")) {
-		const char *l[1] = { cJSON_GetStringValue(
-			cJSON_GetObjectItemCaseSensitive(it, "interface")) };
+	for (size_t i = 0; i < s->nifaces && rc == ES_OK; i++) {
+		const es_sample_iface *f = &s->ifaces[i];
+		/* In the order of node_families.net. */
+		const double v[8] = {
+			f->receive_bytes, f->receive_packets, f->receive_errors,
+			f->receive_drop, f->transmit_bytes, f->transmit_packets,
+			f->transmit_errors, f->transmit_drop,
+		};
+		const char *l[1] = { f->name };
 
 		if (!l[0])
 			continue;
-		for (int i = 0; i < 8 && rc == ES_OK; i++)
-			rc = set_if(n->net[i], l, it, net_fields[i]);
-		if (rc != ES_OK)
-			break;
+		for (int j = 0; j < 8 && rc == ES_OK; j++)
+			rc = set_if(n->net[j], l, v[j]);
 	}
-	o = cJSON_GetObjectItemCaseSensitive(usage, "processes");
 	if (rc == ES_OK)
-		rc = set_if(n->procs_running, NULL, o, "running");
+		rc = set_if(n->procs_running, NULL, s->proc_running);
 	if (rc == ES_OK)
-		rc = set_if(n->procs_blocked, NULL, o, "blocked");
+		rc = set_if(n->procs_blocked, NULL, s->proc_blocked);
 	if (rc == ES_OK)
-		rc = set_if(n->pids, NULL, o, "count");
+		rc = set_if(n->pids, NULL, s->proc_count);
 	if (rc == ES_OK)
-		rc = set_if(n->threads, NULL, o, "threads");
+		rc = set_if(n->threads, NULL, s->proc_threads);
 	return rc;
 }
 
@@ -263,11 +239,9 @@ static es_err read_stat(es_agent_metrics *m, int with_cpu)
 	return ES_OK;
 }
 
-es_err metrics__node_update(es_agent_metrics *m, const cJSON *node)
+es_err metrics__node_update(es_agent_metrics *m, const es_sample *sample)
 {
 	node_families *n = &m->node;
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(node, "status"), "usage");
 	es_metric *all[] = {
 		n->cpu_seconds, n->boot_time, n->load[0], n->load[1], n->load[2],
 		n->fs_size, n->fs_avail, n->fs_free, n->fs_files, n->fs_files_free,
@@ -281,8 +255,10 @@ es_err metrics__node_update(es_agent_metrics *m, const cJSON *node)
 		es_metric_clear(all[i]);
 	for (size_t i = 0; i < n->nmem; i++)
 		es_metric_clear(n->mem[i].m);
-	rc = update_usage(m, usage);
-	if (rc != ES_OK)
-		return rc;
-	return read_stat(m, cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(usage, "cpu")));
+	if (sample) {
+		rc = update_usage(m, sample);
+		if (rc != ES_OK)
+			return rc;
+	}
+	return read_stat(m, sample && sample->has_cpu);
 }

@@ -157,8 +157,7 @@ int es_check_run(FILE *out, const es_agent_config *cfg)
 
 	/* The probe of `run`, mounting what `run` would mount privately. */
 	memset(&in, 0, sizeof(in));
-	in.force_procfs = cfg->collector_backend &&
-			  strcmp(cfg->collector_backend, "procfs") == 0;
+	in.force_procfs = cfg->collector_backend == ES_AGENT_KC_PROCFS;
 	in.ringbuf_bytes = (unsigned)cfg->ringbuf_bytes;
 	in.cgroup_root = cfg->cgroup_root;
 	es_kenv_probe(&in, ES_KENV_MOUNT_PRIVATE, NULL, 0);

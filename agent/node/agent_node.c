@@ -15,46 +15,20 @@
 #include "es_log.h"
 #include "es_obj.h"
 #include "es_proto.h"
+#include "es_sample.h"
 #include "es_time.h"
 #include "reconcile/reconcile.h"
 
-static long long read_pid_max(void)
+/* 1 when the usage collector ran and is healthy; else 0 with why set. */
+static int collector_ok(const es_sample *s, int collector, const char **why)
 {
-	FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
-	long long v = 0;
+	const es_sample_collector *c = &s->collectors[collector];
 
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
-}
-
-/* Finds the collector entry `name` in status.collectors. */
-static const cJSON *collector(const cJSON *status, const char *name)
-{
-	const cJSON *c;
-
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
-
-		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
-			return c;
-	}
-	return NULL;
-}
-
-/* 1 when the collector ran and is healthy; else 0 with why set. */
-static int collector_ok(const cJSON *status, const char *name, const char **why)
-{
-	const cJSON *c = collector(status, name);
-
-	if (!c || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "enabled"))) {
+	if (!c->enabled) {
 		*why = "NotCollected";
 		return 0;
 	}
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "healthy"))) {
+	if (!c->healthy) {
 		*why = "CollectorFailed";
 		return 0;
 	}
@@ -79,15 +53,17 @@ typedef struct cond_spec {
 	int blocks_ready;    /* True makes Ready False */
 } cond_spec;
 
-/* Computes the five node conditions from one round's status; pid_max is
- * kernel.pid_max, <= 0 when unknown. */
-static void compute_conditions(const cJSON *status, long long pid_max,
+/* Computes the five node conditions from one round: Ready from the
+ * status.collectors entries (the kernel collectors' included), the others
+ * from the sample (kernel.pid_max <= 0: unknown). */
+static void compute_conditions(const cJSON *status, const es_sample *s,
 			       cond_spec c[5])
 {
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(status, "usage");
-	const cJSON *it, *v;
-	const char *why;
+	const es_sample_fs *root = NULL;
+	const cJSON *it;
+	const char *why = "NotCollected";
 	char failing[200] = "", unavailable[200] = "";
+	long long pid_max = (long long)s->pid_max;
 
 	/* Ready: a kernel collector without a backend on this host (backend
 	 * "unavailable", with its reason) is not running, so it is not failing. */
@@ -116,80 +92,69 @@ static void compute_conditions(const cJSON *status, long long pid_max,
 	}
 	/* MemoryPressure */
 	c[1].type = "MemoryPressure";
-	v = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(usage, "memory"), "MemAvailable");
-	if (!collector_ok(status, "memory", &why) || !cJSON_IsNumber(v)) {
+	if (!collector_ok(s, ES_SAMPLE_MEMORY, &why) || !es_sample_has(s->mem_available)) {
 		c[1].status = "Unknown";
-		c[1].reason = cJSON_IsNumber(v) ? why : "NotCollected";
+		c[1].reason = es_sample_has(s->mem_available) ? why : "NotCollected";
 		snprintf(c[1].message, sizeof(c[1].message), "MemAvailable not collected");
 	} else {
-		c[1].status = v->valuedouble < ES_AGENT_MEM_PRESSURE_BYTES ? "True" : "False";
+		c[1].status = s->mem_available < ES_AGENT_MEM_PRESSURE_BYTES ? "True" : "False";
 		c[1].reason = *c[1].status == 'T' ? "InsufficientMemory" : "SufficientMemory";
 		snprintf(c[1].message, sizeof(c[1].message),
 			 "MemAvailable %.0f bytes, threshold 104857600 (100Mi)",
-			 v->valuedouble);
+			 s->mem_available);
 	}
-	/* DiskPressure */
+	/* DiskPressure: the first filesystem at / with a size */
 	c[2].type = "DiskPressure";
 	c[2].status = "Unknown";
 	c[2].reason = "NotCollected";
 	snprintf(c[2].message, sizeof(c[2].message), "root filesystem not collected");
-	if (collector_ok(status, "filesystem", &why)) {
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "filesystems")) {
-			const cJSON *mp = cJSON_GetObjectItemCaseSensitive(it, "mountpoint");
-			const cJSON *size = cJSON_GetObjectItemCaseSensitive(it, "sizeBytes");
-			const cJSON *av = cJSON_GetObjectItemCaseSensitive(it, "availBytes");
-			double frac;
+	if (collector_ok(s, ES_SAMPLE_FILESYSTEM, &why)) {
+		for (size_t i = 0; i < s->nfs && !root; i++) {
+			const es_sample_fs *fs = &s->fs[i];
 
-			if (!cJSON_IsString(mp) || strcmp(mp->valuestring, "/") ||
-			    !cJSON_IsNumber(size) || !cJSON_IsNumber(av) ||
-			    size->valuedouble <= 0)
-				continue;
-			frac = av->valuedouble / size->valuedouble;
+			if (fs->mountpoint && !strcmp(fs->mountpoint, "/") &&
+			    es_sample_has(fs->size_bytes) &&
+			    es_sample_has(fs->avail_bytes) && fs->size_bytes > 0)
+				root = fs;
+		}
+		if (root) {
+			double frac = root->avail_bytes / root->size_bytes;
+
 			c[2].status = frac < ES_AGENT_DISK_PRESSURE_FRACTION ? "True" : "False";
 			c[2].reason = *c[2].status == 'T' ? "InsufficientDisk" : "SufficientDisk";
 			snprintf(c[2].message, sizeof(c[2].message),
 				 "root filesystem %.1f%% available, threshold 10%%",
 				 frac * 100.0);
-			break;
 		}
 	} else {
 		c[2].reason = why;
 	}
 	/* PIDPressure */
 	c[3].type = "PIDPressure";
-	v = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(usage, "processes"), "count");
-	if (!collector_ok(status, "processes", &why) || !cJSON_IsNumber(v) ||
-	    pid_max <= 0) {
+	if (!collector_ok(s, ES_SAMPLE_PROCESSES, &why) ||
+	    !es_sample_has(s->proc_count) || pid_max <= 0) {
 		c[3].status = "Unknown";
 		c[3].reason = pid_max <= 0 ? "PidMaxUnknown" : why;
 		snprintf(c[3].message, sizeof(c[3].message),
 			 "process count or kernel.pid_max not available");
 	} else {
-		int p = v->valuedouble > ES_AGENT_PID_PRESSURE_FRACTION * (double)pid_max;
+		int p = s->proc_count > ES_AGENT_PID_PRESSURE_FRACTION * (double)pid_max;
 
 		c[3].status = p ? "True" : "False";
 		c[3].reason = p ? "InsufficientPID" : "SufficientPID";
 		snprintf(c[3].message, sizeof(c[3].message),
 			 "%.0f processes, kernel.pid_max %lld, threshold 90%%",
-			 v->valuedouble, pid_max);
+			 s->proc_count, pid_max);
 	}
 	/* NetworkUnavailable */
 	c[4].type = "NetworkUnavailable";
-	if (!collector_ok(status, "network", &why)) {
+	if (!collector_ok(s, ES_SAMPLE_NETWORK, &why)) {
 		c[4].status = "Unknown";
 		c[4].reason = why;
 		snprintf(c[4].message, sizeof(c[4].message), "network not collected");
 	} else {
-		int n = 0;
+		int n = (int)es_sample_ifaces_besides_lo(s);
 
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(usage, "network")) {
-			const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "interface");
-
-			if (cJSON_IsString(name) && strcmp(name->valuestring, "lo"))
-				n++;
-		}
 		c[4].status = n ? "False" : "True";
 		c[4].reason = n ? "InterfacesPresent" : "NoInterfaces";
 		snprintf(c[4].message, sizeof(c[4].message),
@@ -245,24 +210,24 @@ static void summarise_ready(cond_spec *c, size_t n)
 	snprintf(c[0].message, sizeof(c[0].message), "conditions True: %s", list);
 }
 
-void agent__update_conditions(es_agent *a, const cJSON *status, time_t now)
+void agent__update_conditions(es_agent *a, const cJSON *status,
+			      const es_sample *sample, time_t now)
 {
 	const es_health_result *res = NULL;
 	cond_spec *c;
 	char t[ES_TIME_RFC3339_LEN], msg[400];
-	long long pid_max = read_pid_max();
 	size_t i, n, nres;
 	int changed;
 
-	nres = es_health_eval_run(a->health, status, pid_max,
-				  es_time_mono_ms(), a->conditions, &res);
+	nres = es_health_eval_run(a->health, sample, es_time_mono_ms(),
+				  a->conditions, &res);
 	c = calloc(5 + nres, sizeof(*c));
 	if (!c) {
 		es_log_error("agent", "cannot compute the node conditions", "error",
 			     "out of memory", NULL);
 		return;
 	}
-	compute_conditions(status, pid_max, c);
+	compute_conditions(status, sample, c);
 	n = apply_rules(c, res, nres);
 	summarise_ready(c, n);
 	for (i = 0; i < n; i++) {

@@ -172,8 +172,8 @@ static int cond_is_true(const cJSON *conds, const char *type)
 }
 
 /* Evaluates one rule into res. */
-static void eval_one(hrule *h, const cJSON *status, int64_t pid_max,
-		     int64_t mono_ms, const cJSON *conds, es_health_result *res)
+static void eval_one(hrule *h, const es_sample *sample, int64_t mono_ms,
+		     const cJSON *conds, es_health_result *res)
 {
 	const es_health_rule *r = &h->rule;
 	const char *mname = es_health_metric_at((size_t)r->metric)->name;
@@ -185,7 +185,7 @@ static void eval_one(hrule *h, const cJSON *status, int64_t pid_max,
 	res->type = r->condition_type;
 	res->generation = h->generation;
 	res->critical = r->severity == ES_HEALTH_CRITICAL;
-	if (es_health_metric_value(status, r->metric, pid_max, &v, why, sizeof(why)) != ES_OK) {
+	if (es_health_metric_value(sample, r->metric, &v, why, sizeof(why)) != ES_OK) {
 		h->holding = 0;
 		h->fresh = 0;
 		res->status = "Unknown";
@@ -227,15 +227,15 @@ static void eval_one(hrule *h, const cJSON *status, int64_t pid_max,
 	}
 }
 
-size_t es_health_eval_run(es_health_eval *he, const cJSON *status,
-			  int64_t pid_max, int64_t mono_ms, const cJSON *conds,
+size_t es_health_eval_run(es_health_eval *he, const es_sample *sample,
+			  int64_t mono_ms, const cJSON *conds,
 			  const es_health_result **results)
 {
 	*results = he ? he->res : NULL;
 	if (!he)
 		return 0;
 	for (size_t i = 0; i < he->n; i++)
-		eval_one(&he->rules[i], status, pid_max, mono_ms, conds, &he->res[i]);
+		eval_one(&he->rules[i], sample, mono_ms, conds, &he->res[i]);
 	return he->n;
 }
 

@@ -72,9 +72,9 @@ es_err es_health_eval_set_rules(es_health_eval *he, const cJSON *desired);
 size_t es_health_eval_count(const es_health_eval *he);
 
 /*
- * Evaluates every rule against one round's Node status (borrowed; see
+ * Evaluates every rule against one round's sample (borrowed; see
  * es_health_metric_value) at monotonic time mono_ms (milliseconds; only
- * differences matter). pid_max: kernel.pid_max, <= 0 when unknown. conds:
+ * differences matter). conds:
  * the node's current conditions (borrowed, may be NULL): a rule that has
  * just been (re)loaded, whose condition is already True and whose
  * comparison holds, stays True without waiting `for` again (so that a
@@ -82,8 +82,8 @@ size_t es_health_eval_count(const es_health_eval *he);
  * evaluator, valid until the next call of a function of this module)
  * gets one result per rule, in rule order; returns their number.
  */
-size_t es_health_eval_run(es_health_eval *he, const cJSON *status,
-			  int64_t pid_max, int64_t mono_ms, const cJSON *conds,
+size_t es_health_eval_run(es_health_eval *he, const es_sample *sample,
+			  int64_t mono_ms, const cJSON *conds,
 			  const es_health_result **results);
 
 /*

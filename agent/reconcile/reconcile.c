@@ -204,17 +204,128 @@ cleanup:
 	return rc;
 }
 
+/* What the outcome hooks of one run share. */
+typedef struct rc_run {
+	const cJSON *list;        /* every cached desired object */
+	const char *agent_version;
+	const cJSON *winner;      /* the CollectorConfig that applies, or NULL */
+	int winner_ok;            /* its spec is valid */
+	es_collector_cfg eff;     /* the effective collector configuration */
+	char cfg_err[256];        /* why the winner's spec is invalid */
+} rc_run;
+
+/* One kind the agent reconciles: prepare (may be NULL) runs once before
+ * any object's outcome; outcome decides one object of the kind. */
+typedef struct rc_kind_ops {
+	es_kind kind;
+	es_err (*prepare)(rc_run *run);
+	void (*outcome)(const rc_run *run, const cJSON *obj, rc_outcome *oc);
+} rc_kind_ops;
+
+/* The list is ordered by kind then name: the first CollectorConfig is the
+ * one whose name sorts first. */
+static es_err collector_prepare(rc_run *run)
+{
+	es_collector_cfg cfg = run->eff;
+	const cJSON *obj;
+	es_err rc;
+
+	cJSON_ArrayForEach(obj, run->list) {
+		if (es_obj_kind(obj) == ES_KIND_COLLECTOR_CONFIG) {
+			run->winner = obj;
+			break;
+		}
+	}
+	if (!run->winner)
+		return ES_OK;
+	rc = winner_cfg(run->winner, &cfg, &run->winner_ok, run->cfg_err,
+			sizeof(run->cfg_err));
+	if (rc == ES_OK && run->winner_ok)
+		run->eff = cfg;
+	return rc;
+}
+
+static void collector_outcome(const rc_run *run, const cJSON *obj,
+			      rc_outcome *oc)
+{
+	if (obj == run->winner && run->winner_ok) {
+		outcome_set(oc, "True", "Applied", "Normal", "Applied");
+		describe_cfg(&run->eff, oc->message, sizeof(oc->message));
+	} else if (obj == run->winner) {
+		outcome_set(oc, "False", "InvalidSpec", "Warning", "ApplyFailed");
+		snprintf(oc->message, sizeof(oc->message), "invalid spec: %s",
+			 run->cfg_err);
+	} else {
+		outcome_set(oc, "False", "Superseded", "Normal", "Superseded");
+		snprintf(oc->message, sizeof(oc->message),
+			 "superseded by CollectorConfig %s", es_obj_name(run->winner));
+	}
+}
+
+static void health_outcome(const rc_run *run, const cJSON *obj, rc_outcome *oc)
+{
+	es_health_applied ha;
+
+	es_health_applied_outcome(run->list, obj, &ha);
+	outcome_set(oc, ha.applied ? "True" : "False", ha.reason, ha.event_type,
+		    ha.event_reason);
+	snprintf(oc->message, sizeof(oc->message), "%s", ha.message);
+}
+
+static void egress_outcome(const rc_run *run, const cJSON *obj, rc_outcome *oc)
+{
+	char why[400];
+
+	(void)run;
+	if (es_egress_spec_validate(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
+				    why, sizeof(why)) == ES_OK) {
+		outcome_set(oc, "True", "Applied", "Normal", "Applied");
+		snprintf(oc->message, sizeof(oc->message), "accepted; "
+			 "condition Enforced says what the kernel enforces");
+	} else {
+		outcome_set(oc, "False", "InvalidSpec", "Warning", "ApplyFailed");
+		snprintf(oc->message, sizeof(oc->message), "invalid spec: %s", why);
+	}
+}
+
+/* Any kind without an entry in rc_kinds. */
+static void unsupported_outcome(const rc_run *run, const cJSON *obj,
+				rc_outcome *oc)
+{
+	outcome_set(oc, "False", "KindNotSupported", "Warning", "KindNotSupported");
+	snprintf(oc->message, sizeof(oc->message),
+		 "kind %s is not supported by edgesync-agent %s",
+		 es_obj_kind_str(obj),
+		 run->agent_version ? run->agent_version : "(unknown version)");
+}
+
+static const rc_kind_ops rc_kinds[] = {
+	{ ES_KIND_COLLECTOR_CONFIG, collector_prepare, collector_outcome },
+	{ ES_KIND_HEALTH_RULE, NULL, health_outcome },
+	{ ES_KIND_EGRESS_POLICY, NULL, egress_outcome },
+};
+#define RC_NKINDS (sizeof(rc_kinds) / sizeof(rc_kinds[0]))
+
+static const rc_kind_ops *kind_ops(es_kind kind)
+{
+	for (size_t i = 0; i < RC_NKINDS; i++)
+		if (rc_kinds[i].kind == kind)
+			return &rc_kinds[i];
+	return NULL;
+}
+
 es_err es_reconcile_run(es_store *st, time_t now, const char *agent_version,
 			es_collector_cfg *effective, cJSON *events,
 			int *applied, int *skipped)
 {
-	es_collector_cfg eff = { ES_COLLECT_DEFAULT_INTERVAL, ES_COLLECT_ALL };
-	es_collector_cfg cfg = eff;
-	const cJSON *obj, *winner = NULL;
+	rc_run run = { NULL, agent_version, NULL, 0,
+		       { ES_COLLECT_DEFAULT_INTERVAL, ES_COLLECT_ALL }, "" };
+	const rc_kind_ops *ops;
+	const cJSON *obj;
 	cJSON *list = NULL;
-	char cfg_err[256] = "";
-	int winner_ok = 0, rewritten, n_applied = 0, n_skipped = 0;
+	int rewritten, n_applied = 0, n_skipped = 0;
 	rc_outcome oc;
+	size_t i;
 	es_err rc;
 
 	if (!st)
@@ -222,65 +333,19 @@ es_err es_reconcile_run(es_store *st, time_t now, const char *agent_version,
 	rc = es_store_desired_list(st, &list);
 	if (rc != ES_OK)
 		goto cleanup;
-	/* The list is ordered by kind then name: the first CollectorConfig
-	 * is the one whose name sorts first. */
-	cJSON_ArrayForEach(obj, list) {
-		if (es_obj_kind(obj) == ES_KIND_COLLECTOR_CONFIG) {
-			winner = obj;
-			break;
-		}
-	}
-	if (winner) {
-		rc = winner_cfg(winner, &cfg, &winner_ok, cfg_err, sizeof(cfg_err));
-		if (rc != ES_OK)
+	run.list = list;
+	for (i = 0; i < RC_NKINDS; i++) {
+		if (rc_kinds[i].prepare &&
+		    (rc = rc_kinds[i].prepare(&run)) != ES_OK)
 			goto cleanup;
-		if (winner_ok)
-			eff = cfg;
 	}
 	cJSON_ArrayForEach(obj, list) {
 		memset(&oc, 0, sizeof(oc));
-		if (obj == winner && winner_ok) {
-			outcome_set(&oc, "True", "Applied", "Normal", "Applied");
-			describe_cfg(&eff, oc.message, sizeof(oc.message));
-		} else if (obj == winner) {
-			outcome_set(&oc, "False", "InvalidSpec", "Warning",
-				    "ApplyFailed");
-			snprintf(oc.message, sizeof(oc.message),
-				 "invalid spec: %s", cfg_err);
-		} else if (es_obj_kind(obj) == ES_KIND_COLLECTOR_CONFIG) {
-			outcome_set(&oc, "False", "Superseded", "Normal",
-				    "Superseded");
-			snprintf(oc.message, sizeof(oc.message),
-				 "superseded by CollectorConfig %s",
-				 es_obj_name(winner));
-		} else if (es_obj_kind(obj) == ES_KIND_HEALTH_RULE) {
-			es_health_applied ha;
-
-			es_health_applied_outcome(list, obj, &ha);
-			outcome_set(&oc, ha.applied ? "True" : "False", ha.reason,
-				    ha.event_type, ha.event_reason);
-			snprintf(oc.message, sizeof(oc.message), "%s", ha.message);
-		} else if (es_obj_kind(obj) == ES_KIND_EGRESS_POLICY) {
-			char why[400];
-
-			if (es_egress_spec_validate(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
-						    why, sizeof(why)) == ES_OK) {
-				outcome_set(&oc, "True", "Applied", "Normal", "Applied");
-				snprintf(oc.message, sizeof(oc.message), "accepted; "
-					 "condition Enforced says what the kernel enforces");
-			} else {
-				outcome_set(&oc, "False", "InvalidSpec", "Warning",
-					    "ApplyFailed");
-				snprintf(oc.message, sizeof(oc.message), "invalid spec: %s", why);
-			}
-		} else {
-			outcome_set(&oc, "False", "KindNotSupported", "Warning",
-				    "KindNotSupported");
-			snprintf(oc.message, sizeof(oc.message),
-				 "kind %s is not supported by edgesync-agent %s",
-				 es_obj_kind_str(obj),
-				 agent_version ? agent_version : "(unknown version)");
-		}
+		ops = kind_ops(es_obj_kind(obj));
+		if (ops)
+			ops->outcome(&run, obj, &oc);
+		else
+			unsupported_outcome(&run, obj, &oc);
 		rc = reconcile_one(st, obj, &oc, now, events, &rewritten);
 		if (rc != ES_OK)
 			goto cleanup;
@@ -290,7 +355,7 @@ es_err es_reconcile_run(es_store *st, time_t now, const char *agent_version,
 			n_skipped++;
 	}
 	if (effective)
-		*effective = eff;
+		*effective = run.eff;
 cleanup:
 	if (applied)
 		*applied = n_applied;

@@ -22,8 +22,13 @@
  *   Applied=False reason Superseded, naming the winner.
  * - HealthRule: es_health_applied_outcome (health.h): Applied=True, or
  *   Applied=False reason InvalidSpec (naming the field) or Superseded.
- * - EgressPolicy and any other kind: Applied=False reason
- *   KindNotSupported, message naming the kind and this agent's version.
+ * - EgressPolicy: Applied=True when es_egress_spec_validate accepts its
+ *   spec (condition Enforced, set by egress.h, says what is enforced), else
+ *   Applied=False reason InvalidSpec.
+ * - Any other kind: Applied=False reason KindNotSupported, message naming
+ *   the kind and this agent's version.
+ * Each kind's decision is one entry of a table of per-kind operations in
+ * reconcile.c.
  * - An object is rewritten (status put, event queued) only when its
  *   generation differs from its stored observedGeneration or its outcome
  *   changed; otherwise it is skipped and *skipped is incremented.

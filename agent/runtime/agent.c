@@ -92,16 +92,18 @@ static void collect_now(es_agent *a)
 	cJSON *status = NULL, *node;
 	char *text = NULL;
 	time_t now = time(NULL);
+	es_sample round;
 	es_err rc;
 
 	lws_sul_cancel(&a->sul_collect);
-	rc = es_collect_run(a->col, a->eff.mask, &status);
+	es_sample_init(&round);
+	rc = es_collect_run(a->col, a->eff.mask, &status, &round);
 	if (rc == ES_OK)
 		agent__kc_report(a, status);
 	if (rc != ES_OK) {
 		es_log_error("agent", "collection failed", "error", es_strerror(rc), NULL);
 	} else {
-		agent__update_conditions(a, status, now);
+		agent__update_conditions(a, status, &round, now);
 		node = agent__build_node(a, status);
 		/* Room for the report envelope around the Node. */
 		text = node ? agent__node_text(node, ES_PROTO_MAX_MESSAGE - 16384) : NULL;
@@ -112,10 +114,12 @@ static void collect_now(es_agent *a)
 		} else {
 			free(a->node_json);
 			a->node_json = text;
+			es_sample_move(&a->sample, &round);
 			queue_current_state(a);
 			a->ready = 1;
 		}
 	}
+	es_sample_clear(&round);
 	/* A round builds and frees the whole Node document, its merge patch
 	 * and their JSON text; hand the freed heap back so the resident set
 	 * between rounds is what the agent holds, not its last round's peak. */
@@ -207,13 +211,14 @@ static cJSON *src_state(void *user)
 static int src_metrics(void *user, char **body, size_t *len)
 {
 	es_agent *a = user;
-	es_agent_metrics_input in = { NULL, 0, 0, "disabled", 0 };
+	es_agent_metrics_input in = { NULL, 0, 0, "disabled", 0, NULL };
 	cJSON *node = a->node_json ? cJSON_Parse(a->node_json) : NULL;
 	int rc = -1;
 
 	if (a->node_json && !node)
 		return -1;
 	in.node = node;
+	in.sample = a->node_json ? &a->sample : NULL;
 	if (es_store_outbox_depth(a->st, &in.reports_queued) != ES_OK ||
 	    es_store_dropped(a->st, &in.reports_dropped) != ES_OK)
 		goto done;
@@ -294,6 +299,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	es_sample_init(&a->sample);
 	a->cfg = cfg;
 	a->lock_fd = -1;
 	a->eff.interval_s = (int)cfg->interval;
@@ -347,7 +353,8 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
 				      cfg->cgroup_root,
 				      (int)cfg->egress_check_interval,
-				      cfg->node_name, cfg->egress_backend };
+				      cfg->node_name,
+				      (es_egress_backend)cfg->egress_backend };
 
 		rc = es_egress_new(&eo, &a->egress, err, errsz);
 		if (rc == ES_OK)
@@ -447,6 +454,7 @@ void es_agent_free(es_agent *a)
 	cJSON_Delete(a->conditions);
 	es_health_eval_free(a->health);
 	free(a->node_json);
+	es_sample_clear(&a->sample);
 	free(a->objects_json);
 	free(a);
 }

@@ -13,6 +13,7 @@
 #include "collect/collect.h"
 #include "egress/egress.h"
 #include "es_obj.h"
+#include "es_sample.h"
 #include "node/health.h"
 #include "endpoint/httpd.h"
 #include "kcollect/kc_cgroupnet.h"
@@ -38,6 +39,7 @@ struct es_agent {
 	 * six times its text, and it is read only by /v1/state, /metrics and
 	 * the outbox. */
 	char *node_json;
+	es_sample sample;   /* the round node_json was built from (/metrics) */
 	es_collector_cfg eff;
 	int has_cc;         /* a CollectorConfig is cached */
 	int ready;          /* the first round is done */
@@ -75,10 +77,12 @@ void agent__queue_event(es_agent *a, cJSON *ev);
 
 /* agent_node.c */
 
-/* Updates a->conditions (built-in defaults, HealthRules, Ready; removes
- * the conditions of rules that are gone); queues ConditionChanged events
- * for conditions that changed status, or are new and True. */
-void agent__update_conditions(es_agent *a, const cJSON *status, time_t now);
+/* Updates a->conditions from one round (built-in defaults from sample,
+ * HealthRules over sample, Ready from status.collectors; removes the
+ * conditions of rules that are gone); queues ConditionChanged events for
+ * conditions that changed status, or are new and True. Both borrowed. */
+void agent__update_conditions(es_agent *a, const cJSON *status,
+			      const es_sample *sample, time_t now);
 /* Builds the Node object around one round's status (consumed). */
 cJSON *agent__build_node(es_agent *a, cJSON *status);
 /*

@@ -21,8 +21,7 @@ void agent__kc_start(es_agent *a)
 			     "out of memory", NULL);
 		return;
 	}
-	a->kenv->force_procfs = a->cfg->collector_backend &&
-				strcmp(a->cfg->collector_backend, "procfs") == 0;
+	a->kenv->force_procfs = a->cfg->collector_backend == ES_AGENT_KC_PROCFS;
 	a->kenv->ringbuf_bytes = (unsigned)a->cfg->ringbuf_bytes;
 	a->kenv->state_dir = a->cfg->state_dir;
 	a->kenv->cgroup_root = a->cfg->cgroup_root;

@@ -10,13 +10,26 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "egress/egress.h"
 #include "es_log.h"
 #include "es_obj.h"
 #include "es_proto.h"
 
 #define S(k, env, type, def, lo, hi, member, help) \
 	{ k, "EDGESYNC_" env, k, type, def, lo, hi, \
-	  offsetof(es_agent_config, member), help }
+	  offsetof(es_agent_config, member), help, NULL, 0 }
+/* An ES_SET_ENUM setting; names indexed by the member's enum. */
+#define E(k, env, def, names, nocase, member, help) \
+	{ k, "EDGESYNC_" env, k, ES_SET_ENUM, def, 0, 0, \
+	  offsetof(es_agent_config, member), help, names, nocase }
+
+static const char *const kc_backend_names[] = {
+	[ES_AGENT_KC_AUTO] = "auto", [ES_AGENT_KC_PROCFS] = "procfs", NULL,
+};
+static const char *const egress_backend_names[] = {
+	[ES_EGRESS_BACKEND_AUTO] = "auto", [ES_EGRESS_BACKEND_EBPF] = "ebpf",
+	[ES_EGRESS_BACKEND_NFTABLES] = "nftables", NULL,
+};
 
 static const es_setting settings[] = {
 	S("controller-url", "CONTROLLER_URL", ES_SET_STRING, "", 0, 0, controller_url,
@@ -37,11 +50,11 @@ static const es_setting settings[] = {
 	  "local HTTP endpoint ip:port (empty: disabled)"),
 	S("interval", "INTERVAL", ES_SET_INT, "10", 1, 3600, interval,
 	  "seconds between collections (a CollectorConfig overrides it)"),
-	S("log-level", "LOG_LEVEL", ES_SET_STRING, "info", 0, 0, log_level,
-	  "error, warn, info or debug"),
+	E("log-level", "LOG_LEVEL", "info", es_log_level_names, 1, log_level,
+	  "most verbose level logged"),
 	S("max-events", "MAX_EVENTS", ES_SET_INT, "1000", 1, 1000000, max_events,
 	  "events kept in the outbox before the oldest are dropped"),
-	S("collector-backend", "COLLECTOR_BACKEND", ES_SET_STRING, "auto", 0, 0,
+	E("collector-backend", "COLLECTOR_BACKEND", "auto", kc_backend_names, 0,
 	  collector_backend,
 	  "kernel collectors: auto (eBPF where it works) or procfs (force the fallback)"),
 	S("ringbuf-bytes", "RINGBUF_BYTES", ES_SET_INT, "131072", 4096, 67108864,
@@ -57,11 +70,13 @@ static const es_setting settings[] = {
 	S("egress-check-interval", "EGRESS_CHECK_INTERVAL", ES_SET_INT, "30", 1, 3600,
 	  egress_check_interval,
 	  "seconds between checks (and repairs) of the EgressPolicy kernel state"),
-	S("egress-backend", "EGRESS_BACKEND", ES_SET_STRING, "auto", 0, 0, egress_backend,
+	E("egress-backend", "EGRESS_BACKEND", "auto", egress_backend_names, 0,
+	  egress_backend,
 	  "EgressPolicy enforcement: auto (cgroup BPF where it works, else nftables), "
 	  "ebpf or nftables"),
 };
 #undef S
+#undef E
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -357,7 +372,6 @@ static es_err default_node_name(es_agent_config *cfg, char *err, size_t errsz)
 es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
 {
 	es_agent_url url;
-	es_log_level lvl;
 	cJSON *labels = NULL;
 	char host[64];
 	int port;
@@ -401,21 +415,5 @@ es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
 		if (rc != ES_OK)
 			return rc;
 	}
-	if (empty(cfg->log_level) || es_log_parse_level(cfg->log_level, &lvl) != 0)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "log-level: \"%s\": expected error, warn, info or debug",
-			       cfg->log_level ? cfg->log_level : "");
-	if (!cfg->collector_backend ||
-	    (strcmp(cfg->collector_backend, "auto") != 0 &&
-	     strcmp(cfg->collector_backend, "procfs") != 0))
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "collector-backend: \"%s\": expected auto or procfs",
-			       cfg->collector_backend ? cfg->collector_backend : "");
-	if (!cfg->egress_backend || (strcmp(cfg->egress_backend, "auto") &&
-				     strcmp(cfg->egress_backend, "ebpf") &&
-				     strcmp(cfg->egress_backend, "nftables")))
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "egress-backend: \"%s\": expected auto, ebpf or nftables",
-			       cfg->egress_backend ? cfg->egress_backend : "");
 	return ES_OK;
 }

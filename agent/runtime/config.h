@@ -15,6 +15,12 @@
 
 #define ES_AGENT_CONFIG_ENV "EDGESYNC_CONFIG"
 
+/* Setting collector-backend: where the kernel collectors run. */
+typedef enum es_agent_kc_backend {
+	ES_AGENT_KC_AUTO = 0,   /* "auto": eBPF where it works, else /proc */
+	ES_AGENT_KC_PROCFS = 1, /* "procfs": always the /proc fallback */
+} es_agent_kc_backend;
+
 typedef struct es_agent_config {
 	char *controller_url;  /* wss://host[:port][/path]; "" = offline only */
 	char *node_name;       /* default: the host name, lower-cased */
@@ -23,14 +29,14 @@ typedef struct es_agent_config {
 	char *state_dir;       /* holds agent.db */
 	char *http_listen;     /* "ip:port" of the local HTTP endpoint; "" disables */
 	int64_t interval;      /* seconds between collections, 1..3600 */
-	char *log_level;       /* error, warn, info, debug */
+	int log_level;         /* es_log_level (es_log.h) */
 	int64_t max_events;    /* events kept in the outbox */
-	char *collector_backend; /* "auto" or "procfs" (kernel collectors) */
+	int collector_backend; /* es_agent_kc_backend (kernel collectors) */
 	int64_t ringbuf_bytes; /* bytes of the kernel collectors' shared BPF ring buffer */
 	char *cgroup_root;     /* cgroup v2 hierarchy to use; "" = find one (cgroot.h) */
 	char *egress_pin_dir;  /* bpffs directory of the EgressPolicy pins */
 	int64_t egress_check_interval; /* seconds between EgressPolicy drift checks */
-	char *egress_backend;  /* "auto", "ebpf" or "nftables" (EgressPolicy) */
+	int egress_backend;    /* es_egress_backend (egress/egress.h) */
 } es_agent_config;
 
 /* The settings table (for help output and tests); *n gets its length. */
@@ -43,7 +49,9 @@ const es_setting *es_agent_settings(size_t *n);
  * (NULL: any non-flag argument is an error). Does not validate across
  * settings (es_agent_config_validate does). Free with es_agent_config_free,
  * also after an error. Errors: ES_ERR_IO (config file unreadable, err names
- * it), ES_ERR_INVAL (err names the key, variable or flag), ES_ERR_NOMEM.
+ * it), ES_ERR_INVAL (err names the key, variable or flag; a log-level,
+ * collector-backend or egress-backend not among its names is refused here,
+ * the message listing them), ES_ERR_NOMEM.
  */
 es_err es_agent_config_load(es_agent_config *cfg, int argc, char **argv,
 			    int first, const char **positional,
@@ -55,9 +63,7 @@ es_err es_agent_config_load(es_agent_config *cfg, int argc, char **argv,
  * wss:// (plaintext ws:// is refused: PROTOCOL.md "Transport" has no
  * plaintext mode), a missing cert, key or ca when controller-url is set, a
  * bad label (naming it), a node-name that is not an RFC 1123 subdomain, a
- * bad http-listen, an unknown log-level, an empty state-dir, a
- * collector-backend other than auto or procfs, an egress-backend other than
- * auto, ebpf or nftables.
+ * bad http-listen, an empty state-dir.
  * Errors: ES_ERR_INVAL, ES_ERR_NOMEM.
  */
 es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz);

@@ -412,17 +412,6 @@ cleanup:
 	return rc;
 }
 
-static es_kind kind_of_plural(const char *seg)
-{
-	static const es_kind kinds[] = { ES_KIND_NODE, ES_KIND_COLLECTOR_CONFIG,
-		ES_KIND_HEALTH_RULE, ES_KIND_EGRESS_POLICY };
-
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (strcmp(seg, es_obj_kind_plural(kinds[i])) == 0)
-			return kinds[i];
-	return ES_KIND_UNKNOWN;
-}
-
 static es_err route(req *r, const char *path, const char *query,
 		    const char *body, size_t len)
 {
@@ -444,7 +433,7 @@ static es_err route(req *r, const char *path, const char *query,
 			return fail_details(r, 404, NULL, "no such path %s", path);
 		seg[n++] = tok;
 	}
-	kind = n ? kind_of_plural(seg[0]) : ES_KIND_UNKNOWN;
+	kind = n ? es_obj_kind_from_plural(seg[0]) : ES_KIND_UNKNOWN;
 	if (kind == ES_KIND_UNKNOWN)
 		return fail_details(r, 404, NULL, "no such resource type: %s",
 				    n ? seg[0] : path);

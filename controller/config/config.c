@@ -16,7 +16,7 @@
 
 #define ES_CCFG_STRING(k, e, def, member, help)                               \
 	{ k, "EDGESYNC_" e, k, ES_SET_STRING, def, 0, 0,                      \
-	  offsetof(es_ccfg, member), help }
+	  offsetof(es_ccfg, member), help, NULL, 0 }
 
 static const es_setting ccfg_table[] = {
 	ES_CCFG_STRING("listen", "LISTEN", "127.0.0.1:7443", listen,
@@ -37,17 +37,20 @@ static const es_setting ccfg_table[] = {
 		       "CA that issues admin certificates, PEM (default: client-ca)"),
 	ES_CCFG_STRING("trust-domain", "TRUST_DOMAIN", ES_PKI_DEFAULT_TRUST_DOMAIN,
 		       trust_domain, "SPIFFE trust domain of node and admin identities"),
-	ES_CCFG_STRING("log-level", "LOG_LEVEL", "info", log_level,
-		       "error, warn, info or debug"),
+	{ "log-level", "EDGESYNC_LOG_LEVEL", "log-level", ES_SET_ENUM, "info", 0, 0,
+	  offsetof(es_ccfg, log_level), "most verbose level logged",
+	  es_log_level_names, 1 },
 	{ "dev", "EDGESYNC_DEV", "dev", ES_SET_BOOL, "false", 0, 0,
 	  offsetof(es_ccfg, dev),
-	  "development mode: make a throwaway CA and certificates in <state-dir>/dev" },
+	  "development mode: make a throwaway CA and certificates in <state-dir>/dev",
+	  NULL, 0 },
 	ES_CCFG_STRING("dev-node", "DEV_NODE", NULL, dev_node,
 		       "dev mode: also issue a certificate for this node (repeatable, or a,b,c)"),
 	{ "tombstones-kept", "EDGESYNC_TOMBSTONES_KEPT", "tombstones-kept",
 	  ES_SET_INT, "10000", 0, INT64_C(1000000000),
 	  offsetof(es_ccfg, tombstones_kept),
-	  "deletion records kept; an agent older than the oldest gets a full list" },
+	  "deletion records kept; an agent older than the oldest gets a full list",
+	  NULL, 0 },
 };
 
 #define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))
@@ -287,7 +290,6 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 {
 	char h1[256], h2[256], dev_dir[4096];
 	int p1, p2;
-	es_log_level lvl;
 	es_err rc;
 
 	rc = es_ccfg_hostport("listen", cfg->listen, h1, sizeof(h1), &p1,
@@ -306,10 +308,6 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 		return es_errf(ES_ERR_INVAL, err, errsz, "state-dir: empty");
 	if (strlen(cfg->state_dir) + 32 > sizeof(dev_dir))
 		return es_errf(ES_ERR_INVAL, err, errsz, "state-dir: path too long");
-	if (!cfg->log_level || es_log_parse_level(cfg->log_level, &lvl) != 0)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "log-level: \"%s\": expected error, warn, info or debug",
-			       cfg->log_level ? cfg->log_level : "");
 	if (!cfg->trust_domain || !es_obj_name_valid(cfg->trust_domain))
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "trust-domain: \"%s\": expected a lower-case DNS name",

@@ -24,7 +24,7 @@ typedef struct es_ccfg {
 	char *client_ca;     /* CA that issues agents' certificates */
 	char *admin_ca;      /* CA that issues admin certificates; default client-ca */
 	char *trust_domain;  /* SPIFFE trust domain */
-	char *log_level;     /* error, warn, info, debug */
+	int log_level;       /* es_log_level (es_log.h) */
 	int dev;             /* development mode: throwaway CA in <state-dir>/dev */
 	char *dev_node;      /* comma-separated node names to issue in dev mode */
 	int64_t tombstones_kept; /* deletion records kept for resumable sync */
@@ -52,8 +52,7 @@ es_err es_ccfg_load(es_ccfg *cfg, int argc, char **argv, int first,
  * <state-dir>/dev/{controller.crt,controller.key,ca.crt}; admin-ca defaults
  * to client-ca. Refuses, naming the key: a bad listen or admin-listen
  * (es_ccfg_hostport), both on the same address and port, an empty
- * state-dir, a missing cert, key or client-ca without dev, an unknown
- * log-level, a trust-domain that is not a lower-case DNS name, a dev-node
+ * state-dir, a missing cert, key or client-ca without dev, a trust-domain that is not a lower-case DNS name, a dev-node
  * entry that is not an RFC 1123 subdomain.
  * Errors: ES_ERR_INVAL, ES_ERR_NOMEM.
  */

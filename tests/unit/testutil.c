@@ -106,3 +106,103 @@ void es_test_assert_line(const char *text, const char *line)
 	if (!strstr(text, want))
 		fail_msg("missing line %s in:\n%s", line, text);
 }
+
+static double sample_num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : ES_SAMPLE_NONE;
+}
+
+static void sample_str(char **dst, const cJSON *o, const char *key)
+{
+	if (es_sample_set_str(dst, cJSON_GetStringValue(
+				      cJSON_GetObjectItemCaseSensitive(o, key))) != ES_OK)
+		fail_msg("out of memory");
+}
+
+void es_test_sample(const cJSON *status, int64_t pid_max, es_sample *out)
+{
+	static const char *const names[ES_SAMPLE_COLLECTORS] = {
+		"cpu", "memory", "filesystem", "network", "processes",
+	};
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(status, "usage");
+	const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(usage, "cpu");
+	const cJSON *load = cJSON_GetObjectItemCaseSensitive(usage, "load");
+	const cJSON *mem = cJSON_GetObjectItemCaseSensitive(usage, "memory");
+	const cJSON *fss = cJSON_GetObjectItemCaseSensitive(usage, "filesystems");
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(usage, "network");
+	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(usage, "processes");
+	const cJSON *it;
+	size_t i;
+
+	es_sample_clear(out);
+	for (int c = 0; c < ES_SAMPLE_COLLECTORS; c++) {
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "collectors")) {
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+
+			if (!cJSON_IsString(n) || strcmp(n->valuestring, names[c]) != 0)
+				continue;
+			out->collectors[c].enabled =
+				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "enabled"));
+			out->collectors[c].healthy =
+				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "healthy"));
+			sample_str(&out->collectors[c].error, it, "error");
+			break;
+		}
+	}
+	out->has_cpu = cJSON_IsObject(cpu);
+	out->cpu_utilization = sample_num(cpu, "utilization");
+	out->load1 = sample_num(load, "load1");
+	out->load5 = sample_num(load, "load5");
+	out->load15 = sample_num(load, "load15");
+	out->has_memory = mem != NULL;
+	out->mem_total = sample_num(mem, "MemTotal");
+	out->mem_available = sample_num(mem, "MemAvailable");
+	if (es_sample_mem_alloc(out, (size_t)cJSON_GetArraySize(mem)) != ES_OK)
+		fail_msg("out of memory");
+	i = 0;
+	cJSON_ArrayForEach(it, mem) {
+		if (es_sample_set_str(&out->mem[i].name, it->string) != ES_OK)
+			fail_msg("out of memory");
+		out->mem[i++].value = cJSON_IsNumber(it) ? it->valuedouble : ES_SAMPLE_NONE;
+	}
+	out->has_filesystems = cJSON_IsArray(fss);
+	if (es_sample_fs_alloc(out, (size_t)cJSON_GetArraySize(fss)) != ES_OK)
+		fail_msg("out of memory");
+	i = 0;
+	cJSON_ArrayForEach(it, fss) {
+		es_sample_fs *fs = &out->fs[i++];
+
+		sample_str(&fs->device, it, "device");
+		sample_str(&fs->mountpoint, it, "mountpoint");
+		sample_str(&fs->fstype, it, "fstype");
+		fs->size_bytes = sample_num(it, "sizeBytes");
+		fs->avail_bytes = sample_num(it, "availBytes");
+		fs->free_bytes = sample_num(it, "freeBytes");
+		fs->files = sample_num(it, "files");
+		fs->files_free = sample_num(it, "filesFree");
+	}
+	out->has_network = cJSON_IsArray(net);
+	if (es_sample_ifaces_alloc(out, (size_t)cJSON_GetArraySize(net)) != ES_OK)
+		fail_msg("out of memory");
+	i = 0;
+	cJSON_ArrayForEach(it, net) {
+		es_sample_iface *f = &out->ifaces[i++];
+
+		sample_str(&f->name, it, "interface");
+		f->receive_bytes = sample_num(it, "receiveBytes");
+		f->receive_packets = sample_num(it, "receivePackets");
+		f->receive_errors = sample_num(it, "receiveErrors");
+		f->receive_drop = sample_num(it, "receiveDrop");
+		f->transmit_bytes = sample_num(it, "transmitBytes");
+		f->transmit_packets = sample_num(it, "transmitPackets");
+		f->transmit_errors = sample_num(it, "transmitErrors");
+		f->transmit_drop = sample_num(it, "transmitDrop");
+	}
+	out->proc_count = sample_num(procs, "count");
+	out->proc_threads = sample_num(procs, "threads");
+	out->proc_running = sample_num(procs, "running");
+	out->proc_blocked = sample_num(procs, "blocked");
+	out->pid_max = pid_max;
+}

@@ -9,7 +9,9 @@
 #define ES_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <cjson/cJSON.h>
+#include "es_sample.h"
 
 /*
  * Makes a new, empty, private (0700) directory /tmp/es-<tag>-XXXXXX
@@ -42,5 +44,16 @@ cJSON *es_test_json(const char *text);
  * as a whole line that is not the first one (line: up to 509 bytes, longer
  * is cut). For rendered text formats such as Prometheus exposition. */
 void es_test_assert_line(const char *text, const char *line);
+
+/*
+ * Reads a Node status as the agent reports it (its usage and collectors
+ * members, PROTOCOL.md "Node"; borrowed) into out (es_sample.h, cleared
+ * first; es_sample_clear it), member by member: what is absent or not a
+ * number stays uncollected. out->pid_max gets pid_max. Lets tests written
+ * as Node status JSON drive the readers of a sample, and checks the
+ * collectors' sample against their JSON. Fails the test on allocation
+ * failure.
+ */
+void es_test_sample(const cJSON *status, int64_t pid_max, es_sample *out);
 
 #endif

@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "runtime/config.h"
+#include "egress/egress.h"
+#include "es_log.h"
 
 static void clear_env(void)
 {
@@ -65,7 +67,7 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.http_listen, "127.0.0.1:9477");
 	assert_int_equal(cfg.interval, 10);
 	assert_int_equal(cfg.max_events, 1000);
-	assert_string_equal(cfg.log_level, "info");
+	assert_int_equal(cfg.log_level, ES_LOG_INFO);
 	/* offline-only needs no certificates; node-name defaults to the host */
 	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)), ES_OK);
 	assert_non_null(cfg.node_name);
@@ -227,6 +229,30 @@ static void test_url_parse(void **state)
 	assert_non_null(strstr(err, "controller-url"));
 }
 
+/* The enum settings are stored as their enum and refused at load. */
+static void test_enum_settings(void **state)
+{
+	char *argv[] = { "edgesync-agent", "run", "--collector-backend", "procfs",
+			 "--egress-backend=nftables", "--log-level", "DEBUG" };
+	char *bad[] = { "edgesync-agent", "run", "--egress-backend", "bpf" };
+	es_agent_config cfg;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(load(&cfg, 7, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(cfg.collector_backend, ES_AGENT_KC_PROCFS);
+	assert_int_equal(cfg.egress_backend, ES_EGRESS_BACKEND_NFTABLES);
+	assert_int_equal(cfg.log_level, ES_LOG_DEBUG);
+	es_agent_config_free(&cfg);
+	assert_int_equal(load(&cfg, 2, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(cfg.collector_backend, ES_AGENT_KC_AUTO);
+	assert_int_equal(cfg.egress_backend, ES_EGRESS_BACKEND_AUTO);
+	es_agent_config_free(&cfg);
+	assert_int_equal(load(&cfg, 4, bad, err, sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "--egress-backend: \"bpf\": expected auto, ebpf or nftables");
+	es_agent_config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +263,7 @@ int main(void)
 		cmocka_unit_test_setup(test_missing_cert_named, setup),
 		cmocka_unit_test_setup(test_bad_label_named, setup),
 		cmocka_unit_test_setup(test_url_parse, setup),
+		cmocka_unit_test_setup(test_enum_settings, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,12 +41,22 @@ static const char node_json[] =
 	" {\"name\":\"network\",\"backend\":\"procfs\",\"enabled\":false,\"healthy\":true,"
 	"  \"eventsLost\":0}]}}";
 
+/* Renders in, the node_* families from the sample of in->node's status
+ * (es_test_sample) as the agent's round would have made it. */
 static char *render(es_agent_metrics *m, const es_agent_metrics_input *in)
 {
+	es_agent_metrics_input with = *in;
 	char *out = NULL;
 	size_t len = 0;
+	es_sample s;
 
-	assert_int_equal(es_agent_metrics_render(m, in, &out, &len), ES_OK);
+	es_sample_init(&s);
+	if (in->node && !in->sample) {
+		es_test_sample(cJSON_GetObjectItemCaseSensitive(in->node, "status"), 0, &s);
+		with.sample = &s;
+	}
+	assert_int_equal(es_agent_metrics_render(m, &with, &out, &len), ES_OK);
+	es_sample_clear(&s);
 	assert_non_null(out);
 	return out;
 }
@@ -55,7 +65,7 @@ static void test_node_families(void **state)
 {
 	es_agent_metrics *m = NULL;
 	cJSON *node = es_test_json(node_json);
-	es_agent_metrics_input in = { node, 2, 5, "ready", 1 };
+	es_agent_metrics_input in = { node, 2, 5, "ready", 1, NULL };
 	char *out, line[128];
 	long hz = sysconf(_SC_CLK_TCK);
 
@@ -123,7 +133,7 @@ static void test_families_follow_the_node(void **state)
 {
 	es_agent_metrics *m = NULL;
 	cJSON *node = es_test_json(node_json), *usage;
-	es_agent_metrics_input in = { node, 0, 0, NULL, 0 };
+	es_agent_metrics_input in = { node, 0, 0, NULL, 0, NULL };
 	char *out;
 
 	(void)state;
@@ -158,7 +168,7 @@ static void test_families_follow_the_node(void **state)
 static void test_sync_hooks(void **state)
 {
 	es_agent_metrics *m = NULL;
-	es_agent_metrics_input in = { NULL, 0, 0, "ready", 0 };
+	es_agent_metrics_input in = { NULL, 0, 0, "ready", 0, NULL };
 	char *out;
 
 	(void)state;
@@ -210,7 +220,7 @@ static es_err cgroup_render(void *user)
 static void test_collector_registry_hook(void **state)
 {
 	es_agent_metrics *m = NULL;
-	es_agent_metrics_input in = { NULL, 0, 0, "idle", 0 };
+	es_agent_metrics_input in = { NULL, 0, 0, "idle", 0, NULL };
 	es_metric *c = NULL;
 	char *out;
 

@@ -18,6 +18,7 @@
 #include "runtime/agent_int.h"
 #include "es_cond.h"
 #include "es_json.h"
+#include "testutil.h"
 
 void __wrap_agent__queue_event(es_agent *a, cJSON *ev);
 
@@ -69,6 +70,7 @@ static cJSON *ready_after(const char *kc)
 	es_agent_config cfg;
 	es_agent *a = calloc(1, sizeof(*a));
 	cJSON *st = status_with(kc), *ready;
+	es_sample s;
 
 	assert_non_null(a);
 	memset(&cfg, 0, sizeof(cfg));
@@ -77,7 +79,10 @@ static cJSON *ready_after(const char *kc)
 	a->conditions = cJSON_CreateArray();
 	assert_non_null(a->conditions);
 	assert_int_equal(es_health_eval_new(&a->health), ES_OK);
-	agent__update_conditions(a, st, 1000);
+	es_sample_init(&s);
+	es_test_sample(st, 0, &s);
+	agent__update_conditions(a, st, &s, 1000);
+	es_sample_clear(&s);
 	ready = cJSON_Duplicate(es_cond_find(a->conditions, "Ready"), 1);
 	cJSON_Delete(st);
 	cJSON_Delete(a->conditions);

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 
 #include "collect/collect.h"
 #include "es_obj.h"
+#include "testutil.h"
 
 #define FIX ES_FIXTURES "/procfs/"
 
@@ -83,14 +85,93 @@ int __wrap_statvfs(const char *path, struct statvfs *sv)
 	return -1;
 }
 
+static void assert_num_same(double got, double want, const char *what, size_t i)
+{
+	if (isnan(got) != isnan(want) || (!isnan(got) && got != want))
+		fail_msg("sample %s[%zu]: %g, the JSON says %g", what, i, got, want);
+}
+
+static void assert_str_same(const char *got, const char *want, const char *what,
+			    size_t i)
+{
+	if ((got == NULL) != (want == NULL) || (got && strcmp(got, want) != 0))
+		fail_msg("sample %s[%zu]: \"%s\", the JSON says \"%s\"", what, i,
+			 got ? got : "(none)", want ? want : "(none)");
+}
+
+/* Fails unless the collectors' sample s says what their JSON (read back
+ * member by member into j) says. */
+static void assert_sample_same(const es_sample *s, const es_sample *j)
+{
+	for (size_t i = 0; i < ES_SAMPLE_COLLECTORS; i++) {
+		assert_int_equal(s->collectors[i].enabled, j->collectors[i].enabled);
+		assert_int_equal(s->collectors[i].healthy, j->collectors[i].healthy);
+		assert_str_same(s->collectors[i].error, j->collectors[i].error, "error", i);
+	}
+	assert_int_equal(s->has_cpu, j->has_cpu);
+	assert_num_same(s->cpu_utilization, j->cpu_utilization, "utilization", 0);
+	assert_num_same(s->load1, j->load1, "load1", 0);
+	assert_num_same(s->load5, j->load5, "load5", 0);
+	assert_num_same(s->load15, j->load15, "load15", 0);
+	assert_int_equal(s->has_memory, j->has_memory);
+	assert_num_same(s->mem_total, j->mem_total, "mem_total", 0);
+	assert_num_same(s->mem_available, j->mem_available, "mem_available", 0);
+	assert_int_equal(s->nmem, j->nmem);
+	for (size_t i = 0; i < s->nmem; i++) {
+		assert_str_same(s->mem[i].name, j->mem[i].name, "mem.name", i);
+		assert_num_same(s->mem[i].value, j->mem[i].value, "mem.value", i);
+	}
+	assert_int_equal(s->has_filesystems, j->has_filesystems);
+	assert_int_equal(s->nfs, j->nfs);
+	for (size_t i = 0; i < s->nfs; i++) {
+		const es_sample_fs *a = &s->fs[i], *b = &j->fs[i];
+
+		assert_str_same(a->device, b->device, "fs.device", i);
+		assert_str_same(a->mountpoint, b->mountpoint, "fs.mountpoint", i);
+		assert_str_same(a->fstype, b->fstype, "fs.fstype", i);
+		assert_num_same(a->size_bytes, b->size_bytes, "fs.size_bytes", i);
+		assert_num_same(a->avail_bytes, b->avail_bytes, "fs.avail_bytes", i);
+		assert_num_same(a->free_bytes, b->free_bytes, "fs.free_bytes", i);
+		assert_num_same(a->files, b->files, "fs.files", i);
+		assert_num_same(a->files_free, b->files_free, "fs.files_free", i);
+	}
+	assert_int_equal(s->has_network, j->has_network);
+	assert_int_equal(s->nifaces, j->nifaces);
+	for (size_t i = 0; i < s->nifaces; i++) {
+		const es_sample_iface *a = &s->ifaces[i], *b = &j->ifaces[i];
+
+		assert_str_same(a->name, b->name, "iface.name", i);
+		assert_num_same(a->receive_bytes, b->receive_bytes, "receive_bytes", i);
+		assert_num_same(a->receive_packets, b->receive_packets, "receive_packets", i);
+		assert_num_same(a->receive_errors, b->receive_errors, "receive_errors", i);
+		assert_num_same(a->receive_drop, b->receive_drop, "receive_drop", i);
+		assert_num_same(a->transmit_bytes, b->transmit_bytes, "transmit_bytes", i);
+		assert_num_same(a->transmit_packets, b->transmit_packets, "transmit_packets", i);
+		assert_num_same(a->transmit_errors, b->transmit_errors, "transmit_errors", i);
+		assert_num_same(a->transmit_drop, b->transmit_drop, "transmit_drop", i);
+	}
+	assert_num_same(s->proc_count, j->proc_count, "proc_count", 0);
+	assert_num_same(s->proc_threads, j->proc_threads, "proc_threads", 0);
+	assert_num_same(s->proc_running, j->proc_running, "proc_running", 0);
+	assert_num_same(s->proc_blocked, j->proc_blocked, "proc_blocked", 0);
+}
+
+/* One round; its sample must say what its JSON says. */
 static cJSON *run_roots(const es_collect_roots *roots, unsigned mask)
 {
 	es_collect *c = NULL;
 	cJSON *st = NULL;
+	es_sample s, back;
 
+	es_sample_init(&s);
+	es_sample_init(&back);
 	assert_int_equal(es_collect_new(roots, "9.8.7", &c), ES_OK);
-	assert_int_equal(es_collect_run(c, mask, &st), ES_OK);
+	assert_int_equal(es_collect_run(c, mask, &st, &s), ES_OK);
 	assert_non_null(st);
+	es_test_sample(st, s.pid_max, &back);
+	assert_sample_same(&s, &back);
+	es_sample_clear(&s);
+	es_sample_clear(&back);
 	es_collect_free(c);
 	return st;
 }
@@ -389,7 +470,7 @@ static void test_utilization_two_rounds(void **state)
 	r.proc = proc;
 	r.etc = dir;
 	assert_int_equal(es_collect_new(&r, "v", &c), ES_OK);
-	assert_int_equal(es_collect_run(c, ES_COLLECT_CPU, &st), ES_OK);
+	assert_int_equal(es_collect_run(c, ES_COLLECT_CPU, &st, NULL), ES_OK);
 	assert_null(at(st, "usage.cpu.utilization"));
 	cJSON_Delete(st);
 
@@ -401,13 +482,13 @@ static void test_utilization_two_rounds(void **state)
 	big[strlen(big)] = '1';
 	snprintf(big + sizeof(big) - 40, 40, "\nprocs_running 1\nprocs_blocked 0\n");
 	write_file(dir, "proc/stat", big);
-	assert_int_equal(es_collect_run(c, ES_COLLECT_CPU, &st), ES_OK);
+	assert_int_equal(es_collect_run(c, ES_COLLECT_CPU, &st, NULL), ES_OK);
 	assert_healthy(st, "cpu");
 	assert_true(num(st, "usage.cpu.utilization") == 0.4);
 	cJSON_Delete(st);
 
 	/* No tick elapsed: no utilization rather than a division by zero. */
-	assert_int_equal(es_collect_run(c, ES_COLLECT_CPU, &st), ES_OK);
+	assert_int_equal(es_collect_run(c, ES_COLLECT_CPU, &st, NULL), ES_OK);
 	assert_null(at(st, "usage.cpu.utilization"));
 	cJSON_Delete(st);
 	es_collect_free(c);
@@ -522,7 +603,7 @@ static void test_out_of_memory(void **state)
 	cJSON_InitHooks(&hooks);
 	for (long n = 0; n < 5000 && rc == ES_ERR_NOMEM; n++) {
 		allocs_left = n;
-		rc = es_collect_run(c, ES_COLLECT_ALL, &st);
+		rc = es_collect_run(c, ES_COLLECT_ALL, &st, NULL);
 		if (rc == ES_ERR_NOMEM) {
 			assert_null(st);
 			failures++;

@@ -21,6 +21,7 @@
 #include "es_time.h"
 #include "node/health.h"
 #include "reconcile/reconcile.h"
+#include "testutil.h"
 
 #define T0 ((time_t)1700000000)
 
@@ -80,6 +81,21 @@ static cJSON *status_with(int count)
 	return J(text);
 }
 
+/* es_health_eval_run over the sample of one round's Node status st
+ * (kernel.pid_max pid_max). */
+static size_t eval_run(es_health_eval *he, const cJSON *st, int64_t pid_max,
+		       int64_t t_ms, const cJSON *conds, const es_health_result **res)
+{
+	es_sample s;
+	size_t n;
+
+	es_sample_init(&s);
+	es_test_sample(st, pid_max, &s);
+	n = es_health_eval_run(he, &s, t_ms, conds, res);
+	es_sample_clear(&s);
+	return n;
+}
+
 typedef struct run_out {
 	const char *status, *reason;
 	char message[256];
@@ -96,7 +112,7 @@ static run_out eval_at(es_health_eval *he, cJSON *conds, int count, int64_t t_ms
 	size_t n;
 
 	memset(&o, 0, sizeof(o));
-	n = es_health_eval_run(he, st, 0, t_ms, conds, &res);
+	n = eval_run(he, st, 0, t_ms, conds, &res);
 	assert_int_equal(n, 1);
 	assert_string_equal(res[0].type, "ManyProcesses");
 	assert_int_equal(es_cond_set(conds, res[0].type, res[0].status, res[0].reason,
@@ -210,7 +226,7 @@ static void test_zero_for_and_generation(void **state)
 	(void)state;
 	o = eval_at(he, conds, 101, 0);
 	assert_string_equal(o.status, "True");
-	assert_int_equal(es_health_eval_run(he, st, 0, 1, conds, &res), 1);
+	assert_int_equal(eval_run(he, st, 0, 1, conds, &res), 1);
 	assert_int_equal(res[0].generation, 1);
 	assert_int_equal(res[0].critical, 0);
 	cJSON_Delete(st);
@@ -224,7 +240,7 @@ static void test_zero_for_and_generation(void **state)
 	o = eval_at(he, conds, 5, 0);
 	assert_string_equal(o.status, "True");
 	st = status_with(5);
-	es_health_eval_run(he, st, 0, 1, conds, &res);
+	eval_run(he, st, 0, 1, conds, &res);
 	assert_int_equal(res[0].critical, 1);
 	cJSON_Delete(st);
 	cJSON_Delete(conds);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "es_config.h"
@@ -20,15 +21,15 @@ typedef struct test_cfg {
 
 static const es_setting table[] = {
 	{"controller-url", "EDGESYNC_CONTROLLER_URL", "controller-url", ES_SET_STRING,
-	 "wss://127.0.0.1:7443", 0, 0, offsetof(test_cfg, controller_url), "controller URL"},
+	 "wss://127.0.0.1:7443", 0, 0, offsetof(test_cfg, controller_url), "controller URL", NULL, 0},
 	{"node-name", "EDGESYNC_NODE_NAME", "node-name", ES_SET_STRING, NULL, 0, 0,
-	 offsetof(test_cfg, node_name), "node name"},
+	 offsetof(test_cfg, node_name), "node name", NULL, 0},
 	{"label-text", NULL, NULL, ES_SET_STRING, NULL, 0, 0,
-	 offsetof(test_cfg, label_text), "file only"},
+	 offsetof(test_cfg, label_text), "file only", NULL, 0},
 	{"interval", "EDGESYNC_INTERVAL", "interval", ES_SET_INT, "10", 1, 3600,
-	 offsetof(test_cfg, interval), "seconds between rounds"},
+	 offsetof(test_cfg, interval), "seconds between rounds", NULL, 0},
 	{"verbose", "EDGESYNC_VERBOSE", "verbose", ES_SET_BOOL, "false", 0, 0,
-	 offsetof(test_cfg, verbose), "more output"},
+	 offsetof(test_cfg, verbose), "more output", NULL, 0},
 };
 #define N (sizeof(table) / sizeof(table[0]))
 
@@ -239,6 +240,105 @@ static void test_find_file(void **state)
 	assert_int_equal(c->interval, 5);
 }
 
+/* ES_SET_ENUM settings, in a table of their own. */
+typedef struct enum_cfg {
+	int backend; /* 0 auto, 1 procfs */
+	int level;   /* 0 error .. 3 debug, names matched ignoring case */
+} enum_cfg;
+
+static const char *const backends[] = {"auto", "procfs", NULL};
+static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
+
+static const es_setting etable[] = {
+	{"collector-backend", "EDGESYNC_TEST_BACKEND", "collector-backend", ES_SET_ENUM,
+	 "auto", 0, 0, offsetof(enum_cfg, backend), "kernel collectors", backends, 0},
+	{"log-level", "EDGESYNC_TEST_LEVEL", "log-level", ES_SET_ENUM, "info", 0, 0,
+	 offsetof(enum_cfg, level), "most verbose level logged", levels, 1},
+};
+#define EN (sizeof(etable) / sizeof(etable[0]))
+
+static void test_enum_values(void **state)
+{
+	enum_cfg c = {-1, -1};
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(es_config_defaults(etable, EN, &c, err, sizeof(err)), ES_OK);
+	assert_int_equal(c.backend, 0);
+	assert_int_equal(c.level, 2);
+	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "procfs",
+				       err, sizeof(err)), ES_OK);
+	assert_int_equal(c.backend, 1);
+	assert_int_equal(es_config_set(etable, EN, &c, "log-level", "debug", err,
+				       sizeof(err)), ES_OK);
+	assert_int_equal(c.level, 3);
+	/* nocase: log-level takes any case, collector-backend only its own */
+	assert_int_equal(es_config_set(etable, EN, &c, "log-level", "WARN", err,
+				       sizeof(err)), ES_OK);
+	assert_int_equal(c.level, 1);
+	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "PROCFS",
+				       err, sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "collector-backend: \"PROCFS\": expected auto or procfs");
+	assert_int_equal(c.backend, 1);
+	assert_int_equal(es_config_set(etable, EN, &c, "log-level", "", err,
+				       sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "log-level: \"\": expected error, warn, info or debug");
+	assert_int_equal(c.level, 1);
+}
+
+static void test_enum_sources(void **state)
+{
+	char *argv[] = {"prog", "run", "--log-level=loud"};
+	char *argv2[] = {"prog", "run", "--collector-backend", "ebpf"};
+	char path[64] = "/tmp/es-config-enum-XXXXXX";
+	enum_cfg c = {0, 0};
+	char err[256] = "";
+	FILE *f;
+	int fd;
+
+	(void)state;
+	assert_int_equal(es_config_load_args(etable, EN, &c, 3, argv, 2, NULL, NULL,
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "--log-level: \"loud\": expected error, warn, info or debug");
+	assert_int_equal(es_config_load_args(etable, EN, &c, 4, argv2, 2, NULL, NULL,
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "--collector-backend: \"ebpf\": expected auto or procfs");
+	setenv("EDGESYNC_TEST_BACKEND", "nope", 1);
+	assert_int_equal(es_config_load_env(etable, EN, &c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "EDGESYNC_TEST_BACKEND: \"nope\": expected auto or procfs");
+	setenv("EDGESYNC_TEST_BACKEND", "procfs", 1);
+	assert_int_equal(es_config_load_env(etable, EN, &c, err, sizeof(err)), ES_OK);
+	assert_int_equal(c.backend, 1);
+	unsetenv("EDGESYNC_TEST_BACKEND");
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs("log-level = \"debug\"\ncollector-backend = proc\n", f);
+	fclose(f);
+	assert_int_equal(es_config_load_file(etable, EN, &c, path, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_int_equal(c.level, 3);
+	assert_non_null(strstr(err, ":2: collector-backend: \"proc\": expected auto or procfs"));
+	unlink(path);
+}
+
+static void test_enum_help(void **state)
+{
+	char buf[1024] = "";
+	FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+
+	(void)state;
+	assert_non_null(f);
+	es_config_print_help(etable, EN, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "--collector-backend VALUE    kernel collectors "
+			       "(auto|procfs) [default: auto] [env: EDGESYNC_TEST_BACKEND]\n"));
+	assert_non_null(strstr(buf, "--log-level VALUE            most verbose level logged "
+			       "(error|warn|info|debug) [default: info]"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +349,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_flag_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bool_forms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_find_file, setup, teardown),
+		cmocka_unit_test(test_enum_values),
+		cmocka_unit_test(test_enum_sources),
+		cmocka_unit_test(test_enum_help),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 
 #include "es_health.h"
 #include "es_obj.h"
+#include "testutil.h"
 
 static cJSON *J(const char *text)
 {
@@ -295,6 +296,20 @@ static const char full_status[] =
 	"\"processes\":{\"count\":300,\"threads\":500,\"running\":3,\"blocked\":1}},"
 	STATUS_COLLECTORS "}";
 
+/* es_health_metric_value over the sample of a Node status. */
+static es_err metric_value(const cJSON *status, int m, int64_t pid_max, double *v,
+			   char *why, size_t whysz)
+{
+	es_sample s;
+	es_err rc;
+
+	es_sample_init(&s);
+	es_test_sample(status, pid_max, &s);
+	rc = es_health_metric_value(&s, m, v, why, whysz);
+	es_sample_clear(&s);
+	return rc;
+}
+
 static double value_of(const cJSON *status, const char *metric, int64_t pid_max)
 {
 	char why[200] = "";
@@ -302,7 +317,7 @@ static double value_of(const cJSON *status, const char *metric, int64_t pid_max)
 	int m = es_health_metric_find(metric);
 
 	assert_true(m >= 0);
-	if (es_health_metric_value(status, m, pid_max, &v, why, sizeof(why)) != ES_OK)
+	if (metric_value(status, m, pid_max, &v, why, sizeof(why)) != ES_OK)
 		fail_msg("%s missing: %s", metric, why);
 	return v;
 }
@@ -312,8 +327,8 @@ static void expect_missing(const cJSON *status, const char *metric, const char *
 	char why[200] = "";
 	double v = -1;
 
-	assert_int_equal(es_health_metric_value(status, es_health_metric_find(metric), 0,
-						&v, why, sizeof(why)), ES_ERR_NOTFOUND);
+	assert_int_equal(metric_value(status, es_health_metric_find(metric), 0,
+				      &v, why, sizeof(why)), ES_ERR_NOTFOUND);
 	if (!strstr(why, want))
 		fail_msg("%s: \"%s\" lacks \"%s\"", metric, why, want);
 }
@@ -333,12 +348,12 @@ static void test_metric_values(void **state)
 		assert_non_null(mi->collector);
 		assert_non_null(mi->source);
 		assert_int_equal(es_health_metric_find(mi->name), (int)i);
-		if (es_health_metric_value(st, (int)i, 3000, &v, why, sizeof(why)) != ES_OK)
+		if (metric_value(st, (int)i, 3000, &v, why, sizeof(why)) != ES_OK)
 			fail_msg("%s missing: %s", mi->name, why);
 	}
 	assert_null(es_health_metric_at(es_health_metric_count()));
 	assert_int_equal(es_health_metric_find("processes.Count"), -1);
-	assert_int_equal(es_health_metric_value(st, -1, 0, &v, NULL, 0), ES_ERR_INVAL);
+	assert_int_equal(metric_value(st, -1, 0, &v, NULL, 0), ES_ERR_INVAL);
 
 	assert_true(value_of(st, "cpu.utilization", 0) == 0.25);
 	assert_true(value_of(st, "load.load1", 0) == 1.5);
@@ -384,6 +399,125 @@ static void test_metric_values(void **state)
 	cJSON_Delete(bad);
 }
 
+/* A sample where every field a metric may read has its own value. */
+static void distinct_sample(es_sample *s)
+{
+	es_sample_init(s);
+	for (int i = 0; i < ES_SAMPLE_COLLECTORS; i++) {
+		s->collectors[i].enabled = 1;
+		s->collectors[i].healthy = 1;
+	}
+	s->has_cpu = 1;
+	s->cpu_utilization = 0.125;
+	s->load1 = 1.5;
+	s->load5 = 5.25;
+	s->load15 = 15.75;
+	s->has_memory = 1;
+	s->mem_total = 8000;
+	s->mem_available = 1000;
+	s->has_filesystems = 1;
+	assert_int_equal(es_sample_fs_alloc(s, 2), ES_OK);
+	assert_int_equal(es_sample_set_str(&s->fs[0].mountpoint, "/data"), ES_OK);
+	s->fs[0].size_bytes = 1000;
+	s->fs[0].avail_bytes = 50;   /* the lowest ratio: 0.05 */
+	s->fs[0].free_bytes = 60;
+	s->fs[0].files = 10;
+	s->fs[0].files_free = 1;
+	assert_int_equal(es_sample_set_str(&s->fs[1].mountpoint, "/"), ES_OK);
+	s->fs[1].size_bytes = 400;
+	s->fs[1].avail_bytes = 100;  /* ratio 0.25 */
+	s->fs[1].free_bytes = 120;
+	s->fs[1].files = 200;
+	s->fs[1].files_free = 150;   /* ratio 0.75 */
+	s->has_network = 1;
+	assert_int_equal(es_sample_ifaces_alloc(s, 4), ES_OK);
+	assert_int_equal(es_sample_set_str(&s->ifaces[0].name, "lo"), ES_OK);
+	assert_int_equal(es_sample_set_str(&s->ifaces[1].name, "eth0"), ES_OK);
+	assert_int_equal(es_sample_set_str(&s->ifaces[2].name, "eth1"), ES_OK);
+	assert_int_equal(es_sample_set_str(&s->ifaces[3].name, "wg0"), ES_OK);
+	s->proc_count = 300;
+	s->proc_threads = 700;
+	s->proc_running = 7;
+	s->proc_blocked = 2;
+	s->pid_max = 4000;
+}
+
+/* Each catalogue metric reads its own field of the sample, and needs its
+ * own collector. */
+static void test_metric_fields(void **state)
+{
+	static const struct { const char *metric; double want; } cases[] = {
+		{ "cpu.utilization", 0.125 },
+		{ "load.load1", 1.5 },
+		{ "load.load5", 5.25 },
+		{ "load.load15", 15.75 },
+		{ "memory.availableBytes", 1000 },
+		{ "memory.availableRatio", 0.125 },
+		{ "filesystem.rootAvailableBytes", 100 },
+		{ "filesystem.rootAvailableRatio", 0.25 },
+		{ "filesystem.rootInodesFreeRatio", 0.75 },
+		{ "filesystem.availableRatio", 0.05 },
+		{ "network.interfaces", 3 },
+		{ "processes.count", 300 },
+		{ "processes.threads", 700 },
+		{ "processes.running", 7 },
+		{ "processes.blocked", 2 },
+		{ "processes.pidUsageRatio", 0.075 },
+	};
+	es_sample s;
+	char why[200];
+	double v;
+
+	(void)state;
+	assert_int_equal(sizeof(cases) / sizeof(cases[0]), es_health_metric_count());
+	distinct_sample(&s);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int m = es_health_metric_find(cases[i].metric);
+		const es_health_metric_info *mi = es_health_metric_at((size_t)m);
+		char want[160];
+		int c;
+
+		assert_true(m >= 0);
+		v = -1;
+		if (es_health_metric_value(&s, m, &v, why, sizeof(why)) != ES_OK)
+			fail_msg("%s missing: %s", cases[i].metric, why);
+		if (v != cases[i].want)
+			fail_msg("%s is %g, want %g", cases[i].metric, v, cases[i].want);
+		/* Its collector, by the name the catalogue gives. */
+		for (c = 0; c < ES_SAMPLE_COLLECTORS; c++)
+			if (strcmp(es_collector_names[c], mi->collector) == 0)
+				break;
+		assert_true(c < ES_SAMPLE_COLLECTORS);
+		s.collectors[c].enabled = 0;
+		assert_int_equal(es_health_metric_value(&s, m, &v, why, sizeof(why)),
+				 ES_ERR_NOTFOUND);
+		snprintf(want, sizeof(want), "collector %s is not enabled", mi->collector);
+		assert_string_equal(why, want);
+		s.collectors[c].enabled = 1;
+		s.collectors[c].healthy = 0;
+		assert_int_equal(es_health_metric_value(&s, m, &v, why, sizeof(why)),
+				 ES_ERR_NOTFOUND);
+		snprintf(want, sizeof(want), "collector %s failed: no reason given",
+			 mi->collector);
+		assert_string_equal(why, want);
+		s.collectors[c].healthy = 1;
+	}
+	/* A field that was not collected is missing, named. */
+	s.load5 = ES_SAMPLE_NONE;
+	assert_int_equal(es_health_metric_value(&s, es_health_metric_find("load.load5"),
+						&v, why, sizeof(why)), ES_ERR_NOTFOUND);
+	assert_string_equal(why, "usage.load.load5 not collected");
+	s.fs[1].files = 0;
+	assert_int_equal(es_health_metric_value(
+				 &s, es_health_metric_find("filesystem.rootInodesFreeRatio"),
+				 &v, why, sizeof(why)), ES_ERR_NOTFOUND);
+	assert_string_equal(why, "the inode counts of / not collected or zero");
+	assert_int_equal(es_health_metric_value(NULL, 0, &v, why, sizeof(why)),
+			 ES_ERR_NOTFOUND);
+	assert_string_equal(why, "collector cpu is not enabled");
+	es_sample_clear(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_rule_parse_errors),
 		cmocka_unit_test(test_validate_desired_object),
 		cmocka_unit_test(test_metric_values),
+		cmocka_unit_test(test_metric_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

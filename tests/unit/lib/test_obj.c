@@ -72,6 +72,15 @@ static void test_kind_parse(void **state)
 	assert_string_equal(es_obj_kind_plural(ES_KIND_NODE), "nodes");
 	assert_null(es_obj_kind_name(ES_KIND_UNKNOWN));
 	assert_null(es_obj_kind_plural(ES_KIND_UNKNOWN));
+	/* REST path segments: the exact plural only */
+	assert_int_equal(es_obj_kind_from_plural("collectorconfigs"), ES_KIND_COLLECTOR_CONFIG);
+	assert_int_equal(es_obj_kind_from_plural("healthrules"), ES_KIND_HEALTH_RULE);
+	assert_int_equal(es_obj_kind_from_plural("egresspolicies"), ES_KIND_EGRESS_POLICY);
+	assert_int_equal(es_obj_kind_from_plural("nodes"), ES_KIND_NODE);
+	assert_int_equal(es_obj_kind_from_plural("Nodes"), ES_KIND_UNKNOWN);
+	assert_int_equal(es_obj_kind_from_plural("hr"), ES_KIND_UNKNOWN);
+	assert_int_equal(es_obj_kind_from_plural("HealthRule"), ES_KIND_UNKNOWN);
+	assert_int_equal(es_obj_kind_from_plural(NULL), ES_KIND_UNKNOWN);
 }
 
 #define CC_HEAD "{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"CollectorConfig\"," \
