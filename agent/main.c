@@ -3,28 +3,25 @@
  * program does"). Exit status 0 ok, 1 runtime failure, 2 usage or
  * configuration error naming the bad flag, key or file.
  */
-#include <errno.h>
-#include <netdb.h>
+#define _GNU_SOURCE /* asprintf */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 
 #include "runtime/agent.h"
 #include "host/check.h"
 #include "runtime/config.h"
+#include "es_addr.h"
 #include "es_cli.h"
+#include "es_http.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_version.h"
 
 #define PROG "edgesync-agent"
-#define STATUS_MAX_BYTES (16 * 1024 * 1024)
+/* How long `status` waits to connect and for each piece of the answer. */
+#define STATUS_TIMEOUT_MS 5000
 
 static volatile sig_atomic_t stop_flag;
 
@@ -122,101 +119,6 @@ cleanup:
 	return code;
 }
 
-/* GET path from host:port over plain TCP; *body malloc'd. Returns the HTTP
- * status, or -1 with err set. */
-static int http_get(const char *host, int port, const char *path, char **body,
-		    char *err, size_t errsz)
-{
-	struct addrinfo hints, *res = NULL;
-	struct timeval tv = { 5, 0 };
-	char portstr[8], req[512], *buf = NULL, *p;
-	size_t len = 0, cap = 65536;
-	int fd = -1, status = -1, gai;
-	ssize_t n;
-
-	*body = NULL;
-	snprintf(portstr, sizeof(portstr), "%d", port);
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-	gai = getaddrinfo(host, portstr, &hints, &res);
-	if (gai != 0) {
-		es_errf(ES_ERR_INVAL, err, errsz, "http-listen: %s: %s", host,
-			gai_strerror(gai));
-		goto cleanup;
-	}
-	fd = socket(res->ai_family, SOCK_STREAM, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
-	    connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
-		es_errf(ES_ERR_IO, err, errsz,
-			"cannot reach the agent at %s:%d: %s (is it running with "
-			"this http-listen?)", host, port, strerror(errno));
-		goto cleanup;
-	}
-	n = snprintf(req, sizeof(req),
-		     "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n"
-		     "Accept: application/json\r\n\r\n", path, host, port);
-	if (write(fd, req, (size_t)n) != n) {
-		es_errf(ES_ERR_IO, err, errsz, "sending the request: %s", strerror(errno));
-		goto cleanup;
-	}
-	buf = malloc(cap + 1);
-	if (!buf) {
-		es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-		goto cleanup;
-	}
-	for (;;) {
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= STATUS_MAX_BYTES) {
-				es_errf(ES_ERR_TOOBIG, err, errsz, "response over %d bytes",
-					STATUS_MAX_BYTES);
-				goto cleanup;
-			}
-			nb = realloc(buf, cap * 2 + 1);
-			if (!nb) {
-				es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-				goto cleanup;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			es_errf(ES_ERR_IO, err, errsz, "reading the response: %s",
-				strerror(errno));
-			goto cleanup;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 ||
-	    !(p = strstr(buf, "\r\n\r\n"))) {
-		status = -1;
-		es_errf(ES_ERR_PARSE, err, errsz, "not an HTTP response from %s:%d",
-			host, port);
-		goto cleanup;
-	}
-	*body = strdup(p + 4);
-	if (!*body) {
-		status = -1;
-		es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-	}
-cleanup:
-	if (res)
-		freeaddrinfo(res);
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return status;
-}
-
 static const char *jstr(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -286,11 +188,14 @@ static void print_table(const cJSON *st)
 static int cmd_status(int argc, char **argv)
 {
 	es_agent_config cfg;
-	char **args = NULL, err[512] = "", host[64];
+	es_http_opts http = { .user_agent = PROG "/" ES_VERSION,
+			      .timeout_ms = STATUS_TIMEOUT_MS };
+	es_http_resp resp = { 0 };
+	es_addr addr;
+	char **args = NULL, err[768] = "", *url = NULL;
 	const char *output = "table";
-	char *body = NULL;
 	cJSON *doc = NULL;
-	int i, nargs = 0, port = 0, code = 0, http;
+	int i, nargs = 0, code = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
 	args = calloc((size_t)argc + 1, sizeof(*args));
@@ -331,22 +236,30 @@ static int cmd_status(int argc, char **argv)
 		code = 2;
 		goto cleanup;
 	}
-	if (es_agent_listen_parse(cfg.http_listen, host, sizeof(host), &port, err,
-				  sizeof(err)) != ES_OK) {
+	if (es_addr_parse("http-listen", cfg.http_listen, 0, &addr, err,
+			  sizeof(err)) != ES_OK) {
 		fprintf(stderr, PROG ": %s\n", err);
 		code = 2;
 		goto cleanup;
 	}
-	http = http_get(host, port, "/v1/state", &body, err, sizeof(err));
-	if (http != 200) {
-		if (http < 0)
-			fprintf(stderr, PROG ": %s\n", err);
-		else
-			fprintf(stderr, PROG ": the agent answered HTTP %d\n", http);
+	/* an IP literal listen address is a URL authority as it is */
+	if (asprintf(&url, "http://%s/v1/state", cfg.http_listen) < 0) {
+		url = NULL;
+		fprintf(stderr, PROG ": out of memory\n");
 		code = 1;
 		goto cleanup;
 	}
-	if (es_json_parse(body, strlen(body), ES_JSON_MAX_DEPTH, &doc, err,
+	if (es_http_request(&http, "GET", url, NULL, 0, &resp, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, PROG ": %s\n", err);
+		code = 1;
+		goto cleanup;
+	}
+	if (resp.status != 200) {
+		fprintf(stderr, PROG ": the agent answered HTTP %d\n", resp.status);
+		code = 1;
+		goto cleanup;
+	}
+	if (es_json_parse(resp.body, resp.body_len, ES_JSON_MAX_DEPTH, &doc, err,
 			  sizeof(err)) != ES_OK) {
 		fprintf(stderr, PROG ": the agent's /v1/state is not JSON: %s\n", err);
 		code = 1;
@@ -367,7 +280,8 @@ static int cmd_status(int argc, char **argv)
 	}
 cleanup:
 	cJSON_Delete(doc);
-	free(body);
+	es_http_resp_free(&resp);
+	free(url);
 	free(args);
 	es_agent_config_free(&cfg);
 	return code;

@@ -167,7 +167,8 @@ static int cmd_run(int argc, char **argv)
 	es_ccfg cfg = { 0 };
 	es_server_opts so = { 0 };
 	es_db *db = NULL;
-	char lhost[256], ahost[256], err[1024], lockpath[4200];
+	es_addr laddr, aaddr;
+	char err[1024], lockpath[4200];
 	int rc = 2, lock_fd = -1;
 
 	if (es_cli_has_help(argc, argv, 2)) {
@@ -175,13 +176,15 @@ static int cmd_run(int argc, char **argv)
 		return 0;
 	}
 	if (es_ccfg_load(&cfg, argc, argv, 2, err, sizeof(err)) != ES_OK ||
-	    es_ccfg_hostport("listen", cfg.listen, lhost, sizeof(lhost),
-			     &so.listen_port, err, sizeof(err)) != ES_OK ||
-	    es_ccfg_hostport("admin-listen", cfg.admin_listen, ahost,
-			     sizeof(ahost), &so.admin_port, err, sizeof(err)) != ES_OK) {
+	    es_addr_parse("listen", cfg.listen, ES_CCFG_LISTEN_FLAGS, &laddr,
+			  err, sizeof(err)) != ES_OK ||
+	    es_addr_parse("admin-listen", cfg.admin_listen, ES_CCFG_LISTEN_FLAGS,
+			  &aaddr, err, sizeof(err)) != ES_OK) {
 		fprintf(stderr, PROG ": %s\n", err);
 		goto cleanup;
 	}
+	so.listen_port = laddr.port;
+	so.admin_port = aaddr.port;
 	es_log_set_level((es_log_level)cfg.log_level);
 	es_log_route_lws();
 
@@ -214,8 +217,8 @@ static int cmd_run(int argc, char **argv)
 		goto cleanup;
 	}
 	es_db_set_tombstones_kept(db, cfg.tombstones_kept);
-	so.listen_host = lhost;
-	so.admin_host = ahost;
+	so.listen_host = laddr.host;
+	so.admin_host = aaddr.host;
 	so.cert = cfg.cert;
 	so.key = cfg.key;
 	so.client_ca = cfg.client_ca;

@@ -14,10 +14,11 @@
 
 #include "describe.h"
 #include "es_config.h"
+#include "es_http.h"
 #include "es_json.h"
 #include "es_obj.h"
+#include "es_url.h"
 #include "es_version.h"
-#include "http.h"
 #include "print.h"
 #include "yaml.h"
 
@@ -171,16 +172,18 @@ static int call(ctl *c, const char *method, const char *path, const char *body,
  * a bad one is a configuration error (exit 2) naming the setting. */
 static int open_client(ctl *c)
 {
-	es_http_tls tls = { c->cfg.ca, c->cfg.cert, c->cfg.key };
-	es_http_url u;
+	es_http_opts opts = { .tls = 1, .ca_file = c->cfg.ca, .cert_file = c->cfg.cert,
+			      .key_file = c->cfg.key,
+			      .user_agent = "edgesyncctl/" ES_VERSION };
+	es_url u;
 	char err[768] = "";
 	es_err rc;
 
-	if (es_http_url_parse(c->cfg.server, &u, err, sizeof(err)) != ES_OK) {
-		fprintf(stderr, "error: server: %s\n", err);
+	if (es_url_parse("server", c->cfg.server, "https", &u, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, "error: %s\n", err);
 		return ES_CTL_EXIT_USAGE;
 	}
-	rc = es_http_client_new(&tls, &c->http, err, sizeof(err));
+	rc = es_http_client_new(&opts, &c->http, err, sizeof(err));
 	if (rc != ES_OK) {
 		fprintf(stderr, "error: %s\n", err);
 		return rc == ES_ERR_INVAL ? ES_CTL_EXIT_USAGE : ES_CTL_EXIT_RUNTIME;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/config.h"
+#include "es_addr.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "runtime/heap.h"
@@ -22,8 +22,7 @@
 struct es_httpd {
 	es_httpd_source src;
 	struct lws_vhost *vh;
-	char host[64];
-	int port;
+	es_addr addr; /* http-listen; info.iface points into it */
 };
 
 typedef struct pss {
@@ -229,18 +228,17 @@ es_err es_httpd_new(struct lws_context *ctx, const char *listen,
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-	rc = es_agent_listen_parse(listen, h->host, sizeof(h->host), &h->port,
-				   err, errsz);
+	rc = es_addr_parse("http-listen", listen, 0, &h->addr, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	h->src = *src;
 	memset(&info, 0, sizeof(info));
 	info.vhost_name = "http";
-	info.port = h->port;
-	info.iface = h->host;
+	info.port = h->addr.port;
+	info.iface = h->addr.host;
 	info.protocols = http_protocols;
 	info.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
-	if (!strchr(h->host, ':'))
+	if (!h->addr.ipv6)
 		info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
 	info.user = h;
 	h->vh = lws_create_vhost(ctx, &info);

@@ -42,8 +42,9 @@ int es_httpd_respond(const es_httpd_source *src, const char *method,
 		     const char **ctype);
 
 /*
- * Creates a vhost named "http" on ctx listening on listen ("ip:port",
- * config.h es_agent_listen_parse). src is copied.
+ * Creates a vhost named "http" on ctx listening on listen ("ip:port" or
+ * "[v6]:port", IP literals only: es_addr_parse with no flags). src is
+ * copied.
  * Errors: ES_ERR_INVAL (bad address, naming http-listen), ES_ERR_IO (the
  * address cannot be bound, naming it), ES_ERR_NOMEM.
  */

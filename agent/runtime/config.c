@@ -4,13 +4,14 @@
 #include "runtime/config.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 
 #include "egress/egress.h"
+#include "es_addr.h"
 #include "es_log.h"
 #include "es_obj.h"
 #include "es_proto.h"
@@ -120,8 +121,7 @@ void es_agent_config_free(es_agent_config *cfg)
 es_err es_agent_url_parse(const char *url, es_agent_url *out, char *err,
 			  size_t errsz)
 {
-	const char *p, *hend, *pstart;
-	size_t hlen;
+	es_err rc;
 
 	memset(out, 0, sizeof(*out));
 	if (!url || !*url)
@@ -131,112 +131,14 @@ es_err es_agent_url_parse(const char *url, es_agent_url *out, char *err,
 			       "controller-url: plaintext \"%.*s\" is refused: "
 			       "the sync protocol runs only over TLS, use wss://",
 			       (int)(strchr(url, ':') - url + 3), url);
-	if (strncasecmp(url, "wss://", 6))
+	rc = es_url_parse("controller-url", url, "wss", out, err, errsz);
+	if (rc != ES_OK)
+		return rc;
+	if (strchr(out->path, '?'))
 		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "controller-url: \"%s\": expected wss://host:port[/path]",
-			       url);
-	p = url + 6;
-	if (*p == '[') {
-		hend = strchr(p, ']');
-		if (!hend)
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "controller-url: unterminated '[' in the host");
-		hlen = (size_t)(hend - p - 1);
-		if (hlen == 0 || hlen >= sizeof(out->host))
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "controller-url: bad host");
-		memcpy(out->host, p + 1, hlen);
-		p = hend + 1;
-	} else {
-		hend = p + strcspn(p, ":/?#");
-		hlen = (size_t)(hend - p);
-		if (hlen == 0 || hlen >= sizeof(out->host))
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "controller-url: missing or too long host");
-		memcpy(out->host, p, hlen);
-		p = hend;
-	}
-	out->port = 443;
-	if (*p == ':') {
-		char *e;
-		long v;
-
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "controller-url: bad port");
-		v = strtol(p, &e, 10);
-		if (v < 1 || v > 65535)
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "controller-url: port out of range 1..65535");
-		out->port = (int)v;
-		p = e;
-	}
-	if (*p == '?' || *p == '#')
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "controller-url: query and fragment are not allowed");
-	pstart = p;
-	if (*pstart && *pstart != '/')
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "controller-url: unexpected \"%s\" after the port", pstart);
-	if (!*pstart || !strcmp(pstart, "/"))
-		pstart = ES_PROTO_PATH;
-	if (strlen(pstart) >= sizeof(out->path) || strcspn(pstart, " \t\r\n?#") != strlen(pstart))
-		return es_errf(ES_ERR_INVAL, err, errsz, "controller-url: bad path");
-	strcpy(out->path, pstart);
-	for (p = out->host; *p; p++)
-		if (!isalnum((unsigned char)*p) && !strchr(".-:_", *p))
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "controller-url: bad character in host \"%s\"",
-				       out->host);
-	return ES_OK;
-}
-
-es_err es_agent_listen_parse(const char *s, char *host, size_t hostsz,
-			     int *port, char *err, size_t errsz)
-{
-	const char *colon, *h = s;
-	size_t hlen;
-	unsigned char addr[16];
-	char *e;
-	long v;
-	int v6 = 0;
-
-	if (!s || !*s)
-		return es_errf(ES_ERR_INVAL, err, errsz, "http-listen: empty");
-	if (*s == '[') {
-		const char *rb = strchr(s, ']');
-
-		if (!rb || rb[1] != ':')
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "http-listen: \"%s\": expected [ipv6]:port", s);
-		h = s + 1;
-		hlen = (size_t)(rb - h);
-		colon = rb + 1;
-		v6 = 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "http-listen: \"%s\": expected ip:port", s);
-		hlen = (size_t)(colon - s);
-	}
-	if (hlen == 0 || hlen >= hostsz)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "http-listen: \"%s\": missing or too long address", s);
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	if (inet_pton(v6 ? AF_INET6 : AF_INET, host, addr) != 1)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "http-listen: \"%s\" is not an IP address", host);
-	if (!isdigit((unsigned char)colon[1]))
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "http-listen: \"%s\": bad port", s);
-	v = strtol(colon + 1, &e, 10);
-	if (*e || v < 1 || v > 65535)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "http-listen: \"%s\": port out of range 1..65535", s);
-	*port = (int)v;
+			       "controller-url: \"%s\": a query is not allowed", url);
+	if (!strcmp(out->path, "/"))
+		snprintf(out->path, sizeof(out->path), "%s", ES_PROTO_PATH);
 	return ES_OK;
 }
 
@@ -372,9 +274,8 @@ static es_err default_node_name(es_agent_config *cfg, char *err, size_t errsz)
 es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
 {
 	es_agent_url url;
+	es_addr addr;
 	cJSON *labels = NULL;
-	char host[64];
-	int port;
 	es_err rc;
 
 	if (empty(cfg->node_name)) {
@@ -410,8 +311,8 @@ es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
 	if (empty(cfg->state_dir))
 		return es_errf(ES_ERR_INVAL, err, errsz, "state-dir: must not be empty");
 	if (!empty(cfg->http_listen)) {
-		rc = es_agent_listen_parse(cfg->http_listen, host, sizeof(host),
-					   &port, err, errsz);
+		rc = es_addr_parse("http-listen", cfg->http_listen, 0, &addr,
+				   err, errsz);
 		if (rc != ES_OK)
 			return rc;
 	}

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include "es_config.h"
 #include "es_err.h"
+#include "es_url.h"
 
 #define ES_AGENT_CONFIG_ENV "EDGESYNC_CONFIG"
 
@@ -27,7 +28,8 @@ typedef struct es_agent_config {
 	char *labels;          /* "k=v,k2=v2" */
 	char *cert, *key, *ca; /* PEM files for mutual TLS */
 	char *state_dir;       /* holds agent.db */
-	char *http_listen;     /* "ip:port" of the local HTTP endpoint; "" disables */
+	char *http_listen;     /* "ip:port" or "[v6]:port" of the local HTTP endpoint
+				  (IP literals only, es_addr_parse flags 0); "" disables */
 	int64_t interval;      /* seconds between collections, 1..3600 */
 	int log_level;         /* es_log_level (es_log.h) */
 	int64_t max_events;    /* events kept in the outbox */
@@ -71,22 +73,19 @@ es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz);
 /* Frees the strings of cfg. NULL-safe. */
 void es_agent_config_free(es_agent_config *cfg);
 
-/* A parsed controller URL. */
-typedef struct es_agent_url {
-	char host[256];  /* without IPv6 brackets */
-	int port;        /* default 443 */
-	char path[512];  /* default "/v1/sync" */
-} es_agent_url;
+/* A parsed controller URL (es_url.h): host without IPv6 brackets, port
+ * default 443, path default "/v1/sync". */
+typedef es_url es_agent_url;
 
-/* Parses wss://host[:port][/path] ("[v6addr]" accepted). Errors:
- * ES_ERR_INVAL naming controller-url. */
+/*
+ * Parses the controller-url setting: wss://host[:port][/path]
+ * (es_url_parse with scheme "wss"; "[v6addr]" accepted), with no query;
+ * an empty path or "/" becomes ES_PROTO_PATH. Errors: ES_ERR_INVAL naming
+ * controller-url: empty, plaintext ws:// or http:// (PROTOCOL.md
+ * "Transport" has no plaintext mode), another scheme, a bad URL, a query.
+ */
 es_err es_agent_url_parse(const char *url, es_agent_url *out, char *err,
 			  size_t errsz);
-
-/* Parses an "ip:port" or "[v6]:port" listen address. Errors: ES_ERR_INVAL
- * naming http-listen. */
-es_err es_agent_listen_parse(const char *s, char *host, size_t hostsz,
-			     int *port, char *err, size_t errsz);
 
 /*
  * Parses "k=v,k2=v2" into a new JSON object of strings (*out, caller owns).

@@ -173,62 +173,6 @@ cleanup:
 	return rc;
 }
 
-es_err es_ccfg_hostport(const char *key, const char *s, char *host,
-			size_t hostsz, int *port, char *err, size_t errsz)
-{
-	const char *h = s, *colon;
-	size_t hl;
-	char *end = NULL;
-	long p;
-
-	if (!s || !*s)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "%s: empty; expected ip:port", key);
-	if (*s == '[') {
-		const char *rb = strchr(s, ']');
-
-		if (!rb || rb[1] != ':')
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "%s: \"%s\": expected [ipv6]:port", key, s);
-		h = s + 1;
-		hl = (size_t)(rb - h);
-		colon = rb + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon || strchr(s, ':') != colon)
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "%s: \"%s\": expected ip:port", key, s);
-		hl = (size_t)(colon - s);
-	}
-	if (hl == 0)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "%s: \"%s\": missing address before the port", key, s);
-	if (hl >= hostsz)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "%s: \"%s\": address too long", key, s);
-	for (size_t i = 0; i < hl; i++) {
-		unsigned char c = (unsigned char)h[i];
-
-		if (!isalnum(c) && c != '.' && c != ':' && c != '-' && c != '_' &&
-		    c != '%')
-			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "%s: \"%s\": bad character in the address",
-				       key, s);
-	}
-	if (!isdigit((unsigned char)colon[1]))
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "%s: \"%s\": expected a port number after ':'", key, s);
-	p = strtol(colon + 1, &end, 10);
-	if (*end || p < 1 || p > 65535)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "%s: \"%s\": port must be an integer in 1..65535",
-			       key, s);
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	*port = (int)p;
-	return ES_OK;
-}
-
 /* *dst = dir + "/" + leaf, unless *dst is already set. */
 static es_err default_path(char **dst, const char *dir, const char *leaf)
 {
@@ -288,19 +232,19 @@ static es_err check_dev_nodes(const char *list, char *err, size_t errsz)
 
 es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 {
-	char h1[256], h2[256], dev_dir[4096];
-	int p1, p2;
+	char dev_dir[4096];
+	es_addr a1, a2;
 	es_err rc;
 
-	rc = es_ccfg_hostport("listen", cfg->listen, h1, sizeof(h1), &p1,
-			      err, errsz);
+	rc = es_addr_parse("listen", cfg->listen, ES_CCFG_LISTEN_FLAGS, &a1,
+			   err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	rc = es_ccfg_hostport("admin-listen", cfg->admin_listen, h2, sizeof(h2),
-			      &p2, err, errsz);
+	rc = es_addr_parse("admin-listen", cfg->admin_listen, ES_CCFG_LISTEN_FLAGS,
+			   &a2, err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	if (p1 == p2 && strcmp(h1, h2) == 0)
+	if (a1.port == a2.port && strcmp(a1.host, a2.host) == 0)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "admin-listen: %s is also the agents' listen address",
 			       cfg->admin_listen);

@@ -10,14 +10,20 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "es_addr.h"
 #include "es_config.h"
 #include "es_err.h"
 
 #define ES_CCFG_CONFIG_ENV "EDGESYNC_CONFIG"
 
+/* What listen and admin-listen take (es_addr_parse): an IP literal, an
+ * interface or host name (libwebsockets binds its "iface" by either), an
+ * IPv6 literal with a zone. */
+#define ES_CCFG_LISTEN_FLAGS (ES_ADDR_NAME | ES_ADDR_ZONE)
+
 typedef struct es_ccfg {
-	char *listen;        /* agents' listener "ip:port" */
-	char *admin_listen;  /* admin API listener "ip:port" */
+	char *listen;        /* agents' listener "host:port" (ES_CCFG_LISTEN_FLAGS) */
+	char *admin_listen;  /* admin API listener "host:port" */
 	char *state_dir;     /* holds the database and, with dev, dev/ */
 	char *db;            /* SQLite file; default <state-dir>/controller.db */
 	char *cert, *key;    /* the controller's certificate and key (PEM) */
@@ -51,7 +57,8 @@ es_err es_ccfg_load(es_ccfg *cfg, int argc, char **argv, int first,
  * <state-dir>/controller.db; with dev, cert, key, client-ca default to
  * <state-dir>/dev/{controller.crt,controller.key,ca.crt}; admin-ca defaults
  * to client-ca. Refuses, naming the key: a bad listen or admin-listen
- * (es_ccfg_hostport), both on the same address and port, an empty
+ * (es_addr_parse, ES_CCFG_LISTEN_FLAGS), both on the same address and
+ * port, an empty
  * state-dir, a missing cert, key or client-ca without dev, a trust-domain that is not a lower-case DNS name, a dev-node
  * entry that is not an RFC 1123 subdomain.
  * Errors: ES_ERR_INVAL, ES_ERR_NOMEM.
@@ -60,14 +67,6 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz);
 
 /* Frees the strings of cfg and zeroes it. NULL-safe. */
 void es_ccfg_free(es_ccfg *cfg);
-
-/*
- * Parses a listen address "ip:port" or "[v6addr]:port" for the setting
- * named key (used in messages). host gets the address without brackets
- * (hostsz >= 2), *port 1..65535. Errors: ES_ERR_INVAL naming key.
- */
-es_err es_ccfg_hostport(const char *key, const char *s, char *host,
-			size_t hostsz, int *port, char *err, size_t errsz);
 
 /*
  * The node names development mode issues certificates for: hostname

@@ -2,7 +2,10 @@
 its cached desired state and queues reports; when the controller returns,
 every queued report arrives once, with contiguous sequence numbers."""
 
+import json
+import socket
 import subprocess
+import threading
 import time
 import unittest
 
@@ -114,6 +117,51 @@ class OfflineTest(unittest.TestCase):
                            text=True, timeout=30)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("controller.lock", r.stderr)
+
+    def test_status_command(self):
+        """`edgesync-agent status` reads the local endpoint; a server that
+        answers 500 on a kept-alive connection gets its status named at
+        once, not a read timeout."""
+        c = Cluster(self, nodes=["n1"])
+        c.start_controller()
+        agent = c.start_agent(node="n1")
+        status = [agent.argv[0], "status", "--http-listen"]
+        r = subprocess.run(status + [f"127.0.0.1:{c.agent_ports['n1']}"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^NODE +n1\n")
+        r = subprocess.run(status + [f"127.0.0.1:{c.agent_ports['n1']}", "-o", "json"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["node"]["metadata"]["name"], "n1")
+
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        self.addCleanup(srv.close)
+        conns = []
+
+        def answer_500():
+            conn, _ = srv.accept()
+            conns.append(conn)
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\n"
+                         b"Content-Length: 5\r\n\r\noops\n")
+        t = threading.Thread(target=answer_500, daemon=True)
+        t.start()
+        began = time.monotonic()
+        r = subprocess.run(status + [f"127.0.0.1:{srv.getsockname()[1]}"],
+                           capture_output=True, text=True, timeout=30)
+        t.join(10)
+        for conn in conns:
+            conn.close()
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("the agent answered HTTP 500", r.stderr)
+        self.assertLess(time.monotonic() - began, 4.0)
+        r = subprocess.run(status + ["localhost:9477"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("http-listen", r.stderr)
 
 
 if __name__ == "__main__":

@@ -241,31 +241,43 @@ static void test_bad_values_name_the_key(void **state)
 	}
 }
 
+/* listen and admin-listen as the controller reads them (es_addr_parse with
+ * ES_CCFG_LISTEN_FLAGS; every rule in tests/unit/lib/test_addr.c). */
 static void test_hostport(void **state)
 {
-	char host[64], err[256];
-	int port = 0;
+	char err[512], longhost[300];
+	es_addr a;
 
 	(void)state;
-	assert_int_equal(es_ccfg_hostport("listen", "0.0.0.0:1", host,
-					  sizeof(host), &port, err, sizeof(err)), ES_OK);
-	assert_string_equal(host, "0.0.0.0");
-	assert_int_equal(port, 1);
-	assert_int_equal(es_ccfg_hostport("listen", "[::1]:7443", host,
-					  sizeof(host), &port, err, sizeof(err)), ES_OK);
-	assert_string_equal(host, "::1");
-	assert_int_equal(port, 7443);
-	assert_int_equal(es_ccfg_hostport("listen", "::1:7443", host, sizeof(host),
-					  &port, err, sizeof(err)), ES_ERR_INVAL);
-	assert_int_equal(es_ccfg_hostport("listen", "[::1]7443", host,
-					  sizeof(host), &port, err, sizeof(err)),
-			 ES_ERR_INVAL);
-	assert_int_equal(es_ccfg_hostport("listen", "h:12x", host, sizeof(host),
-					  &port, err, sizeof(err)), ES_ERR_INVAL);
-	assert_int_equal(es_ccfg_hostport("listen", "a b:1", host, sizeof(host),
-					  &port, err, sizeof(err)), ES_ERR_INVAL);
-	assert_int_equal(es_ccfg_hostport("listen", "abcdefgh:1", host, 4, &port,
-					  err, sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_addr_parse("listen", "0.0.0.0:1", ES_CCFG_LISTEN_FLAGS, &a,
+				       err, sizeof(err)), ES_OK);
+	assert_string_equal(a.host, "0.0.0.0");
+	assert_int_equal(a.port, 1);
+	assert_int_equal(es_addr_parse("listen", "[::1]:7443", ES_CCFG_LISTEN_FLAGS, &a,
+				       err, sizeof(err)), ES_OK);
+	assert_string_equal(a.host, "::1");
+	assert_int_equal(a.port, 7443);
+	assert_int_equal(es_addr_parse("listen", "::1:7443", ES_CCFG_LISTEN_FLAGS, &a,
+				       err, sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_addr_parse("listen", "[::1]7443", ES_CCFG_LISTEN_FLAGS, &a,
+				       err, sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_addr_parse("listen", "h:12x", ES_CCFG_LISTEN_FLAGS, &a,
+				       err, sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_addr_parse("listen", "a b:1", ES_CCFG_LISTEN_FLAGS, &a,
+				       err, sizeof(err)), ES_ERR_INVAL);
+	/* a host longer than the buffer */
+	memset(longhost, 'a', sizeof(longhost));
+	strcpy(longhost + sizeof(longhost) - 3, ":1");
+	assert_int_equal(es_addr_parse("listen", longhost, ES_CCFG_LISTEN_FLAGS, &a,
+				       err, sizeof(err)), ES_ERR_INVAL);
+	/* names (interfaces) and zones, as libwebsockets binds them */
+	assert_int_equal(es_addr_parse("listen", "lo:7443", ES_CCFG_LISTEN_FLAGS, &a,
+				       err, sizeof(err)), ES_OK);
+	assert_string_equal(a.host, "lo");
+	assert_int_equal(es_addr_parse("admin-listen", "[fe80::1%lo]:7444",
+				       ES_CCFG_LISTEN_FLAGS, &a, err, sizeof(err)), ES_OK);
+	assert_string_equal(a.host, "fe80::1%lo");
+	assert_int_equal(a.ipv6, 1);
 }
 
 static void test_dev_nodes_list(void **state)

@@ -1,0 +1,162 @@
+/* Unit tests of lib/es_addr.c: "host:port" addresses and their flags. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "es_addr.h"
+
+static void ok(const char *s, unsigned flags, const char *host, int port, int ipv6)
+{
+	es_addr a;
+	char err[256] = "";
+
+	if (es_addr_parse("k", s, flags, &a, err, sizeof(err)) != ES_OK)
+		fail_msg("%s (flags %u): refused: %s", s, flags, err);
+	assert_string_equal(a.host, host);
+	assert_int_equal(a.port, port);
+	assert_int_equal(a.ipv6, ipv6);
+}
+
+/* Refused with ES_ERR_INVAL, the message naming the key, the input and
+ * holding needle; *out left zeroed. */
+static void bad(const char *s, unsigned flags, const char *needle)
+{
+	es_addr a;
+	char err[512] = "";
+
+	memset(&a, 0x55, sizeof(a));
+	assert_int_equal(es_addr_parse("http-listen", s, flags, &a, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	if (!strstr(err, needle) || strncmp(err, "http-listen: ", 13))
+		fail_msg("%s (flags %u): error \"%s\" lacks \"%s\"", s, flags, err, needle);
+	if (s && *s && !strstr(err, s))
+		fail_msg("%s: error \"%s\" does not quote the input", s, err);
+	assert_string_equal(a.host, "");
+	assert_int_equal(a.port, 0);
+}
+
+static void test_ip_literals(void **state)
+{
+	(void)state;
+	ok("127.0.0.1:9477", 0, "127.0.0.1", 9477, 0);
+	ok("0.0.0.0:1", 0, "0.0.0.0", 1, 0);
+	ok("[::1]:65535", 0, "::1", 65535, 1);
+	ok("[::]:80", 0, "::", 80, 1);
+	ok("[::ffff:192.0.2.1]:80", 0, "::ffff:192.0.2.1", 80, 1); /* IPv4-mapped */
+	ok("127.0.0.1:007443", 0, "127.0.0.1", 7443, 0);           /* RFC 3986 *DIGIT */
+	/* the same with names and zones allowed */
+	ok("127.0.0.1:9477", ES_ADDR_NAME | ES_ADDR_ZONE, "127.0.0.1", 9477, 0);
+	ok("[::ffff:192.0.2.1]:80", ES_ADDR_NAME, "::ffff:192.0.2.1", 80, 1);
+}
+
+static void test_ports(void **state)
+{
+	(void)state;
+	bad("127.0.0.1", 0, "missing port");
+	bad("[::1]", 0, "missing port");
+	bad("127.0.0.1:", 0, "port must be 1..65535, not \"\"");
+	bad("127.0.0.1:0", 0, "port must be 1..65535, not \"0\"");
+	bad("127.0.0.1:65536", 0, "port must be 1..65535");
+	bad("127.0.0.1:99999999999999999999", 0, "port must be 1..65535");
+	bad("127.0.0.1:12x", 0, "port must be 1..65535, not \"12x\"");
+	bad("127.0.0.1:-1", 0, "port must be 1..65535");
+	bad("127.0.0.1:+1", 0, "port must be 1..65535");
+	bad("127.0.0.1: 1", 0, "port must be 1..65535");
+	bad("[::1]:", 0, "port must be 1..65535");
+	/* optional port: 0 when absent, still bounded when given */
+	ok("example.org", ES_ADDR_NAME | ES_ADDR_PORT_OPTIONAL, "example.org", 0, 0);
+	ok("[::1]", ES_ADDR_PORT_OPTIONAL, "::1", 0, 1);
+	bad("example.org:0", ES_ADDR_NAME | ES_ADDR_PORT_OPTIONAL, "port must be 1..65535");
+	bad("example.org:", ES_ADDR_NAME | ES_ADDR_PORT_OPTIONAL, "port must be 1..65535");
+}
+
+static void test_brackets(void **state)
+{
+	(void)state;
+	bad("[::1:7443", 0, "IPv6 address lacks ']'");
+	bad("[", 0, "lacks ']'");
+	bad("[]:80", 0, "host missing");
+	bad("[::1]7443", 0, "unexpected '7' after ']'");
+	bad("[::1]x:80", ES_ADDR_NAME, "unexpected 'x' after ']'");
+	bad("[1.2.3.4]:80", 0, "\"1.2.3.4\" is not an IPv6 address");
+	bad("[localhost]:80", ES_ADDR_NAME, "\"localhost\" is not an IPv6 address");
+	bad("[not:v6:zz]:1", ES_ADDR_NAME, "is not an IPv6 address");
+	bad("::1:7443", 0, "an IPv6 address goes in brackets");
+	bad("::1:7443", ES_ADDR_NAME, "an IPv6 address goes in brackets");
+}
+
+static void test_zone(void **state)
+{
+	(void)state;
+	ok("[fe80::1%eth0]:7443", ES_ADDR_ZONE, "fe80::1%eth0", 7443, 1);
+	ok("[fe80::1%2]:7443", ES_ADDR_NAME | ES_ADDR_ZONE, "fe80::1%2", 7443, 1);
+	bad("[fe80::1%eth0]:7443", 0, "a zone (\"%eth0\") is not allowed here");
+	bad("[fe80::1%eth0]:7443", ES_ADDR_NAME, "is not allowed here");
+	bad("[fe80::1%]:7443", ES_ADDR_ZONE, "zone after '%' must be 1..15 characters");
+	bad("[fe80::1%abcdefghijklmnop]:1", ES_ADDR_ZONE, "must be 1..15 characters");
+	bad("[fe80::1%e/0]:7443", ES_ADDR_ZONE, "invalid character '/' in the zone");
+	bad("[fe80::zz%eth0]:7443", ES_ADDR_ZONE, "\"fe80::zz\" is not an IPv6 address");
+	/* a zone only follows a bracketed IPv6 literal */
+	bad("eth0%1:80", ES_ADDR_NAME | ES_ADDR_ZONE, "invalid character '%' in host");
+}
+
+static void test_names(void **state)
+{
+	char longname[300], want[256];
+
+	(void)state;
+	ok("localhost:7443", ES_ADDR_NAME, "localhost", 7443, 0);
+	ok("eth0:7443", ES_ADDR_NAME, "eth0", 7443, 0);
+	ok("my_host-1.example:1", ES_ADDR_NAME, "my_host-1.example", 1, 0);
+	/* without ES_ADDR_NAME only IP literals */
+	bad("localhost:9477", 0, "\"localhost\" is not an IPv4 address (an IPv6 address goes in brackets)");
+	bad("a b:1", ES_ADDR_NAME, "invalid character ' ' in host");
+	bad("a b:1", 0, "is not an IPv4 address");
+	bad("ho!st:1", ES_ADDR_NAME, "invalid character '!' in host");
+	/* digits and dots are an IPv4 address or nothing (RFC 1123 2.1) */
+	bad("1.2.3.256:80", ES_ADDR_NAME, "\"1.2.3.256\" is not an IPv4 address");
+	bad("1.2.3:80", ES_ADDR_NAME, "is not an IPv4 address");
+	bad("1.2.3.4.5:80", 0, "is not an IPv4 address");
+	bad(":7443", ES_ADDR_NAME, "host missing");
+	bad(":7443", 0, "host missing");
+	memset(longname, 'a', sizeof(longname) - 4);
+	strcpy(longname + sizeof(longname) - 4, ":80");
+	bad(longname, ES_ADDR_NAME, "host longer than 255 characters");
+	memset(longname, 'a', 255);
+	strcpy(longname + 255, ":80");
+	memset(want, 'a', 255);
+	want[255] = '\0';
+	ok(longname, ES_ADDR_NAME, want, 80, 0);
+}
+
+static void test_empty_and_no_key(void **state)
+{
+	es_addr a;
+	char err[256] = "";
+
+	(void)state;
+	bad("", 0, "empty; expected ip:port or [ipv6]:port");
+	bad(NULL, ES_ADDR_NAME, "empty; expected host:port or [ipv6]:port");
+	/* key NULL: only what is wrong, for a caller that says the rest */
+	assert_int_equal(es_addr_parse(NULL, "h:0", ES_ADDR_NAME, &a, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_string_equal(err, "port must be 1..65535, not \"0\"");
+	/* a NULL message buffer is fine */
+	assert_int_equal(es_addr_parse("k", "h:0", ES_ADDR_NAME, &a, NULL, 0), ES_ERR_INVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ip_literals),
+		cmocka_unit_test(test_ports),
+		cmocka_unit_test(test_brackets),
+		cmocka_unit_test(test_zone),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_empty_and_no_key),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
