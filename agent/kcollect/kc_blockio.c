@@ -6,14 +6,17 @@
  * the agent started; no histogram).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "blockio.h"
 #include "blockio.skel.h"
 #include "es_log.h"
+#include "kcollect/kc_blockio.h"
 #include "kcollect/kc_common.h"
 #include "kcollect/kcollect.h"
 #include "kcollect/kcprocfs.h"
@@ -28,6 +31,7 @@ typedef struct devname {
 
 typedef struct kc_blockio {
 	struct blockio_bpf *skel;
+	uint64_t stale; /* requests swept from `start` as never completed */
 	devname names[NAME_CACHE];
 	size_t nnames;
 	/* procfs */
@@ -85,7 +89,7 @@ static es_err blockio_start_ebpf(es_kcollector *kc, const es_kenv *env, char *er
 	es_kc_load l = { 0 };
 	es_err rc = ES_ERR_UNSUPPORTED;
 
-	if (!es_kenv_ebpf_ok(env, 1, 0, reason, sizeof(reason)))
+	if (!es_kenv_ebpf_ok(env, 0, 0, reason, sizeof(reason)))
 		return es_errf(ES_ERR_UNSUPPORTED, err, errsz, "%s", reason);
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -97,7 +101,7 @@ static es_err blockio_start_ebpf(es_kcollector *kc, const es_kenv *env, char *er
 	}
 	l.name = "blockio";
 	l.skel = b->skel->skeleton;
-	l.hooks = "block:block_rq_issue, block:block_rq_complete";
+	l.hooks = "raw tracepoints block_rq_issue, block_rq_complete";
 	rc = es_kc_skel_load(&l, err, errsz);
 	if (rc)
 		goto cleanup;
@@ -125,18 +129,46 @@ static es_err blockio_start_procfs(es_kcollector *kc, const es_kenv *env, char *
 	return ES_OK;
 }
 
+/* Most stale keys removed per sweep; the rest go at the next poll. */
+#define SWEEP_BATCH 1024
+
+uint64_t es_kc_blockio_sweep(int fd, uint64_t now_ns, uint64_t max_age_ns)
+{
+	uint64_t keys[SWEEP_BATCH], key, next, *kp = NULL, removed = 0;
+	struct es_blkio_req v;
+	size_t n = 0;
+
+	while (n < SWEEP_BATCH && bpf_map_get_next_key(fd, kp, &next) == 0) {
+		key = next;
+		kp = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v) == 0 && now_ns > v.ts_ns &&
+		    now_ns - v.ts_ns > max_age_ns)
+			keys[n++] = key;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (bpf_map_delete_elem(fd, &keys[i]) == 0)
+			removed++;
+	return removed;
+}
+
 static void blockio_poll(es_kcollector *kc)
 {
 	kc_blockio *b = kc->priv;
 	uint64_t a = 0, c = 0;
+	struct timespec ts;
 	int fd;
 
 	if (!b || !b->skel)
 		return;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+		b->stale += es_kc_blockio_sweep(bpf_map__fd(b->skel->maps.start),
+						(uint64_t)ts.tv_sec * 1000000000ull +
+							(uint64_t)ts.tv_nsec,
+						ES_BLKIO_STALE_NS);
 	fd = bpf_map__fd(b->skel->maps.counters);
 	if (!es_kc_map_sum_u64(fd, ES_BLKIO_C_LOST_INFLIGHT, 1, &a) &&
 	    !es_kc_map_sum_u64(fd, ES_BLKIO_C_LOST_HIST, 1, &c))
-		kc->lost = a + c;
+		kc->lost = a + c + b->stale;
 }
 
 static cJSON *device_json(kc_blockio *b, unsigned major, unsigned minor, uint32_t dev,
