@@ -1,11 +1,23 @@
 /*
- * es_ws.h - writing sync protocol messages with libwebsockets, shared by
- * both ends (proto/PROTOCOL.md, "Transport").
+ * es_ws.h - the WebSocket side of the sync protocol, shared by both ends
+ * (proto/PROTOCOL.md, "Transport" and "Limits"): reassembling a received
+ * message from its fragments, the per-connection queue of outgoing
+ * messages, and writing one message with libwebsockets.
+ *
+ * Everything here runs on the thread of the connection's lws context.
  */
 #ifndef ES_WS_H
 #define ES_WS_H
 
+#include <stddef.h>
+#include <cjson/cJSON.h>
 #include <libwebsockets.h>
+#include "es_err.h"
+#include "es_proto.h"
+
+/* Bytes of messages the controller queues for one agent connection
+ * (PROTOCOL.md "Limits": 16 MiB). */
+#define ES_WS_SEND_QUEUE_MAX (16u * 1024 * 1024)
 
 /*
  * Writes len bytes at payload (with LWS_PRE bytes of headroom before it)
@@ -19,5 +31,112 @@
  * failed or wrote less than len (close the connection).
  */
 int es_ws_send(struct lws *wsi, unsigned char *payload, size_t len);
+
+/*
+ * es_ws_send for len bytes of text (borrowed, no headroom needed): copies
+ * them after LWS_PRE bytes of headroom first. Returns 0, or -1 when the
+ * copy could not be allocated or the write failed (close the connection).
+ */
+int es_ws_send_text(struct lws *wsi, const char *text, size_t len);
+
+/* ---- receiving ---- */
+
+/* One connection's message in reassembly. Zero it to start (or
+ * es_ws_rx_free); all members are es_ws_rx_add's. */
+typedef struct es_ws_rx {
+	char *buf;     /* the text so far (not NUL-terminated) */
+	size_t len;    /* bytes of the message so far (a binary one's are
+			* counted, not kept) */
+	size_t cap;    /* bytes allocated at buf */
+	int in_msg;    /* 1: a fragment arrived, the final one not yet */
+	int binary;    /* the message in progress is binary */
+	int skip;      /* 1: the message was refused; drop the rest of it */
+} es_ws_rx;
+
+/* What es_ws_rx_add found. */
+typedef struct es_ws_msg {
+	int done;            /* ES_OK: 1 when the text message is complete, 0
+			      * while fragments are still to come */
+	const char *text;    /* ... the message, borrowed from the es_ws_rx
+			      * until its next call; NULL for an empty message
+			      * when the es_ws_rx never buffered anything
+			      * (es_proto_decode takes both) */
+	size_t len;          /* ... its length in bytes */
+	es_proto_code code;  /* on an error: the protocol error to send */
+	const char *why;     /* ... and its message (static) */
+} es_ws_msg;
+
+/*
+ * Adds one received piece (len bytes at in, borrowed; from wsi's RECEIVE
+ * callback) to the message in rx. Whether it ends the message and whether
+ * the message is binary come from wsi (lws_is_final_fragment,
+ * lws_frame_is_binary). PROTOCOL.md "Transport" and "Limits": one JSON
+ * text message of at most ES_PROTO_MAX_MESSAGE bytes over all fragments.
+ * Returns ES_OK with out->done set when the message is complete. Errors
+ * (out->code, out->why set; the rest of the message is dropped; the caller
+ * sends the error and closes, PROTOCOL.md "Errors"):
+ *   ES_ERR_TOOBIG  over ES_PROTO_MAX_MESSAGE bytes (ES_PC_TOO_BIG), as soon
+ *                  as the size is passed;
+ *   ES_ERR_PROTO   a binary message (ES_PC_MALFORMED), at its final
+ *                  fragment (a binary message over the size limit is
+ *                  ES_ERR_TOOBIG);
+ *   ES_ERR_NOMEM   the buffer could not grow (ES_PC_INTERNAL).
+ */
+es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
+		    es_ws_msg *out);
+
+/* Forgets the message in progress (a new connection starts); the buffer
+ * is kept for the next message. NULL-safe. */
+void es_ws_rx_reset(es_ws_rx *rx);
+
+/* Frees rx's buffer and forgets the message in progress; rx can be used
+ * again. NULL-safe. */
+void es_ws_rx_free(es_ws_rx *rx);
+
+/* ---- sending ---- */
+
+/* One queued message (es_ws.c). */
+typedef struct es_ws_qmsg es_ws_qmsg;
+
+/* A connection's outgoing messages, oldest first. Zero it, or set its
+ * limits with es_ws_queue_init; all other members are es_ws_queue_*'s. */
+typedef struct es_ws_queue {
+	es_ws_qmsg *head, *tail;
+	size_t bytes;    /* bytes of the messages queued */
+	size_t max_msg;  /* longest message queued, bytes; 0: no limit */
+	size_t max;      /* bytes the queue may hold (es_ws_queue_over); 0: no
+			  * limit */
+} es_ws_queue;
+
+/* Empties q's fields and sets its limits (bytes; 0 = none): messages over
+ * max_msg are not queued, a queue holding more than max is over
+ * (es_ws_queue_over). Does not free: call on a zeroed or cleared queue. */
+void es_ws_queue_init(es_ws_queue *q, size_t max_msg, size_t max);
+
+/*
+ * Prints m (taken; NULL counts as an allocation failure) as compact JSON
+ * (es_json_print) and appends it to q, then asks for wsi's WRITEABLE
+ * callback (wsi may be NULL: no request). Errors: ES_ERR_NOMEM,
+ * ES_ERR_TOOBIG (the text is over q->max_msg bytes: not queued).
+ */
+es_err es_ws_queue_json(es_ws_queue *q, struct lws *wsi, cJSON *m);
+
+/* 1 when q holds more than its limit of bytes (q->max, when set), else 0:
+ * the caller decides (the controller clears the queue and closes). */
+int es_ws_queue_over(const es_ws_queue *q);
+
+/* 1 when a message is queued, else 0. */
+int es_ws_queue_pending(const es_ws_queue *q);
+
+/*
+ * Writes the oldest message of q as one text message on wsi (es_ws_send)
+ * and drops it; call from wsi's WRITEABLE callback, once per callback.
+ * Returns 1 when a message was written, 0 when q was empty, -1 when the
+ * write failed (the message is dropped; close the connection).
+ */
+int es_ws_queue_write(es_ws_queue *q, struct lws *wsi);
+
+/* Drops every queued message; the limits stay. NULL-safe. */
+void es_ws_queue_clear(es_ws_queue *q);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * sync.c - the agent's sync client (see sync.h; proto/PROTOCOL.md): the
- * connection, its send queue, message reassembly, liveness and redialling.
- * The messages themselves are in sync_msg.c; sync_int.h has the invariants.
+ * connection, its send queue and message reassembly (es_ws.h), liveness and
+ * redialling. The messages themselves are in sync_msg.c; sync_int.h has the
+ * invariants.
  */
 #include "sync/sync.h"
 
@@ -32,46 +33,9 @@ void sync__set_error(es_sync *s, const char *what, const char *detail)
 		 detail && *detail ? ": " : "", detail ? detail : "");
 }
 
-static void queue_clear(es_sync *s)
-{
-	txmsg *m = s->q_head, *n;
-
-	for (; m; m = n) {
-		n = m->next;
-		free(m);
-	}
-	s->q_head = s->q_tail = NULL;
-}
-
 es_err sync__queue_msg(es_sync *s, cJSON *msg)
 {
-	char *text;
-	size_t len;
-	txmsg *m;
-
-	if (!msg)
-		return ES_ERR_NOMEM;
-	text = es_json_print(msg);
-	cJSON_Delete(msg);
-	if (!text)
-		return ES_ERR_NOMEM;
-	len = strlen(text);
-	m = calloc(1, sizeof(*m) + len + 1);
-	if (!m) {
-		free(text);
-		return ES_ERR_NOMEM;
-	}
-	memcpy(m->text, text, len + 1);
-	m->len = len;
-	free(text);
-	if (s->q_tail)
-		s->q_tail->next = m;
-	else
-		s->q_head = m;
-	s->q_tail = m;
-	if (s->wsi)
-		lws_callback_on_writable(s->wsi);
-	return ES_OK;
+	return es_ws_queue_json(&s->q, s->wsi, msg);
 }
 
 void sync__fail_conn(es_sync *s, int code, int close_code, const char *msg)
@@ -104,10 +68,9 @@ static void conn_down(es_sync *s, const char *why)
 		return;
 	s->wsi = NULL;
 	s->state = ST_IDLE;
-	s->rx_len = 0;
-	s->rx_discard = 0;
+	es_ws_rx_reset(&s->rx);
 	s->close_code = 0;
-	queue_clear(s);
+	es_ws_queue_clear(&s->q);
 	lws_sul_cancel(&s->sul_tick);
 	if (why && *why)
 		sync__set_error(s, why, NULL);
@@ -174,34 +137,15 @@ static void tick(lws_sorted_usec_list_t *sul)
 	lws_sul_schedule(s->ctx, 0, &s->sul_tick, tick, TICK_US);
 }
 
-int sync__write_text(struct lws *wsi, const char *text, size_t len)
-{
-	unsigned char *buf = malloc(LWS_PRE + len);
-	int rc;
-
-	if (!buf)
-		return -1;
-	memcpy(buf + LWS_PRE, text, len);
-	rc = es_ws_send(wsi, buf + LWS_PRE, len);
-	free(buf);
-	return rc;
-}
-
 static int on_writeable(es_sync *s, struct lws *wsi)
 {
-	if (s->q_head) {
-		txmsg *m = s->q_head;
-		int rc;
+	int n = es_ws_queue_write(&s->q, wsi);
 
-		s->q_head = m->next;
-		if (!s->q_head)
-			s->q_tail = NULL;
-		rc = sync__write_text(wsi, m->text, m->len);
-		free(m);
-		if (rc != 0) {
-			sync__set_error(s, "write failed", NULL);
-			return -1;
-		}
+	if (n < 0) {
+		sync__set_error(s, "write failed", NULL);
+		return -1;
+	}
+	if (n > 0) {
 		lws_callback_on_writable(wsi);
 		return 0;
 	}
@@ -214,45 +158,19 @@ static int on_writeable(es_sync *s, struct lws *wsi)
 	return 0;
 }
 
+/* One piece of a message from the controller (es_ws_rx_add: reassembly,
+ * the size limit, no binary messages). */
 static void on_receive(es_sync *s, struct lws *wsi, const void *in, size_t len)
 {
-	int final = lws_is_final_fragment(wsi);
+	es_ws_msg m;
 
 	s->last_rx_ms = es_time_mono_ms();
-	if (s->rx_discard || s->close_code) {
-		if (final)
-			s->rx_discard = 0;
+	if (s->close_code)
 		return;
-	}
-	if (s->rx_len + len > ES_PROTO_MAX_MESSAGE) {
-		s->rx_len = 0;
-		s->rx_discard = !final;
-		sync__proto_fail(s, ES_PC_TOO_BIG, "message over 1048576 bytes");
-		return;
-	}
-	if (s->rx_len + len > s->rx_cap) {
-		size_t cap = s->rx_cap ? s->rx_cap : 4096;
-		char *n;
-
-		while (cap < s->rx_len + len)
-			cap *= 2;
-		if (cap > ES_PROTO_MAX_MESSAGE)
-			cap = ES_PROTO_MAX_MESSAGE;
-		n = realloc(s->rx, cap);
-		if (!n) {
-			sync__proto_fail(s, ES_PC_INTERNAL, "out of memory");
-			return;
-		}
-		s->rx = n;
-		s->rx_cap = cap;
-	}
-	memcpy(s->rx + s->rx_len, in, len);
-	s->rx_len += len;
-	if (!final)
-		return;
-	len = s->rx_len;
-	s->rx_len = 0;
-	sync__on_message(s, s->rx, len);
+	if (es_ws_rx_add(&s->rx, wsi, in, len, &m) != ES_OK)
+		sync__proto_fail(s, m.code, m.why);
+	else if (m.done)
+		sync__on_message(s, m.text, m.len);
 }
 
 static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
@@ -459,8 +377,8 @@ void es_sync_free(es_sync *s)
 {
 	if (!s)
 		return;
-	queue_clear(s);
-	free(s->rx);
+	es_ws_queue_clear(&s->q);
+	es_ws_rx_free(&s->rx);
 	free(s->url);
 	free(s->node);
 	free(s->agent_version);

@@ -15,16 +15,11 @@
 #include "runtime/config.h"
 #include "es_err.h"
 #include "es_proto.h"
+#include "es_ws.h"
 #include "store/store.h"
 #include "sync/sync.h"
 
 enum sync_state { ST_IDLE = 0, ST_CONNECTING, ST_HANDSHAKING, ST_READY };
-
-typedef struct txmsg {
-	struct txmsg *next;
-	size_t len;
-	char text[];
-} txmsg;
 
 /*
  * Invariants while ready: reports leave in seq order (es_store_outbox_next
@@ -49,11 +44,8 @@ struct es_sync {
 	lws_sorted_usec_list_t sul_dial, sul_tick;
 	int stopping;
 
-	char *rx;
-	size_t rx_len, rx_cap;
-	int rx_discard;
-
-	txmsg *q_head, *q_tail;
+	es_ws_rx rx;          /* the message being received (es_ws.h) */
+	es_ws_queue q;        /* control messages to send, no limits */
 	int close_code;
 
 	int64_t sent_after, state_inflight;
@@ -74,9 +66,6 @@ es_err sync__queue_msg(es_sync *s, cJSON *msg);
 /* Sends an `error` (when code >= 0) then closes with close_code. */
 void sync__fail_conn(es_sync *s, int code, int close_code, const char *msg);
 void sync__proto_fail(es_sync *s, es_proto_code code, const char *msg);
-/* Writes text as one message on wsi from its WRITEABLE callback
- * (es_ws_send). Returns 0 or -1 (close the connection). */
-int sync__write_text(struct lws *wsi, const char *text, size_t len);
 
 /* sync_msg.c */
 

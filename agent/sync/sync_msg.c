@@ -110,7 +110,7 @@ int sync__send_next_report(es_sync *s, struct lws *wsi)
 			goto cleanup;
 		}
 	}
-	if (sync__write_text(wsi, text, strlen(text)) != 0) {
+	if (es_ws_send_text(wsi, text, strlen(text)) != 0) {
 		sync__set_error(s, "write failed", NULL);
 		rv = -1;
 		goto cleanup;

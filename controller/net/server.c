@@ -19,17 +19,9 @@
 
 /* Largest peer certificate (DER) accepted. */
 #define DER_MAX 16384
-/* Bytes queued for one agent before the connection is dropped. */
-#define SEND_QUEUE_MAX (16u * 1024 * 1024)
 #define SWEEP_US (1000 * LWS_US_PER_MS)
 /* Seconds a closing connection may take before it is cut. */
 #define CLOSE_GRACE_S 10
-
-struct out_msg {
-	struct out_msg *next;
-	size_t len;
-	unsigned char data[]; /* LWS_PRE bytes, then the message */
-};
 
 es_server *server__from_wsi(struct lws *wsi)
 {
@@ -93,45 +85,21 @@ void server__start_close(conn *c, int code, const char *reason)
 
 void server__queue_clear(conn *c)
 {
-	while (c->qhead) {
-		out_msg *m = c->qhead;
-
-		c->qhead = m->next;
-		free(m);
-	}
-	c->qtail = NULL;
-	c->qbytes = 0;
+	es_ws_queue_clear(&c->q);
 }
 
 es_err server__queue_msg(conn *c, cJSON *m)
 {
-	char *txt = m ? es_json_print(m) : NULL;
-	size_t len = txt ? strlen(txt) : 0;
-	out_msg *o = txt ? malloc(sizeof(*o) + LWS_PRE + len) : NULL;
+	es_err rc = es_ws_queue_json(&c->q, c->wsi, m);
 
-	cJSON_Delete(m);
-	if (!o) {
-		free(txt);
-		return ES_ERR_NOMEM;
-	}
-	o->next = NULL;
-	o->len = len;
-	memcpy(o->data + LWS_PRE, txt, len);
-	free(txt);
-	if (len > ES_PROTO_MAX_MESSAGE) {
+	if (rc == ES_ERR_TOOBIG) {
 		es_log_error("server", "message over the size limit not sent",
 			     "node", c->node, NULL);
-		free(o);
 		return ES_OK;
 	}
-	if (c->qtail)
-		c->qtail->next = o;
-	else
-		c->qhead = o;
-	c->qtail = o;
-	c->qbytes += len;
-	lws_callback_on_writable(c->wsi);
-	if (c->qbytes > SEND_QUEUE_MAX && c->state != CS_CLOSING) {
+	if (rc != ES_OK)
+		return rc;
+	if (es_ws_queue_over(&c->q) && c->state != CS_CLOSING) {
 		es_log_warn("server", "send queue full, dropping the connection",
 			    "node", c->node, NULL);
 		server__queue_clear(c);
@@ -153,69 +121,29 @@ void server__queue_error(conn *c, es_proto_code code, const char *text)
 
 /* ---- agents: receiving and connection lifecycle ---- */
 
-/* Buffers one fragment; a complete message is handled. Stops buffering as
- * soon as the message exceeds ES_PROTO_MAX_MESSAGE. */
+/* One piece of a message from the agent (es_ws_rx_add: reassembly, the
+ * size limit, no binary messages); a complete message is handled. */
 static void on_receive(conn *c, const void *in, size_t len)
 {
-	struct lws *wsi = c->wsi;
+	es_ws_msg m;
 
 	if (c->state == CS_CLOSING)
 		return;
 	c->last_rx_ms = es_time_mono_ms();
-	if (c->rx_len == 0 && lws_is_first_fragment(wsi))
-		c->binary = lws_frame_is_binary(wsi);
-	if (len > ES_PROTO_MAX_MESSAGE - c->rx_len) {
-		free(c->rx);
-		c->rx = NULL;
-		c->rx_len = c->rx_cap = 0;
-		server__queue_error(c, ES_PC_TOO_BIG, "message over 1048576 bytes");
-		return;
-	}
-	if (c->rx_len + len > c->rx_cap) {
-		size_t cap = c->rx_cap ? c->rx_cap : 4096;
-		char *n;
-
-		while (cap < c->rx_len + len)
-			cap *= 2;
-		if (cap > ES_PROTO_MAX_MESSAGE)
-			cap = ES_PROTO_MAX_MESSAGE;
-		n = realloc(c->rx, cap);
-		if (!n) {
-			server__queue_error(c, ES_PC_INTERNAL, "out of memory");
-			return;
-		}
-		c->rx = n;
-		c->rx_cap = cap;
-	}
-	if (len)
-		memcpy(c->rx + c->rx_len, in, len);
-	c->rx_len += len;
-	if (!lws_is_final_fragment(wsi))
-		return;
-	if (c->binary)
-		server__queue_error(c, ES_PC_MALFORMED,
-				    "binary message; one JSON text message expected");
-	else
-		server__handle_message(c, c->rx, c->rx_len);
-	c->rx_len = 0;
+	if (es_ws_rx_add(&c->rx, c->wsi, in, len, &m) != ES_OK)
+		server__queue_error(c, m.code, m.why);
+	else if (m.done)
+		server__handle_message(c, m.text, m.len);
 }
 
 static int on_writeable(conn *c)
 {
-	out_msg *m = c->qhead;
+	int n = es_ws_queue_write(&c->q, c->wsi);
 
-	if (m) {
-		int n;
-
-		c->qhead = m->next;
-		if (!c->qhead)
-			c->qtail = NULL;
-		c->qbytes -= m->len;
-		n = es_ws_send(c->wsi, m->data + LWS_PRE, m->len);
-		free(m);
-		if (n < 0)
-			return -1;
-		if (c->qhead || c->state == CS_CLOSING)
+	if (n < 0)
+		return -1;
+	if (n > 0) {
+		if (es_ws_queue_pending(&c->q) || c->state == CS_CLOSING)
 			lws_callback_on_writable(c->wsi);
 		return 0;
 	}
@@ -248,7 +176,7 @@ static void conn_release(conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	server__queue_clear(c);
-	free(c->rx);
+	es_ws_rx_free(&c->rx);
 	cJSON_Delete(c->labels);
 	memset(c, 0, sizeof(*c));
 }
@@ -293,6 +221,7 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 		c->srv = s;
 		c->wsi = wsi;
 		c->state = CS_HELLO;
+		es_ws_queue_init(&c->q, ES_PROTO_MAX_MESSAGE, ES_WS_SEND_QUEUE_MAX);
 		c->last_rx_ms = es_time_mono_ms();
 		c->linked = 1;
 		c->next = s->conns;

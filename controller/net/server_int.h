@@ -19,14 +19,12 @@
 #include "es_obj.h"
 #include "es_pki.h"
 #include "es_proto.h"
+#include "es_ws.h"
 #include "net/metrics.h"
 #include "net/server.h"
 
 /* Largest admin response piece written per LWS_CALLBACK_HTTP_WRITEABLE. */
 #define SERVER_HTTP_CHUNK 16384
-
-/* One queued outgoing message (server.c). */
-typedef struct out_msg out_msg;
 
 enum conn_state { CS_NONE = 0, CS_HELLO, CS_READY, CS_CLOSING };
 
@@ -36,13 +34,11 @@ typedef struct conn {
 	struct lws *wsi;
 	struct conn *prev, *next;
 	enum conn_state state;
-	int linked, helloed, replaced, binary;
+	int linked, helloed, replaced;
 	char node[ES_NAME_MAX + 1];
 	cJSON *labels;
-	out_msg *qhead, *qtail;
-	size_t qbytes;
-	char *rx;
-	size_t rx_len, rx_cap;
+	es_ws_queue q;        /* outgoing messages, ES_WS_SEND_QUEUE_MAX bytes */
+	es_ws_rx rx;          /* the message being received (es_ws.h) */
 	int close_code;
 	char close_reason[32];
 	int64_t last_rx_ms;

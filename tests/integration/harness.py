@@ -9,6 +9,7 @@ library is used, so the tests run on any Debian 12 python3.
 """
 
 import base64
+import hashlib
 import http.client
 import json
 import os
@@ -326,55 +327,31 @@ class WSRefused(Exception):
     """The TLS handshake or the WebSocket upgrade was refused."""
 
 
-class WSClient:
-    """A minimal RFC 6455 client for sending hand-made (hostile) frames."""
+class WSPeer:
+    """One end of an RFC 6455 connection over TLS (self.s), for hand-made
+    (hostile) frames: a client masks what it sends, a server does not."""
 
-    def __init__(self, host, port, ca, cert=None, key=None,
-                 server_hostname="localhost", path="/v1/sync",
-                 protocol="edgesync.v1", timeout=15):
-        ctx = ssl.create_default_context(cafile=ca)
-        if cert:
-            ctx.load_cert_chain(cert, key)
-        raw = socket.create_connection((host, port), timeout=timeout)
-        try:
-            self.s = ctx.wrap_socket(raw, server_hostname=server_hostname)
-        except (ssl.SSLError, OSError) as e:
-            raw.close()
-            raise WSRefused(f"TLS handshake: {e}") from e
-        k = base64.b64encode(os.urandom(16)).decode()
-        req = (f"GET {path} HTTP/1.1\r\nHost: {server_hostname}:{port}\r\n"
-               "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-               f"Sec-WebSocket-Key: {k}\r\nSec-WebSocket-Version: 13\r\n"
-               f"Sec-WebSocket-Protocol: {protocol}\r\n\r\n")
-        try:
-            self.s.sendall(req.encode())
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = self.s.recv(4096)
-                if not chunk:
-                    raise WSRefused("connection closed during the upgrade: "
-                                    + head.decode("latin-1"))
-                head += chunk
-        except (ssl.SSLError, OSError) as e:
-            self.s.close()
-            raise WSRefused(f"upgrade: {e}") from e
-        status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
-        if " 101 " not in status_line + " ":
-            self.s.close()
-            raise WSRefused(f"upgrade refused: {status_line}")
-        self.buf = head.split(b"\r\n\r\n", 1)[1]
+    masked = True
+
+    def __init__(self, sock, buf=b""):
+        self.s = sock
+        self.buf = buf
 
     def send_frame(self, payload, opcode=1, fin=True):
         if isinstance(payload, str):
             payload = payload.encode()
         b0 = (0x80 if fin else 0) | opcode
         n = len(payload)
+        bit = 0x80 if self.masked else 0
         if n < 126:
-            hdr = struct.pack("!BB", b0, 0x80 | n)
+            hdr = struct.pack("!BB", b0, bit | n)
         elif n < 65536:
-            hdr = struct.pack("!BBH", b0, 0x80 | 126, n)
+            hdr = struct.pack("!BBH", b0, bit | 126, n)
         else:
-            hdr = struct.pack("!BBQ", b0, 0x80 | 127, n)
+            hdr = struct.pack("!BBQ", b0, bit | 127, n)
+        if not self.masked:
+            self.s.sendall(hdr + payload)
+            return
         mask = os.urandom(4)
         body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload)) \
             if n < 65536 else _mask_fast(payload, mask)
@@ -402,7 +379,10 @@ class WSClient:
                 n = struct.unpack("!H", self._read(2))[0]
             elif n == 127:
                 n = struct.unpack("!Q", self._read(8))[0]
+            mask = self._read(4) if b1 & 0x80 else None
             payload = self._read(n)
+            if mask:
+                payload = _mask_fast(payload, mask)
             op = b0 & 0x0F
             if op == 8:
                 code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
@@ -434,6 +414,93 @@ class WSClient:
             pass
 
 
+class WSClient(WSPeer):
+    """A minimal RFC 6455 client for sending hand-made (hostile) frames."""
+
+    def __init__(self, host, port, ca, cert=None, key=None,
+                 server_hostname="localhost", path="/v1/sync",
+                 protocol="edgesync.v1", timeout=15):
+        ctx = ssl.create_default_context(cafile=ca)
+        if cert:
+            ctx.load_cert_chain(cert, key)
+        raw = socket.create_connection((host, port), timeout=timeout)
+        try:
+            s = ctx.wrap_socket(raw, server_hostname=server_hostname)
+        except (ssl.SSLError, OSError) as e:
+            raw.close()
+            raise WSRefused(f"TLS handshake: {e}") from e
+        k = base64.b64encode(os.urandom(16)).decode()
+        req = (f"GET {path} HTTP/1.1\r\nHost: {server_hostname}:{port}\r\n"
+               "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+               f"Sec-WebSocket-Key: {k}\r\nSec-WebSocket-Version: 13\r\n"
+               f"Sec-WebSocket-Protocol: {protocol}\r\n\r\n")
+        try:
+            s.sendall(req.encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = s.recv(4096)
+                if not chunk:
+                    raise WSRefused("connection closed during the upgrade: "
+                                    + head.decode("latin-1"))
+                head += chunk
+        except (ssl.SSLError, OSError) as e:
+            s.close()
+            raise WSRefused(f"upgrade: {e}") from e
+        status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        if " 101 " not in status_line + " ":
+            s.close()
+            raise WSRefused(f"upgrade refused: {status_line}")
+        super().__init__(s, head.split(b"\r\n\r\n", 1)[1])
+
+
+class FakeController:
+    """A hand-driven controller for sending an agent hostile frames: listens
+    on the cluster's agent port with the dev controller certificate (start
+    and stop the real controller first, so that the dev files exist) and
+    accepts the agent's WebSocket (subprotocol edgesync.v1)."""
+
+    def __init__(self, cluster, timeout=30):
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(os.path.join(cluster.dev, "controller.crt"),
+                                 os.path.join(cluster.dev, "controller.key"))
+        self.ctx.load_verify_locations(os.path.join(cluster.dev, "ca.crt"))
+        self.ctx.verify_mode = ssl.CERT_REQUIRED
+        self.ls = socket.create_server(("127.0.0.1", cluster.port))
+        self.ls.settimeout(timeout)
+        cluster.test.addCleanup(self.close)
+
+    def accept(self):
+        """Waits for the agent's connection and answers its upgrade. Returns
+        the session (a WSPeer that sends unmasked frames)."""
+        raw, _ = self.ls.accept()
+        raw.settimeout(self.ls.gettimeout())
+        s = self.ctx.wrap_socket(raw, server_side=True)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                raise EOFError("connection closed during the upgrade")
+            head += chunk
+        head, rest = head.split(b"\r\n\r\n", 1)
+        fields = {}
+        for line in head.decode("latin-1").split("\r\n")[1:]:
+            k, _, v = line.partition(":")
+            fields[k.strip().lower()] = v.strip()
+        accept = base64.b64encode(hashlib.sha1(
+            (fields["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")
+            .encode()).digest()).decode()
+        s.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                   "Connection: Upgrade\r\n"
+                   f"Sec-WebSocket-Accept: {accept}\r\n"
+                   "Sec-WebSocket-Protocol: edgesync.v1\r\n\r\n").encode())
+        peer = WSPeer(s, rest)
+        peer.masked = False
+        return peer
+
+    def close(self):
+        self.ls.close()
+
+
 def _mask_fast(payload, mask):
     """XORs payload with the repeating 4-byte mask, as big integers (fast
     enough for the 10 MiB frame)."""
@@ -447,3 +514,9 @@ def hello(node, rv=0, next_seq=1, labels=None):
             "agentVersion": "test", "bootId": "00000000-0000-0000-0000-000000000000",
             "labels": labels or {}, "capabilities": ["merge-patch"],
             "resourceVersion": rv, "nextSeq": next_seq}
+
+
+def welcome(node, acked_seq=0):
+    return {"type": "welcome", "node": node, "controllerVersion": "test",
+            "ackedSeq": acked_seq, "heartbeatSeconds": 20,
+            "maxMessageBytes": 1048576}

@@ -1,11 +1,12 @@
 """Hostile frames: each gets an error message and a close with the code of
 PROTOCOL.md, never a crash, and the controller keeps serving a real agent
-connected at the same time."""
+connected at the same time. The agent, facing a hand-driven controller,
+refuses a binary message the same way and redials."""
 
 import json
 import unittest
 
-from harness import Cluster, hello, main, wait_for
+from harness import Cluster, FakeController, hello, main, wait_for, welcome
 
 
 class HostileTest(unittest.TestCase):
@@ -93,6 +94,12 @@ class HostileTest(unittest.TestCase):
             pass
         self.expect_error(ws, "MessageTooBig", 1009)
 
+    def test_binary_message(self):
+        ws = self.session()
+        ws.send_frame(json.dumps({"type": "ping", "time": "2026-11-30T00:00:00Z"}),
+                      opcode=2)
+        self.expect_error(ws, "MalformedMessage", 1007)
+
     def test_unknown_type(self):
         ws = self.session()
         ws.send_json({"type": "teleport"})
@@ -120,6 +127,53 @@ class HostileTest(unittest.TestCase):
         h["protocolVersion"] = 2
         ws.send_json(h)
         self.expect_error(ws, "UnsupportedVersion", 4001)
+
+
+class AgentHostileTest(unittest.TestCase):
+    """A controller that sends the agent a binary message (PROTOCOL.md
+    "Transport": one JSON text message per WebSocket message)."""
+
+    def test_binary_message(self):
+        c = Cluster(self, nodes=["target"])
+        c.start_controller()
+        c.stop_controller()
+        fake = FakeController(c)
+        c.start_agent("target")
+        ws = fake.accept()
+        kind, msg = ws.recv()
+        self.assertEqual(msg["type"], "hello")
+        ws.send_json(welcome("target"))
+        # A ping the agent answers as text, refused as binary: a
+        # fragmented binary message, then the same as one frame.
+        ping = json.dumps({"type": "ping", "time": "2026-11-30T00:00:00Z"})
+        ws.send_json({"type": "ping", "time": "2026-11-30T00:00:01Z"})
+        ws.send_frame(ping[:10], opcode=2, fin=False)
+        ws.send_frame(ping[10:], opcode=0, fin=True)
+        msgs, close = ws.recv_until_close()
+        ws.close()
+        pongs = [m for m in msgs if m.get("type") == "pong"]
+        self.assertEqual([p["time"] for p in pongs], ["2026-11-30T00:00:01Z"],
+                         msgs)
+        errors = [m for m in msgs if m.get("type") == "error"]
+        self.assertTrue(errors, f"no error message, got {msgs}")
+        self.assertEqual(errors[-1]["code"], "MalformedMessage", errors)
+        self.assertIn("binary", errors[-1]["message"])
+        self.assertEqual(close, 1007)
+        # The agent stays up, says why, and dials again.
+        st = c.agent_state("target")["sync"]
+        self.assertIn("binary message", st["lastError"], st)
+        ws = fake.accept()
+        kind, msg = ws.recv()
+        self.assertEqual(msg["type"], "hello")
+        ws.send_json(welcome("target"))
+        ws.send_frame(ping, opcode=2)
+        msgs, close = ws.recv_until_close()
+        ws.close()
+        self.assertFalse([m for m in msgs if m.get("type") == "pong"], msgs)
+        self.assertEqual([m["code"] for m in msgs if m.get("type") == "error"],
+                         ["MalformedMessage"], msgs)
+        self.assertEqual(close, 1007)
+        self.assertTrue(c.agents["target"].alive(), c.logs())
 
 
 if __name__ == "__main__":

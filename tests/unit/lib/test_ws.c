@@ -1,0 +1,302 @@
+/*
+ * test_ws.c - lib/es_ws.c: reassembling fragments into one message, the
+ * size limit, refusing binary messages (PROTOCOL.md "Transport", "Limits"),
+ * and the outgoing queue with its limits. libwebsockets' frame flags and
+ * writes are wrapped (lws_is_final_fragment, lws_frame_is_binary,
+ * lws_write, lws_callback_on_writable), and realloc, to fail on demand.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "es_ws.h"
+
+/* What the wrapped libwebsockets calls see and answer. */
+static int frame_final = 1, frame_binary;
+static int writable_asks, write_fails, realloc_fails;
+static char written[4][256];
+static size_t written_len[4];
+static int nwritten;
+
+/* Never dereferenced: every lws call on it is wrapped. */
+static struct lws *const fake_wsi = (struct lws *)&frame_final;
+
+int __wrap_lws_is_final_fragment(struct lws *wsi);
+int __wrap_lws_frame_is_binary(struct lws *wsi);
+int __wrap_lws_write(struct lws *wsi, unsigned char *buf, size_t len,
+		     enum lws_write_protocol wp);
+int __wrap_lws_callback_on_writable(struct lws *wsi);
+void *__real_realloc(void *p, size_t sz);
+void *__wrap_realloc(void *p, size_t sz);
+
+int __wrap_lws_is_final_fragment(struct lws *wsi)
+{
+	assert_ptr_equal(wsi, fake_wsi);
+	return frame_final;
+}
+
+int __wrap_lws_frame_is_binary(struct lws *wsi)
+{
+	assert_ptr_equal(wsi, fake_wsi);
+	return frame_binary;
+}
+
+int __wrap_lws_write(struct lws *wsi, unsigned char *buf, size_t len,
+		     enum lws_write_protocol wp)
+{
+	assert_ptr_equal(wsi, fake_wsi);
+	assert_int_equal(wp, LWS_WRITE_TEXT);
+	if (write_fails)
+		return -1;
+	assert_true(nwritten < 4 && len < sizeof(written[0]));
+	memcpy(written[nwritten], buf, len);
+	written_len[nwritten++] = len;
+	return (int)len;
+}
+
+int __wrap_lws_callback_on_writable(struct lws *wsi)
+{
+	assert_ptr_equal(wsi, fake_wsi);
+	writable_asks++;
+	return 1;
+}
+
+void *__wrap_realloc(void *p, size_t sz)
+{
+	return realloc_fails ? NULL : __real_realloc(p, sz);
+}
+
+static int reset(void **state)
+{
+	(void)state;
+	frame_final = 1;
+	frame_binary = 0;
+	writable_asks = write_fails = realloc_fails = 0;
+	nwritten = 0;
+	return 0;
+}
+
+/* Adds a piece with the given flags. */
+static es_err add(es_ws_rx *rx, const char *text, size_t len, int binary,
+		  int final, es_ws_msg *m)
+{
+	frame_binary = binary;
+	frame_final = final;
+	return es_ws_rx_add(rx, fake_wsi, text, len, m);
+}
+
+static void test_rx_fragments(void **state)
+{
+	es_ws_rx rx = { 0 };
+	es_ws_msg m;
+
+	(void)state;
+	assert_int_equal(add(&rx, "{\"type\"", 7, 0, 0, &m), ES_OK);
+	assert_false(m.done);
+	assert_int_equal(add(&rx, "", 0, 0, 0, &m), ES_OK);
+	assert_false(m.done);
+	assert_int_equal(add(&rx, ":\"pong\"}", 8, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_int_equal(m.len, 15);
+	assert_memory_equal(m.text, "{\"type\":\"pong\"}", 15);
+	/* The next message starts afresh. */
+	assert_int_equal(add(&rx, "{}", 2, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_int_equal(m.len, 2);
+	assert_memory_equal(m.text, "{}", 2);
+	es_ws_rx_free(&rx);
+	es_ws_rx_free(NULL);
+}
+
+static void test_rx_empty(void **state)
+{
+	es_ws_rx rx = { 0 };
+	es_ws_msg m;
+
+	(void)state;
+	assert_int_equal(add(&rx, NULL, 0, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_null(m.text);
+	assert_int_equal(m.len, 0);
+	es_ws_rx_free(&rx);
+}
+
+static void test_rx_binary(void **state)
+{
+	es_ws_rx rx = { 0 };
+	es_ws_msg m;
+
+	(void)state;
+	/* A binary message is refused at its final fragment, even when it
+	 * holds valid JSON. */
+	assert_int_equal(add(&rx, "{\"type\":", 8, 1, 0, &m), ES_OK);
+	assert_false(m.done);
+	assert_int_equal(add(&rx, "\"pong\"}", 7, 1, 1, &m), ES_ERR_PROTO);
+	assert_false(m.done);
+	assert_int_equal(m.code, ES_PC_MALFORMED);
+	assert_string_equal(m.why, "binary message; one JSON text message expected");
+	assert_int_equal(add(&rx, "{}", 2, 1, 1, &m), ES_ERR_PROTO);
+	assert_int_equal(m.code, ES_PC_MALFORMED);
+	/* A text message after it is taken. */
+	assert_int_equal(add(&rx, "{}", 2, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_memory_equal(m.text, "{}", 2);
+	es_ws_rx_free(&rx);
+}
+
+static void test_rx_size_limit(void **state)
+{
+	const size_t half = ES_PROTO_MAX_MESSAGE / 2;
+	char *big = malloc(ES_PROTO_MAX_MESSAGE + 1);
+	es_ws_rx rx = { 0 };
+	es_ws_msg m;
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'x', ES_PROTO_MAX_MESSAGE + 1);
+	/* Exactly the limit, in two fragments: taken. */
+	assert_int_equal(add(&rx, big, half, 0, 0, &m), ES_OK);
+	assert_int_equal(add(&rx, big, ES_PROTO_MAX_MESSAGE - half, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_int_equal(m.len, ES_PROTO_MAX_MESSAGE);
+	/* One byte more: refused as soon as it is passed; the rest of the
+	 * message is dropped, the next one taken. */
+	assert_int_equal(add(&rx, big, half, 0, 0, &m), ES_OK);
+	assert_int_equal(add(&rx, big, ES_PROTO_MAX_MESSAGE - half + 1, 0, 0, &m),
+			 ES_ERR_TOOBIG);
+	assert_int_equal(m.code, ES_PC_TOO_BIG);
+	assert_string_equal(m.why, "message over 1048576 bytes");
+	assert_int_equal(add(&rx, big, half, 0, 0, &m), ES_OK);
+	assert_false(m.done);
+	assert_int_equal(add(&rx, "}", 1, 0, 1, &m), ES_OK);
+	assert_false(m.done);
+	assert_int_equal(add(&rx, "[]", 2, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_memory_equal(m.text, "[]", 2);
+	/* A binary message over the limit is too big, not malformed. */
+	assert_int_equal(add(&rx, big, ES_PROTO_MAX_MESSAGE + 1, 1, 1, &m),
+			 ES_ERR_TOOBIG);
+	assert_int_equal(m.code, ES_PC_TOO_BIG);
+	/* A final piece over the limit ends the message: nothing is skipped. */
+	assert_int_equal(add(&rx, "{}", 2, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	free(big);
+	es_ws_rx_free(&rx);
+}
+
+static void test_rx_nomem_reset(void **state)
+{
+	es_ws_rx rx = { 0 };
+	es_ws_msg m;
+
+	(void)state;
+	realloc_fails = 1;
+	assert_int_equal(add(&rx, "{", 1, 0, 0, &m), ES_ERR_NOMEM);
+	assert_int_equal(m.code, ES_PC_INTERNAL);
+	assert_string_equal(m.why, "out of memory");
+	realloc_fails = 0;
+	assert_int_equal(add(&rx, "}", 1, 0, 1, &m), ES_OK);
+	assert_false(m.done);
+	/* A reset (new connection) forgets a message in progress. */
+	assert_int_equal(add(&rx, "{\"a\":", 5, 0, 0, &m), ES_OK);
+	es_ws_rx_reset(&rx);
+	assert_int_equal(add(&rx, "{}", 2, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_int_equal(m.len, 2);
+	assert_memory_equal(m.text, "{}", 2);
+	es_ws_rx_free(&rx);
+}
+
+static cJSON *msg(const char *type)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	assert_non_null(o);
+	assert_non_null(cJSON_AddStringToObject(o, "type", type));
+	return o;
+}
+
+static void test_queue(void **state)
+{
+	es_ws_queue q = { 0 };
+
+	(void)state;
+	assert_false(es_ws_queue_pending(&q));
+	assert_int_equal(es_ws_queue_write(&q, fake_wsi), 0);
+	assert_int_equal(es_ws_queue_json(&q, fake_wsi, msg("ping")), ES_OK);
+	assert_int_equal(es_ws_queue_json(&q, NULL, msg("pong")), ES_OK);
+	assert_int_equal(es_ws_queue_json(&q, fake_wsi, NULL), ES_ERR_NOMEM);
+	assert_int_equal(writable_asks, 1);
+	assert_true(es_ws_queue_pending(&q));
+	assert_int_equal(q.bytes, 30);
+	assert_false(es_ws_queue_over(&q));
+	/* Oldest first, one per call, compact JSON. */
+	assert_int_equal(es_ws_queue_write(&q, fake_wsi), 1);
+	assert_int_equal(q.bytes, 15);
+	assert_int_equal(es_ws_queue_write(&q, fake_wsi), 1);
+	assert_int_equal(es_ws_queue_write(&q, fake_wsi), 0);
+	assert_int_equal(nwritten, 2);
+	assert_int_equal(written_len[0], 15);
+	assert_memory_equal(written[0], "{\"type\":\"ping\"}", 15);
+	assert_memory_equal(written[1], "{\"type\":\"pong\"}", 15);
+	assert_int_equal(q.bytes, 0);
+	assert_false(es_ws_queue_pending(&q));
+	/* A failed write drops the message and says so. */
+	assert_int_equal(es_ws_queue_json(&q, fake_wsi, msg("ping")), ES_OK);
+	write_fails = 1;
+	assert_int_equal(es_ws_queue_write(&q, fake_wsi), -1);
+	assert_false(es_ws_queue_pending(&q));
+	es_ws_queue_clear(&q);
+	es_ws_queue_clear(NULL);
+}
+
+static void test_queue_limits(void **state)
+{
+	es_ws_queue q;
+
+	(void)state;
+	es_ws_queue_init(&q, 15, 30);
+	assert_int_equal(es_ws_queue_json(&q, fake_wsi, msg("error")), ES_ERR_TOOBIG);
+	assert_false(es_ws_queue_pending(&q));
+	assert_int_equal(writable_asks, 0);
+	assert_int_equal(es_ws_queue_json(&q, fake_wsi, msg("ping")), ES_OK);
+	assert_int_equal(es_ws_queue_json(&q, fake_wsi, msg("pong")), ES_OK);
+	assert_false(es_ws_queue_over(&q));
+	assert_int_equal(es_ws_queue_json(&q, fake_wsi, msg("ack")), ES_OK);
+	assert_true(es_ws_queue_over(&q));
+	es_ws_queue_clear(&q);
+	assert_false(es_ws_queue_over(&q));
+	assert_int_equal(q.max_msg, 15);
+	assert_int_equal(q.max, 30);
+	assert_int_equal(q.bytes, 0);
+}
+
+static void test_send_text(void **state)
+{
+	(void)state;
+	assert_int_equal(es_ws_send_text(fake_wsi, "{\"type\":\"ack\"}", 14), 0);
+	assert_int_equal(nwritten, 1);
+	assert_memory_equal(written[0], "{\"type\":\"ack\"}", 14);
+	write_fails = 1;
+	assert_int_equal(es_ws_send_text(fake_wsi, "{}", 2), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_rx_fragments, reset),
+		cmocka_unit_test_setup(test_rx_empty, reset),
+		cmocka_unit_test_setup(test_rx_binary, reset),
+		cmocka_unit_test_setup(test_rx_size_limit, reset),
+		cmocka_unit_test_setup(test_rx_nomem_reset, reset),
+		cmocka_unit_test_setup(test_queue, reset),
+		cmocka_unit_test_setup(test_queue_limits, reset),
+		cmocka_unit_test_setup(test_send_text, reset),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
