@@ -60,12 +60,7 @@ struct {
 	__type(value, struct es_blkio_dev);
 } devs SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, ES_BLKIO_C_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+ES_BPF_COUNTERS(ES_BLKIO_C_MAX);
 
 static __always_inline __u32 log2_slot(__u64 v)
 {

@@ -18,12 +18,7 @@ struct {
 	__type(value, struct es_cgnet_stats);
 } stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, ES_CGNET_C_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+ES_BPF_COUNTERS(ES_CGNET_C_MAX);
 
 static __always_inline void account(struct __sk_buff *skb, int egress)
 {

@@ -13,6 +13,24 @@
 #ifndef ES_BPF_COMMON_H
 #define ES_BPF_COMMON_H
 
+/* Declares the program's counters map (see above) with n slots. */
+#define ES_BPF_COUNTERS(n)                                                   \
+	struct {                                                             \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                     \
+		__uint(max_entries, n);                                      \
+		__type(key, __u32);                                          \
+		__type(value, __u64);                                        \
+	} counters SEC(".maps")
+
+/* Declares the program's event ring. Its size here is a placeholder: the
+ * agent hands every collector the one ring they share (bpf/es_events.h)
+ * with bpf_map__reuse_fd before load. */
+#define ES_BPF_EVENTS()                                                      \
+	struct {                                                             \
+		__uint(type, BPF_MAP_TYPE_RINGBUF);                          \
+		__uint(max_entries, 4096);                                   \
+	} events SEC(".maps")
+
 /* Adds 1 to this CPU's slot idx of the per-CPU counters map; an idx out of
  * the map's range is ignored. */
 static __always_inline void es_bpf_count(void *counters, __u32 idx)

@@ -14,17 +14,9 @@
 #include "es_events.h"
 #include "oom.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, ES_OOM_C_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+ES_BPF_COUNTERS(ES_OOM_C_MAX);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096); /* replaced by the agent's ring (es_events.h) */
-} events SEC(".maps");
+ES_BPF_EVENTS();
 
 SEC("tracepoint/oom/mark_victim")
 int es_oom_victim(struct trace_event_raw_mark_victim *ctx)

@@ -21,17 +21,9 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096); /* replaced by the agent's ring (es_events.h) */
-} events SEC(".maps");
+ES_BPF_EVENTS();
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, ES_PROC_C_N);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+ES_BPF_COUNTERS(ES_PROC_C_N);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

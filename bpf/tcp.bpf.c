@@ -41,17 +41,9 @@ struct {
 	__type(value, struct es_tcp_cgstats);
 } cgstats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, ES_TCP_C_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+ES_BPF_COUNTERS(ES_TCP_C_MAX);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096); /* replaced by the agent's ring (es_events.h) */
-} events SEC(".maps");
+ES_BPF_EVENTS();
 
 static __always_inline __u64 sock_cgroup_id(const struct sock *sk)
 {

@@ -520,28 +520,32 @@ es_err es_json_get_bool(const cJSON *obj, const char *what, const char *key,
 	return rc;
 }
 
-es_err es_json_get_obj(const cJSON *obj, const char *what, const char *key,
-		       int required, const cJSON **out, char *err, size_t errsz)
+/* Object or array member (is, type: which), borrowed into *out. */
+static es_err get_container(const cJSON *obj, const char *what, const char *key,
+			    int required, cJSON_bool (*is)(const cJSON *),
+			    const char *type, const cJSON **out, char *err,
+			    size_t errsz)
 {
 	const cJSON *it = NULL;
-	es_err rc = find_typed(obj, what, key, required, cJSON_IsObject,
-			       "an object", &it, err, errsz);
+	es_err rc = find_typed(obj, what, key, required, is, type, &it, err, errsz);
 
 	if (rc == ES_OK)
 		*out = it;
 	return rc;
 }
 
+es_err es_json_get_obj(const cJSON *obj, const char *what, const char *key,
+		       int required, const cJSON **out, char *err, size_t errsz)
+{
+	return get_container(obj, what, key, required, cJSON_IsObject, "an object",
+			     out, err, errsz);
+}
+
 es_err es_json_get_arr(const cJSON *obj, const char *what, const char *key,
 		       int required, const cJSON **out, char *err, size_t errsz)
 {
-	const cJSON *it = NULL;
-	es_err rc = find_typed(obj, what, key, required, cJSON_IsArray,
-			       "an array", &it, err, errsz);
-
-	if (rc == ES_OK)
-		*out = it;
-	return rc;
+	return get_container(obj, what, key, required, cJSON_IsArray, "an array",
+			     out, err, errsz);
 }
 
 /* The writers below ignore the result of each append: es_buf keeps the
