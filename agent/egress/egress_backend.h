@@ -55,6 +55,8 @@ typedef struct es_egress_backend_ops {
 				    with: "cgroup BPF unavailable" */
 	const char *unavailable_reason; /* Enforced reason when it is the one
 				    backend tried and cannot load */
+	const char *unenforced;  /* the backend member of the actual state of
+				    a policy it does not enforce */
 	const char *removed;     /* message of the event EgressEnforcementRemoved
 				    (and the log line) once its objects are gone */
 	int remove_best_effort;  /* 1: remove goes on past a failure (the rest
@@ -99,15 +101,13 @@ typedef struct es_egress_backend_ops {
 	void (*describe)(const es_eg_input *p, char *where, size_t sz);
 	/*
 	 * The actual state read back from the kernel of n EgressPolicy
-	 * entries: out[i] a new object for pol[i] (the members es_egress_annotate
-	 * lists), or, when pol[i] is NULL (not enforced), one saying loaded
-	 * false with the reason why[i] (es_egb_unloaded). Errors (out[] left
-	 * NULL): ES_ERR_IO (the kernel's state could not be read; err),
-	 * ES_ERR_NOMEM.
+	 * entries: out[i] a new object (the members es_egress_annotate lists)
+	 * for each enforced pol[i]; entries with pol[i] NULL are left to the
+	 * caller. Errors (the caller frees what out[] holds): ES_ERR_IO (the
+	 * kernel's state could not be read; err), ES_ERR_NOMEM.
 	 */
-	es_err (*actual)(void *b, const es_eg_input *const *pol,
-			 const char *const *why, size_t n, cJSON **out, char *err,
-			 size_t errsz);
+	es_err (*actual)(void *b, const es_eg_input *const *pol, size_t n,
+			 cJSON **out, char *err, size_t errsz);
 	/*
 	 * Removes every kernel object of this backend (also what an earlier
 	 * run left) and frees *b (NULL: there is no state, only leftovers),
@@ -123,9 +123,5 @@ typedef struct es_egress_backend_ops {
 
 extern const es_egress_backend_ops es_egb_ebpf_ops;
 extern const es_egress_backend_ops es_egb_nft_ops;
-
-/* The actual state of a policy a backend does not enforce: a new object
- * {backend, loaded: false, reason}, or NULL on allocation failure. */
-cJSON *es_egb_unloaded(const char *backend, const char *reason);
 
 #endif

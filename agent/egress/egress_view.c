@@ -26,6 +26,28 @@ static const eg_pol *find(const es_egress *e, const cJSON *entry)
 	return NULL;
 }
 
+static int is_policy(const cJSON *entry)
+{
+	const char *kind = str_member(entry, "kind");
+
+	return kind && !strcmp(kind, "EgressPolicy");
+}
+
+/* The actual state of a policy not enforced: {backend, loaded: false,
+ * reason}, or NULL on allocation failure. */
+static cJSON *unloaded(const char *backend, const char *reason)
+{
+	cJSON *a = cJSON_CreateObject();
+
+	if (!a || !cJSON_AddStringToObject(a, "backend", backend) ||
+	    !cJSON_AddBoolToObject(a, "loaded", 0) ||
+	    !cJSON_AddStringToObject(a, "reason", reason)) {
+		cJSON_Delete(a);
+		return NULL;
+	}
+	return a;
+}
+
 int es_egress_annotate(es_egress *e, cJSON *objects)
 {
 	const es_eg_input **pol = NULL;
@@ -39,11 +61,8 @@ int es_egress_annotate(es_egress *e, cJSON *objects)
 
 	if (!e)
 		return 0;
-	cJSON_ArrayForEach(entry, objects) {
-		const char *kind = str_member(entry, "kind");
-
-		n += kind && !strcmp(kind, "EgressPolicy");
-	}
+	cJSON_ArrayForEach(entry, objects)
+		n += is_policy(entry);
 	pol = calloc(n + 1, sizeof(*pol));
 	why = calloc(n + 1, sizeof(*why));
 	in = calloc(n + 1, sizeof(*in));
@@ -51,10 +70,9 @@ int es_egress_annotate(es_egress *e, cJSON *objects)
 	if (!pol || !why || !in || !out)
 		goto cleanup;
 	cJSON_ArrayForEach(entry, objects) {
-		const char *kind = str_member(entry, "kind");
 		const eg_pol *p;
 
-		if (!kind || strcmp(kind, "EgressPolicy"))
+		if (!is_policy(entry))
 			continue;
 		p = find(e, entry);
 		if (p && p->slot >= 0) {
@@ -67,19 +85,22 @@ int es_egress_annotate(es_egress *e, cJSON *objects)
 		i++;
 	}
 	if (e->ops)
-		rc = e->ops->actual(e->b, pol, why, n, out, err, sizeof(err));
+		rc = e->ops->actual(e->b, pol, n, out, err, sizeof(err));
 	if (rc == ES_ERR_NOMEM)
 		goto cleanup;
-	for (i = 0; i < n; i++)
-		if (!e->ops || rc != ES_OK)
-			out[i] = es_egb_unloaded("none", e->unavailable[0] ?
-						 e->unavailable : err[0] ? err :
-						 "the enforcer is not loaded");
+	for (i = 0; i < n; i++) {
+		if (e->ops && rc == ES_OK && pol[i])
+			continue;
+		cJSON_Delete(out[i]);
+		if (e->ops && rc == ES_OK)
+			out[i] = unloaded(e->ops->unenforced, why[i]);
+		else
+			out[i] = unloaded("none", e->unavailable[0] ? e->unavailable :
+					  err[0] ? err : "the enforcer is not loaded");
+	}
 	i = 0;
 	cJSON_ArrayForEach(entry, objects) {
-		const char *kind = str_member(entry, "kind");
-
-		if (!kind || strcmp(kind, "EgressPolicy"))
+		if (!is_policy(entry))
 			continue;
 		if (!out[i])
 			goto cleanup;

@@ -165,9 +165,8 @@ fail:
 	return NULL;
 }
 
-static es_err ebpf_actual(void *p, const es_eg_input *const *pol,
-			  const char *const *why, size_t n, cJSON **out,
-			  char *err, size_t errsz)
+static es_err ebpf_actual(void *p, const es_eg_input *const *pol, size_t n,
+			  cJSON **out, char *err, size_t errsz)
 {
 	ebpf *b = p;
 	es_eg_plan cur;
@@ -180,16 +179,9 @@ static es_err ebpf_actual(void *p, const es_eg_input *const *pol,
 	rc = es_egk_read(b->k, &cur, &set, err, errsz);
 	if (rc == ES_OK)
 		rc = es_egk_attachments(b->k, &at, err, errsz);
-	for (size_t i = 0; rc == ES_OK && i < n; i++) {
-		out[i] = pol[i] ? actual_of(b, pol[i], &cur, set, &at) :
-			 es_egb_unloaded("none", why[i]);
-		if (!out[i])
+	for (size_t i = 0; rc == ES_OK && i < n; i++)
+		if (pol[i] && !(out[i] = actual_of(b, pol[i], &cur, set, &at)))
 			rc = ES_ERR_NOMEM;
-	}
-	for (size_t i = 0; rc != ES_OK && i < n; i++) {
-		cJSON_Delete(out[i]);
-		out[i] = NULL;
-	}
 	es_eg_plan_free(&cur);
 	return rc;
 }
@@ -223,6 +215,7 @@ const es_egress_backend_ops es_egb_ebpf_ops = {
 	.name = "ebpf",
 	.unavailable = "cgroup BPF unavailable",
 	.unavailable_reason = "CgroupBPFUnavailable",
+	.unenforced = "none",
 	.removed = "no EgressPolicy remains: the cgroup programs are detached "
 		   "and their pins removed",
 	/* es_egk_remove removes what it can and says what it could not. */

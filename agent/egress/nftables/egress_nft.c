@@ -559,9 +559,8 @@ static void nft_describe(const es_eg_input *p, char *where, size_t sz)
 	snprintf(where, sz, "table " TABLE ", chain p_%s", p->name);
 }
 
-static es_err nft_actual(void *p, const es_eg_input *const *pol,
-			 const char *const *why, size_t n, cJSON **out, char *err,
-			 size_t errsz)
+static es_err nft_actual(void *p, const es_eg_input *const *pol, size_t n,
+			 cJSON **out, char *err, size_t errsz)
 {
 	egnft *nf = p;
 	cJSON *cur = NULL;
@@ -570,16 +569,9 @@ static es_err nft_actual(void *p, const es_eg_input *const *pol,
 	if (list_table(nf->ctx, &cur, err, errsz) != ES_OK)
 		es_log_warn("egress", "cannot list the nftables table", "error", err,
 			    NULL);
-	for (size_t i = 0; rc == ES_OK && i < n; i++) {
-		out[i] = pol[i] ? es_egnft_actual(cur, pol[i]->name, pol[i]->uid) :
-			 es_egb_unloaded("nftables", why[i]);
-		if (!out[i])
+	for (size_t i = 0; rc == ES_OK && i < n; i++)
+		if (pol[i] && !(out[i] = es_egnft_actual(cur, pol[i]->name, pol[i]->uid)))
 			rc = ES_ERR_NOMEM;
-	}
-	for (size_t i = 0; rc != ES_OK && i < n; i++) {
-		cJSON_Delete(out[i]);
-		out[i] = NULL;
-	}
 	cJSON_Delete(cur);
 	return rc;
 }
@@ -619,6 +611,7 @@ const es_egress_backend_ops es_egb_nft_ops = {
 	.name = "nftables",
 	.unavailable = "nftables unavailable",
 	.unavailable_reason = "NftablesUnavailable",
+	.unenforced = "nftables",
 	.removed = "no EgressPolicy remains: the nftables table inet "
 		   ES_EGNFT_TABLE " is deleted",
 	.leftover = nft_leftover,
