@@ -1,7 +1,8 @@
 /*
  * egress.c - EgressPolicy enforcement in the agent (see egress.h): policy
- * slots, plans, conditions, drift repair, refusal events. The actual state
- * and freeing are in egress_view.c.
+ * slots, the choice of backend (egress_backend.h), conditions, drift
+ * repair, refusal events. The actual state and freeing are in
+ * egress_view.c.
  */
 #include "egress/egress.h"
 
@@ -14,7 +15,6 @@
 #include "host/cgroot.h"
 #include "egress/egress_cgroup.h"
 #include "egress/egress_int.h"
-#include "egress/ebpf/egress_kern.h"
 #include "egress/egress_plan.h"
 #include "es_cond.h"
 #include "es_egress.h"
@@ -23,6 +23,20 @@
 #include "es_obj.h"
 #include "es_proto.h"
 #include "es_time.h"
+
+/* The backends, in the order egress-backend auto tries them. */
+static const es_egress_backend_ops *const backends[] = {
+	&es_egb_ebpf_ops, &es_egb_nft_ops,
+};
+#define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
+
+/* The backend each egress-backend value names; NULL for auto. */
+static const es_egress_backend_ops *const by_setting[] = {
+	[ES_EGRESS_BACKEND_AUTO] = NULL,
+	[ES_EGRESS_BACKEND_EBPF] = &es_egb_ebpf_ops,
+	[ES_EGRESS_BACKEND_NFTABLES] = &es_egb_nft_ops,
+};
+#define NSETTINGS (sizeof(by_setting) / sizeof(by_setting[0]))
 
 es_err es_egress_new(const es_egress_opts *o, es_egress **out, char *err,
 		     size_t errsz)
@@ -43,14 +57,12 @@ es_err es_egress_new(const es_egress_opts *o, es_egress **out, char *err,
 	snprintf(e->cg_conf, sizeof(e->cg_conf), "%s",
 		 o->cgroup_root ? o->cgroup_root : "");
 	e->check_interval_s = o->check_interval_s;
-	if (o->backend != ES_EGRESS_BACKEND_AUTO &&
-	    o->backend != ES_EGRESS_BACKEND_EBPF &&
-	    o->backend != ES_EGRESS_BACKEND_NFTABLES) {
+	if ((unsigned)o->backend >= NSETTINGS) {
 		free(e);
 		return es_errf(ES_ERR_INVAL, err, errsz, "egress-backend: %d: "
 			       "expected auto, ebpf or nftables", (int)o->backend);
 	}
-	e->backend = (int)o->backend;
+	e->only = by_setting[o->backend];
 	snprintf(e->node_name, sizeof(e->node_name), "%s",
 		 o->node_name ? o->node_name : "");
 	*out = e;
@@ -66,6 +78,17 @@ void egress__pols_free(es_egress *e)
 	free(e->pols);
 	e->pols = NULL;
 	e->npols = 0;
+}
+
+void egress__pol_input(const eg_pol *p, es_eg_input *in)
+{
+	in->slot = p->slot;
+	in->spec = p->spec;
+	in->uid = p->uid;
+	in->name = p->name;
+	in->generation = p->generation;
+	in->cgids = p->cgids;
+	in->ncgids = p->ncgids;
 }
 
 static eg_pol *pol_find(es_egress *e, const char *uid, const char *name)
@@ -175,28 +198,26 @@ static void assign_slots(es_egress *e)
 			p->slot = s;
 			p->reported = 0;
 			snprintf(e->slot_uid[s], sizeof(e->slot_uid[s]), "%s", p->uid);
-			es_egk_violations_reset(e->k, s);
+			if (e->ops->reset_violations)
+				e->ops->reset_violations(e->b, s);
 			break;
 		}
 	}
 }
 
-/* Remembers which uid holds which slot in the kernel's active set, so a
- * restarted agent keeps slots and counters. */
+/* Remembers which uid holds which slot in the kernel, so a restarted agent
+ * keeps slots and counters (backends with slots: adopt_slots). */
 static void adopt_kernel_slots(es_egress *e)
 {
-	es_eg_plan cur;
-	char err[200];
+	es_egb_slots sl;
 
-	if (es_egk_read(e->k, &cur, NULL, err, sizeof(err)) != ES_OK)
+	if (!e->ops->adopt_slots || !e->ops->adopt_slots(e->b, &sl))
 		return;
 	e->adopted_at = time(NULL);
 	for (int s = 0; s < ES_EG_MAX_POLICIES; s++) {
-		snprintf(e->slot_uid[s], sizeof(e->slot_uid[s]), "%s",
-			 cur.pol[s].used ? cur.pol[s].uid : "");
-		e->slot_count[s] = es_egk_violations(e->k, s);
+		snprintf(e->slot_uid[s], sizeof(e->slot_uid[s]), "%s", sl.uid[s]);
+		e->slot_count[s] = sl.count[s];
 	}
-	es_eg_plan_free(&cur);
 }
 
 static es_err add_event(cJSON *events, const char *type, const char *reason,
@@ -304,58 +325,87 @@ static void set_all(eg_outcome *oc, const char *status, const char *reason,
 	snprintf(oc->enf_msg, sizeof(oc->enf_msg), "%s", msg);
 }
 
-/* Removes every kernel object of ours; events when something was there. */
-static void teardown(es_egress *e, time_t now, cJSON *events)
+/* What the backends are told about this host (egress_backend.h). */
+static void env_of(const es_egress *e, es_egb_env *env)
 {
-	char err[300];
-
-	if (es_egnft_owned(e)) {
-		if (es_egnft_remove(e, err, sizeof(err)) != ES_OK)
-			es_log_error("egress", "removing the nftables table", "error",
-				     err, NULL);
-		else
-			add_event(events, "Normal", "EgressEnforcementRemoved",
-				  "no EgressPolicy remains: the nftables table inet "
-				  ES_EGNFT_TABLE " is deleted", "Node", e->node_name,
-				  NULL, now);
-	}
-	if (!e->k && !es_egk_pinned(e->pin_dir))
-		return;
-	if (es_egk_remove(e->k, e->pin_dir, err, sizeof(err)) != ES_OK)
-		es_log_error("egress", "removing enforcement", "error", err, NULL);
-	e->k = NULL;
-	es_eg_plan_free(&e->written);
-	e->have_written = 0;
-	memset(e->slot_uid, 0, sizeof(e->slot_uid));
-	es_log_info("egress", "no EgressPolicy left: programs detached and unpinned",
-		    "dir", e->pin_dir, NULL);
-	add_event(events, "Normal", "EgressEnforcementRemoved",
-		  "no EgressPolicy remains: the cgroup programs are detached and "
-		  "their pins removed", "Node", e->node_name, NULL, now);
+	memset(env, 0, sizeof(*env));
+	env->pin_dir = e->pin_dir;
+	env->state_dir = e->state_dir;
+	env->cg_root = e->cg_root;
+	env->forced = e->only != NULL;
+	env->prior = "";
 }
 
-/* Loads the kernel side when it is not; *why set when it cannot. */
+/* Removes every kernel object of every backend (the loaded one's and what
+ * earlier runs left); events for what was there. */
+static void teardown(es_egress *e, time_t now, cJSON *events)
+{
+	es_egb_env env;
+
+	env_of(e, &env);
+	for (size_t i = 0; i < NBACKENDS; i++) {
+		const es_egress_backend_ops *o = backends[i];
+		void *none = NULL, **b = o == e->ops ? &e->b : &none;
+		char err[300];
+		es_err rc;
+
+		if (!*b && !o->leftover(&env))
+			continue;
+		rc = o->remove(b, &env, err, sizeof(err));
+		if (rc != ES_OK)
+			es_log_error("egress", "removing enforcement", "backend",
+				     o->name, "error", err, NULL);
+		if (o == e->ops && !e->b)
+			e->ops = NULL;
+		/* The slots were this backend's. */
+		if (o->adopt_slots)
+			memset(e->slot_uid, 0, sizeof(e->slot_uid));
+		if (rc != ES_OK && !o->remove_best_effort)
+			continue;
+		es_log_info("egress", o->removed, "backend", o->name, NULL);
+		add_event(events, "Normal", "EgressEnforcementRemoved", o->removed,
+			  "Node", e->node_name, NULL, now);
+	}
+}
+
+/* Loads a backend when none is: the one egress-backend names, or the
+ * first of backends[] that loads; removes the other backends' leftovers.
+ * Returns 1 when one is loaded, else 0 with why set. */
 static int ensure_loaded(es_egress *e, char *why, size_t whysz)
 {
-	int mounted = 0, reused = 0, ok = 0;
-	char err[400] = "";
+	const es_egress_backend_ops *tried[NBACKENDS];
+	char errs[NBACKENDS][400], cgerr[400] = "";
+	size_t n = 0, off;
+	int mounted = 0;
+	es_egb_env env;
 
-	if (e->k || e->nft)
+	if (e->ops)
 		return 1;
 	if (es_cgroot_find(e->cg_conf, e->state_dir, 1, e->cg_root, sizeof(e->cg_root),
-			   &mounted, err, sizeof(err)) != ES_OK)
+			   &mounted, cgerr, sizeof(cgerr)) != ES_OK)
 		e->cg_root[0] = '\0';
-	else if (e->backend != EG_BACKEND_NFT)
-		ok = es_egk_open(e->pin_dir, e->cg_root, &e->k, &reused, err,
-				 sizeof(err)) == ES_OK;
-	if (!ok && e->backend != EG_BACKEND_EBPF &&
-	    es_egnft_load(e, err, why, whysz) == ES_OK)
-		return 1;
-	if (!ok) {
-		if (e->backend == EG_BACKEND_EBPF) {
-			snprintf(why, whysz, "cgroup BPF unavailable (%s)", err);
-			e->unavail_reason = "CgroupBPFUnavailable";
-		}
+	env_of(e, &env);
+	env.cg_mounted = mounted;
+	for (size_t i = 0; i < NBACKENDS && !e->ops; i++) {
+		const es_egress_backend_ops *o = backends[i];
+
+		if (e->only && e->only != o)
+			continue;
+		env.prior = n ? errs[n - 1] : "";
+		snprintf(errs[n], sizeof(errs[n]), "%s", cgerr);
+		if (e->cg_root[0] && o->open(&env, &e->b, errs[n],
+					     sizeof(errs[n])) == ES_OK)
+			e->ops = o;
+		tried[n++] = o;
+	}
+	if (!e->ops) {
+		e->unavail_reason = n == 1 ? tried[0]->unavailable_reason :
+			"EnforcementUnavailable";
+		off = n == 1 ? 0 : (size_t)snprintf(why, whysz, "no enforcement backend: ");
+		for (size_t i = 0; i < n && off < whysz; i++)
+			off += (size_t)snprintf(why + off, whysz - off, "%s%s (%s)",
+						i ? "; " : "", tried[i]->unavailable,
+						errs[i]);
 		if (strcmp(e->unavailable, why))
 			es_log_error("egress", "cannot enforce EgressPolicy", "error",
 				     why, NULL);
@@ -363,18 +413,26 @@ static int ensure_loaded(es_egress *e, char *why, size_t whysz)
 		return 0;
 	}
 	e->unavailable[0] = '\0';
-	if (es_egnft_owned(e) && es_egnft_remove(e, err, sizeof(err)) != ES_OK)
-		es_log_error("egress", "removing the nftables table of an earlier run",
-			     "error", err, NULL);
-	es_log_info("egress", reused ? "reusing pinned enforcement" :
-		    "loaded and attached", "dir", e->pin_dir, "cgroup2", e->cg_root,
-		    mounted ? "mounted" : NULL, "yes", NULL);
-	if (reused)
-		adopt_kernel_slots(e);
+	e->adopt_owed = e->ops->adopt_counts != NULL;
+	env.prior = "";
+	for (size_t i = 0; i < NBACKENDS; i++) {
+		const es_egress_backend_ops *o = backends[i];
+		void *none = NULL;
+		char err[400];
+
+		if (o != e->ops && o->leftover(&env) &&
+		    o->remove(&none, &env, err, sizeof(err)) != ES_OK)
+			es_log_error("egress", "removing the enforcement of an earlier run",
+				     "backend", o->name, "error", err, NULL);
+	}
+	adopt_kernel_slots(e);
 	return 1;
 }
 
-es_err egress__resolve_targets(es_egress *e, char *err, size_t errsz)
+/* Resolves the targets of every enforced policy (slot >= 0) to cgroup ids
+ * anew (each policy's cgids/ncgids; agent/egress/egress_cgroup.h).
+ * Errors: as es_egcg_resolve. */
+static es_err resolve_targets(es_egress *e, char *err, size_t errsz)
 {
 	for (size_t i = 0; i < e->npols; i++) {
 		eg_pol *p = &e->pols[i];
@@ -393,85 +451,79 @@ es_err egress__resolve_targets(es_egress *e, char *err, size_t errsz)
 	return ES_OK;
 }
 
-/* Resolves targets and builds the plan of the enforced policies. */
-static es_err build_plan(es_egress *e, es_eg_plan *plan, char *err, size_t errsz)
+/* Resolves targets; in[0..*n) (ES_EG_MAX_POLICIES room) get the enforced
+ * policies, owner[] the policy of each. */
+static es_err build_inputs(es_egress *e, es_eg_input *in, eg_pol **owner,
+			   size_t *n, char *err, size_t errsz)
 {
-	es_eg_input in[ES_EG_MAX_POLICIES];
-	size_t n = 0;
-	es_err rc = egress__resolve_targets(e, err, errsz);
+	es_err rc = resolve_targets(e, err, errsz);
 
+	*n = 0;
 	if (rc != ES_OK)
 		return rc;
 	for (size_t i = 0; i < e->npols; i++) {
-		eg_pol *p = &e->pols[i];
-
-		if (p->slot < 0)
+		if (e->pols[i].slot < 0)
 			continue;
-		in[n].slot = p->slot;
-		in[n].spec = p->spec;
-		in[n].uid = p->uid;
-		in[n].name = p->name;
-		in[n].generation = p->generation;
-		in[n].cgids = p->cgids;
-		in[n].ncgids = p->ncgids;
-		n++;
+		egress__pol_input(&e->pols[i], &in[*n]);
+		owner[(*n)++] = &e->pols[i];
 	}
-	return es_eg_plan_build(in, n, plan, err, errsz);
+	return ES_OK;
 }
 
-/* Brings the kernel to the plan; drift (what differed from what this agent
- * wrote or pinned) described in drift. *ok 0 with err when it failed. */
+/* After loading: the refusals an earlier run counted count as reported
+ * (backends without slots: adopt_counts). */
+static void adopt_counts(es_egress *e, const es_eg_input *in, eg_pol **owner,
+			 size_t n)
+{
+	uint64_t count[ES_EG_MAX_POLICIES];
+	time_t now = time(NULL);
+	char err[300];
+
+	if (e->ops->adopt_counts(e->b, in, n, count, err, sizeof(err)) != ES_OK)
+		return;
+	e->adopt_owed = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (count[i] == ES_EGB_NOT_HELD)
+			continue;
+		owner[i]->reported = count[i];
+		owner[i]->last_event = now;
+	}
+}
+
+/* Brings the kernel to the enforced policies through the backend; drift
+ * (what differed from what it wrote or attached) described in drift. *ok
+ * 0 with err when it failed. */
 static void enforce(es_egress *e, char *drift, size_t driftsz, int *ok,
 		    char *err, size_t errsz)
 {
-	es_eg_plan plan, cur;
-	char what[600] = "";
+	es_eg_input in[ES_EG_MAX_POLICIES];
+	eg_pol *owner[ES_EG_MAX_POLICIES];
+	size_t n = 0;
 
-	memset(&cur, 0, sizeof(cur));
 	*ok = 0;
 	drift[0] = '\0';
-	if (build_plan(e, &plan, err, errsz) != ES_OK)
+	if (build_inputs(e, in, owner, &n, err, errsz) != ES_OK)
 		return;
-	if (es_egk_repair(e->k, what, sizeof(what), err, errsz) != ES_OK)
-		goto cleanup;
-	if (what[0])
-		snprintf(drift, driftsz, "%s", what);
-	if (es_egk_read(e->k, &cur, NULL, err, errsz) != ES_OK)
-		goto cleanup;
-	if (e->have_written && !es_eg_plan_equal(&cur, &e->written)) {
-		size_t n = strlen(drift);
-
-		snprintf(drift + n, driftsz - n, "%srule maps edited: the kernel's "
-			 "active set differs from the one the agent wrote",
-			 n ? "; " : "");
-	}
-	if (!es_eg_plan_equal(&cur, &plan) &&
-	    es_egk_write(e->k, &plan, err, errsz) != ES_OK)
-		goto cleanup;
-	es_eg_plan_free(&e->written);
-	e->written = plan;
-	memset(&plan, 0, sizeof(plan));
-	e->have_written = 1;
-	*ok = 1;
-cleanup:
-	es_eg_plan_free(&plan);
-	es_eg_plan_free(&cur);
+	if (e->adopt_owed)
+		adopt_counts(e, in, owner, n);
+	e->ops->apply(e->b, in, n, drift, driftsz, ok, err, errsz);
 }
 
 static void describe_enforced(const es_egress *e, const eg_pol *p, char *buf,
 			      size_t sz)
 {
-	char tg[64];
+	char tg[64], where[320];
+	es_eg_input in;
 
 	if (p->spec->targets.node)
 		snprintf(tg, sizeof(tg), "whole node");
 	else
 		snprintf(tg, sizeof(tg), "%zu cgroup(s) targeted", p->ncgids);
-	snprintf(buf, sz, "%s: %zu rule(s), action %s, %s; %s%s", e->nft ? "nftables" :
-		 "ebpf", p->spec->nrules, p->spec->action == ES_EGRESS_ALLOW ?
-		 "Allow" : "Deny", tg, e->nft ? "table inet " ES_EGNFT_TABLE
-		 ", chain p_" : "hooks connect4, connect6, sendmsg4, sendmsg6 at "
-		 "the cgroup v2 root", e->nft ? p->name : "");
+	egress__pol_input(p, &in);
+	e->ops->describe(&in, where, sizeof(where));
+	snprintf(buf, sz, "%s: %zu rule(s), action %s, %s; %s", e->ops->name,
+		 p->spec->nrules, p->spec->action == ES_EGRESS_ALLOW ? "Allow" :
+		 "Deny", tg, where);
 }
 
 static es_err reconcile(es_egress *e, es_store *st, time_t now, cJSON *events,
@@ -495,10 +547,7 @@ static es_err reconcile(es_egress *e, es_store *st, time_t now, cJSON *events,
 		teardown(e, now, events);
 	} else if (ensure_loaded(e, why, sizeof(why))) {
 		assign_slots(e);
-		if (e->nft)
-			es_egnft_enforce(e, drift, sizeof(drift), &ok, err, sizeof(err));
-		else
-			enforce(e, drift, sizeof(drift), &ok, err, sizeof(err));
+		enforce(e, drift, sizeof(drift), &ok, err, sizeof(err));
 		if (!ok)
 			es_log_error("egress", "enforcing failed", "error", err, NULL);
 		if (drift[0])
@@ -548,17 +597,20 @@ es_err es_egress_reconcile(es_egress *e, es_store *st, time_t now,
 
 static void poll_violations(es_egress *e, time_t now, cJSON *events)
 {
-	if (e->nft)
-		es_egnft_poll(e);
-	for (size_t i = 0; (e->k || e->nft) && i < e->npols; i++) {
+	if (!e->ops)
+		return;
+	if (e->ops->poll)
+		e->ops->poll(e->b);
+	for (size_t i = 0; i < e->npols; i++) {
 		eg_pol *p = &e->pols[i];
+		es_eg_input in;
 		uint64_t c;
 		char msg[480];
 
 		if (p->slot < 0)
 			continue;
-		c = e->nft ? es_egnft_violations(e, p->name) :
-			     es_egk_violations(e->k, p->slot);
+		egress__pol_input(p, &in);
+		c = e->ops->violations(e->b, &in);
 		if (c < p->reported)
 			p->reported = 0;
 		if (c == p->reported || now - p->last_event < ES_EGRESS_EVENT_SECONDS)

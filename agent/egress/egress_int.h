@@ -1,7 +1,8 @@
 /*
- * egress_int.h - what egress.c (policies, conditions, drift) shares with
- * egress_view.c (the actual state, teardown of the module). Private to the
- * egress module.
+ * egress_int.h - what egress.c (policies, slots, conditions, drift, the
+ * choice of backend) shares with egress_view.c (the actual state, freeing
+ * the enforcer). Private to the egress module; the backends see only
+ * egress_backend.h.
  */
 #ifndef ES_AGENT_EGRESS_INT_H
 #define ES_AGENT_EGRESS_INT_H
@@ -10,8 +11,7 @@
 #include <time.h>
 #include <libwebsockets.h>
 #include "egress/egress.h"
-#include "egress/ebpf/egress_kern.h"
-#include "egress/nftables/egress_nft.h"
+#include "egress/egress_backend.h"
 #include "egress/egress_plan.h"
 #include "es_egress.h"
 
@@ -26,20 +26,14 @@ typedef struct eg_pol {
 	time_t last_event;
 } eg_pol;
 
-/* egress-backend: which kernel mechanism enforces. */
-enum {
-	EG_BACKEND_AUTO = ES_EGRESS_BACKEND_AUTO,
-	EG_BACKEND_EBPF = ES_EGRESS_BACKEND_EBPF,
-	EG_BACKEND_NFT = ES_EGRESS_BACKEND_NFTABLES,
-};
-
 struct es_egress {
 	char pin_dir[512], state_dir[512], node_name[256];
 	char cg_conf[512];   /* setting cgroup-root, "" = find one */
 	int check_interval_s;
-	int backend;             /* EG_BACKEND_* asked for */
-	es_egk *k;
-	es_egnft *nft;           /* the nftables backend, when it enforces */
+	const es_egress_backend_ops *only; /* egress-backend names it; NULL: auto */
+	const es_egress_backend_ops *ops;  /* the backend loaded, NULL: none */
+	void *b;                 /* its state (egress_backend.h) */
+	int adopt_owed;          /* 1: ops->adopt_counts is still to run */
 	const char *unavail_reason; /* Enforced reason while nothing is loaded */
 	char cg_root[512];
 	char unavailable[512];   /* why the kernel side is not loaded */
@@ -48,8 +42,6 @@ struct es_egress {
 	uint64_t slot_count[ES_EG_MAX_POLICIES]; /* counter value seen at adoption */
 	char slot_uid[ES_EG_MAX_POLICIES][40];   /* slot owners, from the kernel */
 	time_t adopted_at;       /* when the kernel's slots were adopted */
-	es_eg_plan written;
-	int have_written;
 	struct lws_context *ctx;
 	lws_sorted_usec_list_t sul;
 	es_store *st;
@@ -61,9 +53,7 @@ struct es_egress {
 /* Frees the policies of e. */
 void egress__pols_free(es_egress *e);
 
-/* Resolves the targets of every enforced policy (slot >= 0) to cgroup ids
- * anew (each policy's cgids/ncgids; agent/egress/egress_cgroup.h), for either
- * backend. Errors: as es_egcg_resolve. */
-es_err egress__resolve_targets(es_egress *e, char *err, size_t errsz);
+/* p as the backends take it (borrowing p's members). */
+void egress__pol_input(const eg_pol *p, es_eg_input *in);
 
 #endif

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "egress/egress_int.h"
-#include "es_json.h"
 #include "es_obj.h"
 
 static const char *str_member(const cJSON *o, const char *k)
@@ -28,11 +27,18 @@ static const eg_pol *find(const es_egress *e, const cJSON *entry)
 	return NULL;
 }
 
-static cJSON *unloaded(const char *reason)
+static int is_policy(const cJSON *entry)
+{
+	return es_obj_kind(entry) == ES_KIND_EGRESS_POLICY;
+}
+
+/* The actual state of a policy not enforced: {backend, loaded: false,
+ * reason}, or NULL on allocation failure. */
+static cJSON *unloaded(const char *backend, const char *reason)
 {
 	cJSON *a = cJSON_CreateObject();
 
-	if (!a || !cJSON_AddStringToObject(a, "backend", "none") ||
+	if (!a || !cJSON_AddStringToObject(a, "backend", backend) ||
 	    !cJSON_AddBoolToObject(a, "loaded", 0) ||
 	    !cJSON_AddStringToObject(a, "reason", reason)) {
 		cJSON_Delete(a);
@@ -41,88 +47,74 @@ static cJSON *unloaded(const char *reason)
 	return a;
 }
 
-/* The actual state of policy p from the kernel's active set cur. */
-static cJSON *actual_of(const es_egress *e, const eg_pol *p,
-			const es_eg_plan *cur, int set, const es_egk_attach *at)
-{
-	const struct es_eg_pol *kp;
-	cJSON *a, *o, *rules;
-	int loaded;
-
-	if (!p || p->slot < 0)
-		return unloaded(!p ? "not known to the enforcer" :
-				!p->spec ? "invalid spec" : "no policy slot left");
-	kp = &cur->pol[p->slot];
-	loaded = kp->used && !strncmp(kp->uid, p->uid, sizeof(kp->uid));
-	if (!(a = cJSON_CreateObject()) ||
-	    !cJSON_AddStringToObject(a, "backend", "ebpf") ||
-	    !cJSON_AddBoolToObject(a, "loaded", loaded) ||
-	    !es_json_add_int(a, "activeSet", set) ||
-	    !es_json_add_int(a, "slot", p->slot))
-		goto fail;
-	if (loaded) {
-		if (!es_json_add_int(a, "generation", (int64_t)kp->generation) ||
-		    !cJSON_AddStringToObject(a, "action", kp->action == ES_EG_ACTION_ALLOW ?
-					     "Allow" : "Deny") ||
-		    !(rules = es_eg_plan_rules_json(cur, p->slot)) ||
-		    !cJSON_AddItemToObject(a, "rules", rules) ||
-		    !cJSON_AddBoolToObject(a, "nodeWide", (cur->cfg.all >> p->slot) & 1) ||
-		    !es_json_add_int(a, "targetCgroups",
-				     (int64_t)es_eg_plan_targets(cur, p->slot)))
-			goto fail;
-	}
-	if (!(o = cJSON_AddObjectToObject(a, "attachments")))
-		goto fail;
-	for (int h = 0; h < ES_EGK_HOOKS; h++)
-		if (!es_json_add_int(o, es_egk_hook_names[h], at->ours[h]))
-			goto fail;
-	if (!(o = cJSON_AddObjectToObject(a, "programIds")))
-		goto fail;
-	for (int h = 0; h < ES_EGK_HOOKS; h++)
-		if (!es_json_add_int(o, es_egk_hook_names[h], at->prog_id[h]))
-			goto fail;
-	if (!es_json_add_int(a, "violations",
-			     (int64_t)es_egk_violations(e->k, p->slot)))
-		goto fail;
-	return a;
-fail:
-	cJSON_Delete(a);
-	return NULL;
-}
-
 int es_egress_annotate(es_egress *e, cJSON *objects)
 {
-	es_eg_plan cur;
-	es_egk_attach at;
+	const es_eg_input **pol = NULL;
+	const char **why = NULL;
+	es_eg_input *in = NULL;
+	cJSON **out = NULL, *entry;
 	char err[300] = "";
-	cJSON *entry, *a;
-	int set = 0, have = 0, ret = 0;
+	size_t n = 0, i = 0;
+	es_err rc = ES_OK;
+	int ret = -1;
 
 	if (!e)
 		return 0;
-	if (e->nft)
-		return es_egnft_annotate(e, objects);
-	memset(&cur, 0, sizeof(cur));
-	memset(&at, 0, sizeof(at));
-	if (e->k && es_egk_read(e->k, &cur, &set, err, sizeof(err)) == ES_OK &&
-	    es_egk_attachments(e->k, &at, err, sizeof(err)) == ES_OK)
-		have = 1;
+	cJSON_ArrayForEach(entry, objects)
+		n += is_policy(entry);
+	pol = calloc(n + 1, sizeof(*pol));
+	why = calloc(n + 1, sizeof(*why));
+	in = calloc(n + 1, sizeof(*in));
+	out = calloc(n + 1, sizeof(*out));
+	if (!pol || !why || !in || !out)
+		goto cleanup;
 	cJSON_ArrayForEach(entry, objects) {
-		if (es_obj_kind(entry) != ES_KIND_EGRESS_POLICY)
+		const eg_pol *p;
+
+		if (!is_policy(entry))
 			continue;
-		if (have)
-			a = actual_of(e, find(e, entry), &cur, set, &at);
-		else
-			a = unloaded(e->unavailable[0] ? e->unavailable :
-				     err[0] ? err : "the enforcer is not loaded");
-		if (!a) {
-			ret = -1;
-			break;
+		p = find(e, entry);
+		if (p && p->slot >= 0) {
+			egress__pol_input(p, &in[i]);
+			pol[i] = &in[i];
+		} else {
+			why[i] = !p ? "not known to the enforcer" :
+				 !p->spec ? "invalid spec" : "no policy slot left";
 		}
-		cJSON_DeleteItemFromObjectCaseSensitive(entry, "actual");
-		cJSON_AddItemToObject(entry, "actual", a);
+		i++;
 	}
-	es_eg_plan_free(&cur);
+	if (e->ops)
+		rc = e->ops->actual(e->b, pol, n, out, err, sizeof(err));
+	if (rc == ES_ERR_NOMEM)
+		goto cleanup;
+	for (i = 0; i < n; i++) {
+		if (e->ops && rc == ES_OK && pol[i])
+			continue;
+		cJSON_Delete(out[i]);
+		if (e->ops && rc == ES_OK)
+			out[i] = unloaded(e->ops->unenforced, why[i]);
+		else
+			out[i] = unloaded("none", e->unavailable[0] ? e->unavailable :
+					  err[0] ? err : "the enforcer is not loaded");
+	}
+	i = 0;
+	cJSON_ArrayForEach(entry, objects) {
+		if (!is_policy(entry))
+			continue;
+		if (!out[i])
+			goto cleanup;
+		cJSON_DeleteItemFromObjectCaseSensitive(entry, "actual");
+		cJSON_AddItemToObject(entry, "actual", out[i]);
+		out[i++] = NULL;
+	}
+	ret = 0;
+cleanup:
+	for (i = 0; out && i < n; i++)
+		cJSON_Delete(out[i]);
+	free(out);
+	free(in);
+	free(why);
+	free(pol);
 	return ret;
 }
 
@@ -132,9 +124,8 @@ void es_egress_free(es_egress *e)
 		return;
 	if (e->ctx)
 		lws_sul_cancel(&e->sul);
-	es_egk_close(e->k);
-	es_egnft_free(e->nft);
-	es_eg_plan_free(&e->written);
+	if (e->ops)
+		e->ops->free(e->b);
 	egress__pols_free(e);
 	free(e);
 }

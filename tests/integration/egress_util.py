@@ -81,6 +81,8 @@ class Worker:
     def close(self):
         self.p.kill()
         self.p.wait()
+        self.p.stdin.close()
+        self.p.stdout.close()
 
 
 class Listener:

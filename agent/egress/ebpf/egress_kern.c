@@ -19,6 +19,7 @@
 
 #include "egress.skel.h"
 #include "egress/ebpf/egress_kern_int.h"
+#include "es_fs.h"
 #include "es_log.h"
 
 #define BPFFS_MAGIC 0xcafe4a11
@@ -79,26 +80,6 @@ static uint32_t obj_id(int fd)
 	return info.id;
 }
 
-static es_err mkdir_p(const char *dir, char *err, size_t errsz)
-{
-	char path[512];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(path))
-		return es_errf(ES_ERR_INVAL, err, errsz, "egress-pin-dir: bad path");
-	memcpy(path, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		path[i] = '\0';
-		if (mkdir(path, 0700) != 0 && errno != EEXIST)
-			return es_errf(ES_ERR_IO, err, errsz, "cannot create %s: %s",
-				       path, strerror(errno));
-		path[i] = i == n ? '\0' : '/';
-	}
-	return ES_OK;
-}
-
 static es_err ensure_bpffs(const char *dir, char *err, size_t errsz)
 {
 	struct statfs sf;
@@ -112,7 +93,7 @@ static es_err ensure_bpffs(const char *dir, char *err, size_t errsz)
 				       "failed: %s", BPFFS_ROOT, strerror(errno));
 		es_log_info("egress", "mounted bpffs", "path", BPFFS_ROOT, NULL);
 	}
-	rc = mkdir_p(dir, err, errsz);
+	rc = es_fs_mkdir_p(dir, 0700, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	if (statfs(dir, &sf) != 0 || (unsigned long)sf.f_type != BPFFS_MAGIC)

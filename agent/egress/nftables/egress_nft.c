@@ -1,7 +1,7 @@
 /*
- * egress_nft.c - the nftables backend inside the EgressPolicy enforcer:
- * libnftables, cgroup paths, drift, counters, actual state (see
- * egress_nft.h).
+ * egress_nft.c - the nftables backend of the EgressPolicy enforcer
+ * (es_egb_nft_ops, egress_backend.h; the table is egress_nft.h's):
+ * libnftables, cgroup paths, drift, counters, actual state.
  */
 #define _GNU_SOURCE
 #include "egress/nftables/egress_nft.h"
@@ -17,22 +17,24 @@
 #include <dlfcn.h>
 #include <nftables/libnftables.h>
 
+#include "egress/egress_backend.h"
 #include "egress/egress_cgroup.h"
-#include "egress/egress_int.h"
 #include "es_json.h"
 #include "es_log.h"
 
 #define CG_MAX_DEPTH 64
 #define TABLE "inet " ES_EGNFT_TABLE
 
-struct es_egnft {
+/* The backend's state. */
+typedef struct egnft {
 	struct nft_ctx *ctx;
 	char *written;     /* the ruleset last written, counters at 0 */
 	cJSON *ref;        /* the table as listed right after that write,
 			      normalized (norm_listing) */
-	cJSON *counters;   /* the last counters listing (es_egnft_poll) */
-	int adopting;      /* 1 until the first enforce after loading */
-};
+	cJSON *counters;   /* the last counters listing (nft_poll) */
+	char cg_root[512]; /* the cgroup v2 hierarchy it was opened on */
+	char state_dir[512]; /* where the marker goes ("": nowhere) */
+} egnft;
 
 /*
  * libnftables, loaded with dlopen(3) the first time the nftables backend is
@@ -198,41 +200,39 @@ static int norm_listing(cJSON *l)
 	return 0;
 }
 
-static void marker_path(const es_egress *e, char *buf, size_t sz)
+static void marker_path(const char *state_dir, char *buf, size_t sz)
 {
-	snprintf(buf, sz, "%s/" ES_EGNFT_MARKER, e->state_dir);
+	snprintf(buf, sz, "%s/" ES_EGNFT_MARKER, state_dir);
 }
 
-int es_egnft_owned(const es_egress *e)
+static int nft_leftover(const es_egb_env *env)
 {
 	char p[640];
 	struct stat st;
 
-	if (e->nft)
-		return 1;
-	if (!e->state_dir[0])
+	if (!env->state_dir[0])
 		return 0;
-	marker_path(e, p, sizeof(p));
+	marker_path(env->state_dir, p, sizeof(p));
 	return stat(p, &st) == 0;
 }
 
 /* Creates the marker, durably, before the first write of the table. */
-static es_err marker_write(const es_egress *e, char *err, size_t errsz)
+static es_err marker_write(const egnft *n, char *err, size_t errsz)
 {
 	static const char text[] = "table " TABLE " written by this agent\n";
 	char p[640];
 	int fd, dfd, ok;
 
-	if (!e->state_dir[0])
+	if (!n->state_dir[0])
 		return ES_OK;
-	marker_path(e, p, sizeof(p));
+	marker_path(n->state_dir, p, sizeof(p));
 	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return es_errf(ES_ERR_IO, err, errsz, "%s: %s", p, strerror(errno));
 	ok = write(fd, text, sizeof(text) - 1) == (ssize_t)(sizeof(text) - 1) &&
 	     fsync(fd) == 0;
 	close(fd);
-	dfd = open(e->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open(n->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ok = ok && dfd >= 0 && fsync(dfd) == 0;
 	if (dfd >= 0)
 		close(dfd);
@@ -241,10 +241,27 @@ static es_err marker_write(const es_egress *e, char *err, size_t errsz)
 	return ES_OK;
 }
 
-static es_err open_ctx(es_egress *e, char *err, size_t errsz)
+static void nft_free(void *p)
 {
-	es_egnft *n = calloc(1, sizeof(*n));
+	egnft *n = p;
 
+	if (!n)
+		return;
+	if (n->ctx)
+		ctx_free(n->ctx);
+	free(n->written);
+	cJSON_Delete(n->ref);
+	cJSON_Delete(n->counters);
+	free(n);
+}
+
+/* Needs a libnftables context that can talk to the kernel (`list tables`). */
+static es_err nft_open(const es_egb_env *env, void **out, char *err,
+		       size_t errsz)
+{
+	egnft *n = calloc(1, sizeof(*n));
+
+	*out = NULL;
 	if (!n)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	if (!(n->ctx = ctx_new())) {
@@ -255,38 +272,15 @@ static es_err open_ctx(es_egress *e, char *err, size_t errsz)
 			       "nftables package)");
 	}
 	if (run(n->ctx, 0, "list tables", NULL, err, errsz) != ES_OK) {
-		es_egnft_free(n);
+		nft_free(n);
 		return ES_ERR_UNSUPPORTED;
 	}
-	n->adopting = 1;
-	e->nft = n;
-	return ES_OK;
-}
-
-es_err es_egnft_load(es_egress *e, const char *prior, char *why, size_t whysz)
-{
-	int forced = e->backend == EG_BACKEND_NFT;
-	char err[400];
-
-	snprintf(err, sizeof(err), "%s", prior);
-	if (!e->cg_root[0] || open_ctx(e, err, sizeof(err)) != ES_OK) {
-		if (forced)
-			snprintf(why, whysz, "nftables unavailable (%s)", err);
-		else
-			snprintf(why, whysz, "no enforcement backend: cgroup BPF "
-				 "unavailable (%s); nftables unavailable (%s)", prior, err);
-		e->unavail_reason = forced ? "NftablesUnavailable" :
-			"EnforcementUnavailable";
-		return ES_ERR_UNSUPPORTED;
-	}
-	e->unavailable[0] = '\0';
+	snprintf(n->cg_root, sizeof(n->cg_root), "%s", env->cg_root);
+	snprintf(n->state_dir, sizeof(n->state_dir), "%s", env->state_dir);
 	es_log_info("egress", "enforcing with nftables", "table", TABLE, "cgroup2",
-		    e->cg_root, "cgroup-bpf", forced ?
-		    "not tried (egress-backend nftables)" : prior, NULL);
-	if (es_egk_pinned(e->pin_dir) &&
-	    es_egk_remove(NULL, e->pin_dir, err, sizeof(err)) != ES_OK)
-		es_log_error("egress", "removing the pins of an earlier run", "error",
-			     err, NULL);
+		    env->cg_root, "cgroup-bpf", env->forced ?
+		    "not tried (egress-backend nftables)" : env->prior, NULL);
+	*out = n;
 	return ES_OK;
 }
 
@@ -383,47 +377,44 @@ static void plan_free(plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* The inputs of the enforced policies, targets resolved, counters 0. */
-static es_err plan_build(es_egress *e, plan *pl, char *err, size_t errsz)
+/* The inputs of the n enforced policies in[] (targets resolved), with
+ * their cgroups as nft names them, counters 0. */
+static es_err plan_build(const egnft *nf, const es_eg_input *in, size_t n,
+			 plan *pl, char *err, size_t errsz)
 {
 	size_t total = 0, off = 0;
 	uint64_t *ids = NULL;
 	es_err rc = ES_OK;
 
 	memset(pl, 0, sizeof(*pl));
-	if ((rc = egress__resolve_targets(e, err, errsz)) != ES_OK)
-		return rc;
-	for (size_t i = 0; i < e->npols; i++)
-		if (e->pols[i].slot >= 0)
-			total += e->pols[i].ncgids;
-	pl->in = calloc(e->npols + 1, sizeof(*pl->in));
+	for (size_t i = 0; i < n; i++)
+		total += in[i].ncgids;
+	pl->in = calloc(n + 1, sizeof(*pl->in));
 	pl->cgs = calloc(total + 1, sizeof(*pl->cgs));
 	ids = calloc(total + 1, sizeof(*ids));
 	if (!pl->in || !pl->cgs || !ids) {
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 		goto cleanup;
 	}
-	for (size_t i = 0; i < e->npols; i++)
-		for (size_t c = 0; e->pols[i].slot >= 0 && c < e->pols[i].ncgids; c++)
-			ids[off++] = e->pols[i].cgids[c];
-	cg_paths(e->cg_root, ids, total, pl->cgs);
+	for (size_t i = 0; i < n; i++)
+		for (size_t c = 0; c < in[i].ncgids; c++)
+			ids[off++] = in[i].cgids[c];
+	cg_paths(nf->cg_root, ids, total, pl->cgs);
 	off = 0;
-	for (size_t i = 0; i < e->npols; i++) {
-		eg_pol *p = &e->pols[i];
-		es_egnft_input *in = &pl->in[pl->n];
+	for (size_t i = 0; i < n; i++) {
+		const es_eg_input *p = &in[i];
+		es_egnft_input *ni = &pl->in[pl->n];
 		size_t kept = 0;
 
-		if (p->slot < 0)
-			continue;
-		in->name = p->name;
-		in->uid = p->uid;
-		in->generation = p->generation;
-		in->spec = p->spec;
-		in->cgroups = &pl->cgs[off];
+		ni->name = p->name;
+		ni->uid = p->uid;
+		ni->generation = p->generation;
+		ni->spec = p->spec;
+		ni->cgroups = &pl->cgs[off];
 		for (size_t c = 0; c < p->ncgids; c++)
 			if (pl->cgs[off + c].level >= 0)
 				pl->cgs[off + kept++] = pl->cgs[off + c];
-		in->ncgroups = kept;
+		ni->ncgroups = kept;
 		off += p->ncgids;
 		pl->n++;
 	}
@@ -449,26 +440,31 @@ static void seed(plan *pl, const cJSON *cur)
 	}
 }
 
-/* After loading: the refusals counted before count as reported. */
-static void adopt(es_egress *e, const cJSON *cur)
+/* After loading: what the table holds counted for each policy of the
+ * same uid. */
+static es_err nft_adopt_counts(void *p, const es_eg_input *in, size_t n,
+			       uint64_t *count, char *err, size_t errsz)
 {
+	egnft *nf = p;
+	cJSON *cur = NULL;
 	char uid[64];
-	time_t now = time(NULL);
+	es_err rc = list_table(nf->ctx, &cur, err, errsz);
 
-	for (size_t i = 0; cur && i < e->npols; i++) {
-		eg_pol *p = &e->pols[i];
+	if (rc != ES_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
 		int found = 0;
-		uint64_t c = es_egnft_counter(cur, p->name, NULL, &found);
+		uint64_t c = cur ? es_egnft_counter(cur, in[i].name, NULL, &found) : 0;
 
-		if (found && p->uid[0] &&
-		    !strcmp(es_egnft_uid(cur, p->name, uid, sizeof(uid)), p->uid)) {
-			p->reported = c;
-			p->last_event = now;
-		}
+		count[i] = found && in[i].uid[0] &&
+			   !strcmp(es_egnft_uid(cur, in[i].name, uid, sizeof(uid)),
+				   in[i].uid) ? c : ES_EGB_NOT_HELD;
 	}
+	cJSON_Delete(cur);
+	return ES_OK;
 }
 
-static void check_drift(es_egnft *n, const cJSON *cur, char *drift, size_t sz)
+static void check_drift(const egnft *n, const cJSON *cur, char *drift, size_t sz)
 {
 	cJSON *norm;
 
@@ -486,10 +482,13 @@ static void check_drift(es_egnft *n, const cJSON *cur, char *drift, size_t sz)
 	cJSON_Delete(norm);
 }
 
-void es_egnft_enforce(es_egress *e, char *drift, size_t driftsz, int *ok,
-		      char *err, size_t errsz)
+/* Lists the table, reports in drift a table missing or changed since the
+ * last write, and writes the ruleset when it differs from the last one
+ * written or drifted (counters carried over). */
+static void nft_apply(void *p, const es_eg_input *in, size_t n_in, char *drift,
+		      size_t driftsz, int *ok, char *err, size_t errsz)
 {
-	es_egnft *n = e->nft;
+	egnft *n = p;
 	cJSON *cur = NULL, *ref = NULL;
 	char *want = NULL, *text = NULL;
 	plan pl;
@@ -497,12 +496,9 @@ void es_egnft_enforce(es_egress *e, char *drift, size_t driftsz, int *ok,
 	memset(&pl, 0, sizeof(pl));
 	*ok = 0;
 	drift[0] = '\0';
-	if (plan_build(e, &pl, err, errsz) != ES_OK ||
+	if (plan_build(n, in, n_in, &pl, err, errsz) != ES_OK ||
 	    list_table(n->ctx, &cur, err, errsz) != ES_OK)
 		goto cleanup;
-	if (n->adopting)
-		adopt(e, cur);
-	n->adopting = 0;
 	check_drift(n, cur, drift, driftsz);
 	if (es_egnft_ruleset(pl.in, pl.n, &want, err, errsz) != ES_OK)
 		goto cleanup;
@@ -512,7 +508,7 @@ void es_egnft_enforce(es_egress *e, char *drift, size_t driftsz, int *ok,
 	}
 	seed(&pl, cur);
 	if (es_egnft_ruleset(pl.in, pl.n, &text, err, errsz) != ES_OK ||
-	    marker_write(e, err, errsz) != ES_OK ||
+	    marker_write(n, err, errsz) != ES_OK ||
 	    run(n->ctx, 0, text, NULL, err, errsz) != ES_OK)
 		goto cleanup;
 	free(n->written);
@@ -537,79 +533,57 @@ cleanup:
 	plan_free(&pl);
 }
 
-void es_egnft_poll(es_egress *e)
+/* Lists the counters once per tick (nft_violations). */
+static void nft_poll(void *p)
 {
+	egnft *n = p;
 	const char *o;
 	char err[300];
 
-	cJSON_Delete(e->nft->counters);
-	e->nft->counters = NULL;
-	if (run(e->nft->ctx, 1, "list counters table " TABLE, &o, err,
+	cJSON_Delete(n->counters);
+	n->counters = NULL;
+	if (run(n->ctx, 1, "list counters table " TABLE, &o, err,
 		sizeof(err)) == ES_OK)
-		es_json_parse(o, strlen(o), ES_JSON_MAX_DEPTH, &e->nft->counters,
+		es_json_parse(o, strlen(o), ES_JSON_MAX_DEPTH, &n->counters,
 			      err, sizeof(err));
 }
 
-uint64_t es_egnft_violations(es_egress *e, const char *name)
+/* Refusals counted for the policy as of the last nft_poll. */
+static uint64_t nft_violations(void *p, const es_eg_input *pol)
 {
-	return e->nft ? es_egnft_counter(e->nft->counters, name, NULL, NULL) : 0;
+	return es_egnft_counter(((egnft *)p)->counters, pol->name, NULL, NULL);
 }
 
-static const eg_pol *pol_of(const es_egress *e, const cJSON *entry)
+static void nft_describe(const es_eg_input *p, char *where, size_t sz)
 {
-	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(entry, "uid");
-	const cJSON *name = cJSON_GetObjectItemCaseSensitive(entry, "name");
-
-	for (size_t i = 0; cJSON_IsString(name) && i < e->npols; i++)
-		if (!strcmp(e->pols[i].name, name->valuestring) &&
-		    (!cJSON_IsString(uid) || !strcmp(e->pols[i].uid, uid->valuestring)))
-			return &e->pols[i];
-	return NULL;
+	snprintf(where, sz, "table " TABLE ", chain p_%s", p->name);
 }
 
-int es_egnft_annotate(es_egress *e, cJSON *objects)
+static es_err nft_actual(void *p, const es_eg_input *const *pol, size_t n,
+			 cJSON **out, char *err, size_t errsz)
 {
-	cJSON *cur = NULL, *entry;
-	char err[300] = "";
-	int ret = 0;
+	egnft *nf = p;
+	cJSON *cur = NULL;
+	es_err rc = ES_OK;
 
-	if (list_table(e->nft->ctx, &cur, err, sizeof(err)) != ES_OK)
+	if (list_table(nf->ctx, &cur, err, errsz) != ES_OK)
 		es_log_warn("egress", "cannot list the nftables table", "error", err,
 			    NULL);
-	cJSON_ArrayForEach(entry, objects) {
-		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(entry, "kind");
-		const eg_pol *p;
-		cJSON *a;
-
-		if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "EgressPolicy"))
-			continue;
-		p = pol_of(e, entry);
-		if (p && p->slot >= 0) {
-			a = es_egnft_actual(cur, p->name, p->uid);
-		} else if ((a = cJSON_CreateObject()) &&
-			   (!cJSON_AddStringToObject(a, "backend", "nftables") ||
-			    !cJSON_AddBoolToObject(a, "loaded", 0) ||
-			    !cJSON_AddStringToObject(a, "reason", !p ? "not known to the "
-						     "enforcer" : !p->spec ? "invalid spec" :
-						     "no policy slot left"))) {
-			cJSON_Delete(a);
-			a = NULL;
-		}
-		if (!a) {
-			ret = -1;
-			break;
-		}
-		cJSON_DeleteItemFromObjectCaseSensitive(entry, "actual");
-		cJSON_AddItemToObject(entry, "actual", a);
-	}
+	for (size_t i = 0; rc == ES_OK && i < n; i++)
+		if (pol[i] && !(out[i] = es_egnft_actual(cur, pol[i]->name, pol[i]->uid)))
+			rc = ES_ERR_NOMEM;
 	cJSON_Delete(cur);
-	return ret;
+	return rc;
 }
 
-es_err es_egnft_remove(es_egress *e, char *err, size_t errsz)
+/* Deletes the table (when there) and the marker, with the state's context
+ * or, without state, a new one. */
+static es_err nft_remove(void **p, const es_egb_env *env, char *err,
+			 size_t errsz)
 {
-	struct nft_ctx *c = e->nft ? e->nft->ctx : ctx_new();
-	char p[640];
+	egnft *n = *p;
+	struct nft_ctx *c = n ? n->ctx : ctx_new();
+	char path[640];
 	es_err rc;
 
 	if (!c)
@@ -618,28 +592,36 @@ es_err es_egnft_remove(es_egress *e, char *err, size_t errsz)
 			       "install the nftables package)");
 	rc = run(c, 0, "add table " TABLE "\ndelete table " TABLE "\n", NULL, err,
 		 errsz);
-	if (!e->nft)
+	if (!n)
 		ctx_free(c);
 	if (rc != ES_OK)
 		return rc;
-	es_egnft_free(e->nft);
-	e->nft = NULL;
-	if (e->state_dir[0]) {
-		marker_path(e, p, sizeof(p));
-		if (unlink(p) != 0 && errno != ENOENT)
-			return es_errf(ES_ERR_IO, err, errsz, "%s: %s", p, strerror(errno));
+	nft_free(n);
+	*p = NULL;
+	if (env->state_dir[0]) {
+		marker_path(env->state_dir, path, sizeof(path));
+		if (unlink(path) != 0 && errno != ENOENT)
+			return es_errf(ES_ERR_IO, err, errsz, "%s: %s", path,
+				       strerror(errno));
 	}
 	return ES_OK;
 }
 
-void es_egnft_free(es_egnft *n)
-{
-	if (!n)
-		return;
-	if (n->ctx)
-		ctx_free(n->ctx);
-	free(n->written);
-	cJSON_Delete(n->ref);
-	cJSON_Delete(n->counters);
-	free(n);
-}
+const es_egress_backend_ops es_egb_nft_ops = {
+	.name = "nftables",
+	.unavailable = "nftables unavailable",
+	.unavailable_reason = "NftablesUnavailable",
+	.unenforced = "nftables",
+	.removed = "no EgressPolicy remains: the nftables table inet "
+		   ES_EGNFT_TABLE " is deleted",
+	.leftover = nft_leftover,
+	.open = nft_open,
+	.adopt_counts = nft_adopt_counts,
+	.apply = nft_apply,
+	.poll = nft_poll,
+	.violations = nft_violations,
+	.describe = nft_describe,
+	.actual = nft_actual,
+	.remove = nft_remove,
+	.free = nft_free,
+};

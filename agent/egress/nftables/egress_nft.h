@@ -28,6 +28,10 @@
  * lists the table (libnftables JSON output) and compares it with what the
  * agent listed right after its own write.
  *
+ * The backend's operations (loading, writing, drift, counters, removal)
+ * are es_egb_nft_ops (egress_backend.h, egress_nft.c); this header has the
+ * text side: the ruleset and reading a listing back.
+ *
  * Threading: the event-loop thread only (libnftables contexts are not
  * shared).
  */
@@ -38,7 +42,6 @@
 #include <stdint.h>
 #include <time.h>
 #include <cjson/cJSON.h>
-#include "egress/egress.h"
 #include "es_egress.h"
 #include "es_err.h"
 
@@ -102,55 +105,5 @@ uint64_t es_egnft_counter(const cJSON *listing, const char *name,
  * into buf (sz bytes); "" when no rule of it is there. Returns buf. */
 char *es_egnft_uid(const cJSON *listing, const char *name, char *buf,
 		   size_t sz);
-
-/* ---- the backend inside the enforcer (egress.c hooks, egress_nft.c) ---- */
-
-typedef struct es_egnft es_egnft;
-
-/*
- * Chooses the nftables backend: needs e->cg_root (else prior, the error of
- * finding it, is the reason) and a libnftables context that can talk to
- * the kernel (`list tables`). On success sets e->nft (the first enforce
- * afterwards adopts the counters of a table an earlier run left) and
- * removes what an earlier run pinned in e->pin_dir. Otherwise why (whysz
- * bytes) says why, with prior (the cgroup BPF error) when the backend is
- * auto, and e->unavail_reason is NftablesUnavailable (egress-backend
- * nftables) or EnforcementUnavailable (auto). Errors: ES_ERR_UNSUPPORTED.
- */
-es_err es_egnft_load(es_egress *e, const char *prior, char *why, size_t whysz);
-
-/*
- * Brings the table to the enforced policies of e (those with a slot):
- * resolves their targets to cgroup paths, lists the table, reports in
- * drift (driftsz bytes; "" when none) a table missing or changed since the
- * agent's last write, and writes the ruleset when it differs from the last
- * one written or drifted. *ok 1 on success, else 0 with err.
- */
-void es_egnft_enforce(es_egress *e, char *drift, size_t driftsz, int *ok,
-		      char *err, size_t errsz);
-
-/* Lists the counters once (for es_egnft_violations in this tick). */
-void es_egnft_poll(es_egress *e);
-
-/* Refusals counted for policy name as of the last es_egnft_poll. */
-uint64_t es_egnft_violations(es_egress *e, const char *name);
-
-/* es_egress_annotate with the nftables backend loaded. 0, or -1 on
- * allocation failure. */
-int es_egnft_annotate(es_egress *e, cJSON *objects);
-
-/* 1 when e has the backend loaded or its state directory holds the marker
- * of a table written by an earlier run, else 0. */
-int es_egnft_owned(const es_egress *e);
-
-/*
- * Deletes the table (when there) and the marker, and frees e->nft.
- * Errors: ES_ERR_UNSUPPORTED (no libnftables context could talk to the
- * kernel), ES_ERR_IO (nft refused; err says why).
- */
-es_err es_egnft_remove(es_egress *e, char *err, size_t errsz);
-
-/* Closes the context; the table stays in the kernel. NULL-safe. */
-void es_egnft_free(es_egnft *n);
 
 #endif
