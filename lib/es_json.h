@@ -87,6 +87,20 @@ const cJSON *es_json_index_find(const es_json_index *ix, const char *key);
 void es_json_index_free(es_json_index *ix);
 
 /*
+ * 1 when a and b are the same JSON value: the same type, numbers equal as
+ * doubles (==), strings byte for byte, arrays element by element, objects
+ * with as many members, each name of one found in the other with an equal
+ * value (in any order; the first of a name given twice counts, as for
+ * cJSON lookups), else 0. NULL equals only NULL. Unlike cJSON_Compare,
+ * whose object comparison looks every member up linearly and whose numbers
+ * are equal within a relative 2^-52 (so 2^53-1 equals 2^53-2), time is in
+ * proportion to the sizes (times log of the largest object's member count)
+ * and numbers compare exactly. The recursion is as deep as the trees.
+ * Returns -1 when memory for an index runs out.
+ */
+int es_json_equal(const cJSON *a, const cJSON *b);
+
+/*
  * Exact integer of a number item, range-checked before any conversion (a
  * cast of an infinite or huge double is undefined behaviour): returns 0 and
  * sets *out when v is a number with no fraction in [min, max] (clamped to

@@ -487,6 +487,90 @@ static void test_int_value(void **state)
 	cJSON_Delete(v);
 }
 
+/* es_json_equal: exact, in any member order, in proportion to size. */
+static void test_equal(void **state)
+{
+	static const char *const same[][2] = {
+		{"{\"a\":1,\"b\":[1,\"x\",null,true]}", "{\"b\":[1,\"x\",null,true],\"a\":1.0}"},
+		{"{}", "{}"}, {"[]", "[]"}, {"null", "null"}, {"0", "-0"}, {"\"\"", "\"\""},
+		{"{\"a\":{\"b\":{\"c\":[{}]}}}", "{\"a\":{\"b\":{\"c\":[{}]}}}"},
+	};
+	static const char *const differ[][2] = {
+		{"{\"a\":1}", "{\"a\":1,\"b\":2}"}, {"{\"a\":1,\"b\":2}", "{\"a\":1,\"c\":2}"},
+		{"[1,2]", "[2,1]"}, {"[1]", "[1,1]"}, {"1", "\"1\""}, {"true", "false"},
+		{"null", "{}"}, {"{\"a\":\"x\"}", "{\"a\":\"X\"}"},
+		/* cJSON_Compare takes these as equal (within 2^-52). */
+		{"1", "1.0000000000000002"}, {"9007199254740991", "9007199254740990"},
+	};
+	char err[256] = "";
+	cJSON *a = NULL, *b = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		assert_int_equal(parse_str(same[i][0], &a, err, sizeof(err)), ES_OK);
+		assert_int_equal(parse_str(same[i][1], &b, err, sizeof(err)), ES_OK);
+		assert_int_equal(es_json_equal(a, b), 1);
+		assert_int_equal(es_json_equal(b, a), 1);
+		cJSON_Delete(a);
+		cJSON_Delete(b);
+	}
+	for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+		assert_int_equal(parse_str(differ[i][0], &a, err, sizeof(err)), ES_OK);
+		assert_int_equal(parse_str(differ[i][1], &b, err, sizeof(err)), ES_OK);
+		assert_int_equal(es_json_equal(a, b), 0);
+		assert_int_equal(es_json_equal(b, a), 0);
+		cJSON_Delete(a);
+		cJSON_Delete(b);
+	}
+	assert_int_equal(es_json_equal(NULL, NULL), 1);
+	a = cJSON_CreateObject();
+	assert_int_equal(es_json_equal(a, NULL), 0);
+	assert_int_equal(es_json_equal(NULL, a), 0);
+	cJSON_Delete(a);
+}
+
+/* A name given twice: the first counts on both sides, and every name of
+ * one side must be in the other. */
+static void test_equal_duplicate_names(void **state)
+{
+	cJSON *a = cJSON_CreateObject(), *b = cJSON_CreateObject();
+
+	(void)state;
+	assert_non_null(cJSON_AddNumberToObject(a, "x", 1));
+	assert_non_null(cJSON_AddNumberToObject(a, "x", 1));
+	assert_non_null(cJSON_AddNumberToObject(b, "x", 1));
+	assert_non_null(cJSON_AddNumberToObject(b, "y", 1));
+	assert_int_equal(es_json_equal(a, b), 0);
+	assert_int_equal(es_json_equal(b, a), 0);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
+/* Equal objects of 200 000 members each, one level down: member lookups in
+ * a list (cJSON_Compare) would take 2e10 string comparisons (minutes; the
+ * past the test's CTest timeout). */
+static void test_equal_large(void **state)
+{
+	const int n = 200000;
+	cJSON *a = cJSON_CreateObject(), *oa = cJSON_AddObjectToObject(a, "o"), *b, *m;
+	char k[16];
+
+	(void)state;
+	assert_non_null(oa);
+	for (int i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "m%d", i);
+		assert_non_null(cJSON_AddNumberToObject(oa, k, i));
+	}
+	b = cJSON_Duplicate(a, 1);
+	assert_non_null(b);
+	assert_int_equal(es_json_equal(a, b), 1);
+	m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b, "o"), "m199999");
+	cJSON_SetNumberValue(m, 0);
+	assert_int_equal(es_json_equal(a, b), 0);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +592,9 @@ int main(void)
 		cmocka_unit_test(test_overlong_utf8_refused),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_int_value),
+		cmocka_unit_test(test_equal),
+		cmocka_unit_test(test_equal_duplicate_names),
+		cmocka_unit_test(test_equal_large),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
