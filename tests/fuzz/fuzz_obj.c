@@ -15,8 +15,11 @@
  *    again parses to the same milliseconds, its metric and operator name
  *    themselves; an EgressPolicy's CIDRs formatted again parse to the same
  *    network, and its rules have a canonical list;
- *  - es_obj_selects and es_egress_diff run on the object's own labels and
- *    `status` (the shape agents report), for their crashes only.
+ *  - es_obj_selects runs on the object's own labels, and es_egress_diff on
+ *    the spec and an actual kernel state, for their crashes only: the
+ *    object's own `actual` or `status.actual`, else the first `actual` of a
+ *    report in the same input (body.status.objects[], where agents report
+ *    it; seed.sh makes such an input of a golden policy and report).
  */
 #include <string.h>
 
@@ -54,7 +57,7 @@ static void check_health(const cJSON *spec, int must_accept)
 	es_health_format_value(rule.threshold, buf, sizeof(buf));
 }
 
-static void check_egress(const cJSON *spec, const cJSON *status, int must_accept)
+static void check_egress(const cJSON *spec, const cJSON *actual, int must_accept)
 {
 	static es_egress_spec out; /* 100 KB: not on the stack */
 	char err[512] = "", buf[64];
@@ -90,7 +93,7 @@ static void check_egress(const cJSON *spec, const cJSON *status, int must_accept
 	FUZZ_CHECK(rc == ES_OK || rc == ES_ERR_NOMEM, "accepted rules have no canonical "
 		   "list: %s", err);
 	if ((diffs = cJSON_CreateArray()) != NULL)
-		es_egress_diff(spec, status, diffs);
+		es_egress_diff(spec, actual, diffs);
 	cJSON_Delete(canon);
 	cJSON_Delete(diffs);
 }
@@ -109,10 +112,40 @@ static void check_collector(const cJSON *spec, int must_accept)
 	FUZZ_CHECK((cfg.mask & ~(unsigned)ES_COLLECT_ALL) == 0, "mask %#x", cfg.mask);
 }
 
-static void check_object(const cJSON *obj)
+/* The object's own actual state: `actual` or `status.actual`; NULL. */
+static const cJSON *own_actual(const cJSON *obj)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, "actual");
+
+	return a ? a : cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(obj, "status"), "actual");
+}
+
+/* The first actual state in a list of objects and report messages. */
+static const cJSON *first_actual(const cJSON *list)
+{
+	const cJSON *it, *objs, *o, *a;
+
+	cJSON_ArrayForEach(it, list) {
+		if ((a = own_actual(it)) != NULL)
+			return a;
+		objs = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(it, "body"), "status"),
+			"objects");
+		if (!cJSON_IsArray(objs))
+			continue;
+		cJSON_ArrayForEach(o, objs)
+			if ((a = own_actual(o)) != NULL)
+				return a;
+	}
+	return NULL;
+}
+
+static void check_object(const cJSON *obj, const cJSON *fallback)
 {
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-	const cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	const cJSON *actual = own_actual(obj) ? own_actual(obj) : fallback;
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 	char err[512] = "";
 	es_kind kind = ES_KIND_UNKNOWN;
@@ -134,7 +167,7 @@ static void check_object(const cJSON *obj)
 		spec = obj;
 	check_collector(spec, kind == ES_KIND_COLLECTOR_CONFIG);
 	check_health(spec, kind == ES_KIND_HEALTH_RULE);
-	check_egress(spec, status, kind == ES_KIND_EGRESS_POLICY);
+	check_egress(spec, actual, kind == ES_KIND_EGRESS_POLICY);
 	es_obj_selects(obj, cJSON_GetObjectItemCaseSensitive(md, "labels"));
 	es_obj_selects(obj, NULL);
 }
@@ -152,10 +185,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cJSON_IsArray(root))
 		list = root;
 	if (cJSON_IsArray(list)) {
+		const cJSON *actual = first_actual(list);
+
 		cJSON_ArrayForEach(it, list)
-			check_object(it);
+			check_object(it, actual);
 	} else {
-		check_object(root);
+		check_object(root, NULL);
 	}
 	cJSON_Delete(root);
 	return 0;

@@ -11,7 +11,9 @@
 #   fuzz_mpatch_large  two pairs of objects of 5 000 and 12 000 members that
 #                a quadratic merge or diff could not finish within the CTest
 #                run's -timeout
-#   fuzz_obj     proto/golden/objects/*.json, proto/golden/desired-*.json
+#   fuzz_obj     proto/golden/objects/*.json, proto/golden/desired-*.json,
+#                and arrays [policy, report] of the golden EgressPolicy and
+#                a report of its actual state
 #   fuzz_yaml    packaging/examples/*.yaml, proto/golden/objects/*.json
 #   fuzz_config  tests/fixtures/config/*, packaging/etc/*.conf
 #   fuzz_report  proto/golden/report-*.json, and sequences "MSG\0MSG..." of
@@ -69,6 +71,10 @@ awk 'BEGIN {
 
 fresh fuzz_obj
 cp "$golden"/objects/*.json "$golden"/desired-*.json "$out/fuzz_obj/"
+for r in report-snapshot report-snapshot-nftables; do
+    { printf '['; cat "$golden/objects/egresspolicy.json"; printf ','
+      cat "$golden/$r.json"; printf ']'; } >"$out/fuzz_obj/egresspolicy-$r"
+done
 
 fresh fuzz_yaml
 cp "$src"/packaging/examples/*.yaml "$golden"/objects/*.json "$out/fuzz_yaml/"
