@@ -18,10 +18,11 @@
  * uses -timeout=2) turns an input that makes them quadratic into a failure:
  * the CTest test fuzz_mpatch_large runs this target on two pairs of objects
  * of 5 000 and 12 000 members (tests/fuzz/seed.sh) that a quadratic merge
- * or diff cannot finish in time (about 6 s each here, against 0.2 s). The reference and the comparisons
- * made here (fuzz_json_equal) look members up linearly, quadratic in an
- * object's member count themselves, so they run only on inputs of at most
- * REF_MAX bytes; larger inputs run the library alone.
+ * or diff cannot finish in time (about 6 s each here, against 0.2 s). The
+ * reference and the comparisons (fuzz_json_equal, which checks
+ * es_json_equal against cJSON_Compare) look members up linearly, quadratic
+ * in an object's member count themselves, so they run only on inputs of at
+ * most REF_MAX bytes; larger inputs run the library alone.
  */
 #include <stdlib.h>
 

@@ -48,12 +48,11 @@ size_t fuzz_split(const uint8_t *data, size_t size, fuzz_piece *pieces, size_t m
 const char *fuzz_json_show(const cJSON *v, int slot);
 
 /*
- * 1 when a and b are the same JSON value, exactly: the same type, numbers
- * equal as doubles (==, not cJSON_Compare's relative epsilon), strings
- * byte for byte, arrays element by element, objects with the same member
- * names each with an equal value (in any order; names are unique, as
- * es_json_parse makes them). Plain linear lookups: quadratic in a member
- * count. NULL equals only NULL.
+ * es_json_equal(a, b) (lib/es_json.h: exact), checked against cJSON's own
+ * comparison: values es_json_equal finds equal must be equal for
+ * cJSON_Compare too (it only adds a relative epsilon for numbers). Aborts
+ * through FUZZ_CHECK on a disagreement or when memory runs out. Returns 1
+ * or 0. cJSON_Compare is quadratic in a member count: use on small trees.
  */
 int fuzz_json_equal(const cJSON *a, const cJSON *b);
 
