@@ -604,25 +604,39 @@ es_err es_json_get_arr(const cJSON *obj, const char *what, const char *key,
 /* The writers below ignore the result of each append: es_buf keeps the
  * first error, checked once in es_json_print. */
 
-/* Integers up to 2^53 in magnitude print as integers; other finite numbers
- * with the shortest of 15 or 17 significant digits that reads back exactly;
- * NaN and infinities (not JSON) as null, as cJSON does. */
-static void out_number(es_buf *o, double d)
+char *es_json_number_text(double d, char buf[ES_JSON_NUMBER_LEN])
 {
-	char b[64];
+	char b[ES_JSON_NUMBER_LEN];
+	int prec;
 
-	if (!isfinite(d)) {
-		es_buf_append_str(o, "null");
-		return;
-	}
-	if (d == floor(d) && fabs(d) <= 9007199254740992.0) {
+	if (!isfinite(d))
+		return NULL;
+	if (d == floor(d) && fabs(d) <= (double)ES_JSON_MAX_INT) {
 		snprintf(b, sizeof(b), "%lld", (long long)d);
 	} else {
-		snprintf(b, sizeof(b), "%.15g", d);
-		if (strtod(b, NULL) != d)
+		for (prec = 15; prec < 17; prec++) {
+			snprintf(b, sizeof(b), "%.*g", prec, d);
+			if (strtod(b, NULL) == d)
+				break;
+		}
+		if (prec == 17)
 			snprintf(b, sizeof(b), "%.17g", d);
+		/* Past 2^53-1 every double is an integer, and an integer
+		 * literal there is refused (RFC 7493 section 2.2): "%.17g"
+		 * writes 2^53 + 2 as "9007199254740994". */
+		if (strpbrk(b, ".eE") == NULL)
+			strcat(b, ".0");
 	}
-	es_buf_append_str(o, b);
+	memcpy(buf, b, sizeof(b));
+	return buf;
+}
+
+static void out_number(es_buf *o, double d)
+{
+	char b[ES_JSON_NUMBER_LEN];
+
+	/* NaN and infinities (not JSON) as null, as cJSON does. */
+	es_buf_append_str(o, es_json_number_text(d, b) ? b : "null");
 }
 
 /* RFC 8259 section 7: quote, backslash and control characters escaped,

@@ -571,6 +571,49 @@ static void test_equal_large(void **state)
 	cJSON_Delete(b);
 }
 
+/* Printed numbers read back as the same double, and are never integer
+ * literals past 2^53-1, which es_json_parse refuses (found by
+ * tests/fuzz/fuzz_proto: 9007199254740993.5 was printed as
+ * "9007199254740994", and a controller that stored it could not read its
+ * node back). */
+static void test_print_numbers_read_back(void **state)
+{
+	static const char *const texts[][2] = {
+		{"9007199254740993.5", "9007199254740994.0"},
+		{"9.007199254740992e15", "9007199254740992.0"},
+		{"-9007199254740993.5", "-9007199254740994.0"},
+		{"1e17", "1e+17"},
+		{"9007199254740991", "9007199254740991"},
+		{"0.30000000000000004", "0.30000000000000004"},
+		{"1.0000000000000002", "1.0000000000000002"},
+		{"0.1", "0.1"},
+		{"90071992547409224.0191", NULL},
+		{"123456789012345678.5", NULL},
+		{"5e-324", NULL},
+		{"1.7976931348623157e308", NULL},
+	};
+	char err[256] = "", buf[ES_JSON_NUMBER_LEN];
+	cJSON *v = NULL, *again = NULL;
+	char *txt;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		assert_int_equal(parse_str(texts[i][0], &v, err, sizeof(err)), ES_OK);
+		txt = es_json_print(v);
+		assert_non_null(txt);
+		if (texts[i][1])
+			assert_string_equal(txt, texts[i][1]);
+		assert_string_equal(es_json_number_text(v->valuedouble, buf), txt);
+		assert_int_equal(parse_str(txt, &again, err, sizeof(err)), ES_OK);
+		assert_true(again->valuedouble == v->valuedouble);
+		cJSON_Delete(again);
+		cJSON_Delete(v);
+		free(txt);
+	}
+	assert_null(es_json_number_text(INFINITY, buf));
+	assert_null(es_json_number_text(NAN, buf));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -595,6 +638,7 @@ int main(void)
 		cmocka_unit_test(test_equal),
 		cmocka_unit_test(test_equal_duplicate_names),
 		cmocka_unit_test(test_equal_large),
+		cmocka_unit_test(test_print_numbers_read_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
