@@ -5,9 +5,11 @@
  *
  * Every input is loaded as a manifest. A refused one must leave no tree and
  * say why. From an accepted one, every object is emitted as YAML, and the
- * emitted text must load again to exactly one object equal to it
- * (fuzz_json_equal: the same numbers, not only close ones), as yaml.h
- * promises; emitting that object again gives the same text.
+ * emitted text must load again to exactly that object (fuzz_json_equal:
+ * the same numbers, not only close ones), as yaml.h promises, and emitting
+ * it again gives the same text. An object of kind List (one that was an
+ * item of a top-level sequence) loads again as its items, as any List
+ * document does.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +17,24 @@
 #include "edgesyncctl/yaml.h"
 #include "fuzz_util.h"
 
+/* A document of kind List: its items (absent or null: none); NULL when
+ * obj is not one. */
+static const cJSON *list_items(const cJSON *obj)
+{
+	static const cJSON none = {.type = cJSON_Array};
+	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(obj, "items");
+
+	if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "List") != 0)
+		return NULL;
+	return cJSON_IsArray(items) ? items : &none;
+}
+
 static void round_trip(const cJSON *obj)
 {
 	char err[512] = "";
 	char *text = es_yaml_emit(obj, err, sizeof(err)), *text2 = NULL;
+	const cJSON *items = list_items(obj);
 	cJSON *again = NULL;
 	es_err rc;
 
@@ -29,6 +45,20 @@ static void round_trip(const cJSON *obj)
 	if (!text)
 		return;
 	rc = es_yaml_load(text, strlen(text), "emitted", &again, err, sizeof(err));
+	if (items) {
+		const cJSON *it;
+		int all_objects = 1;
+
+		cJSON_ArrayForEach(it, items)
+			all_objects &= cJSON_IsObject(it);
+		FUZZ_CHECK(all_objects ? rc == ES_OK || rc == ES_ERR_NOMEM : rc == ES_ERR_INVAL,
+			   "emitted List loads with error %d: %s\n--- emitted:\n%.2000s", rc,
+			   err, text);
+		FUZZ_CHECK(rc != ES_OK || fuzz_json_equal(items, again),
+			   "emitted List loads as %s, not its items %s", fuzz_json_show(again, 0),
+			   fuzz_json_show(items, 1));
+		goto cleanup;
+	}
 	FUZZ_CHECK(rc == ES_OK || rc == ES_ERR_NOMEM,
 		   "emitted YAML does not load: %s\n--- emitted:\n%.2000s", err, text);
 	if (rc != ES_OK)
