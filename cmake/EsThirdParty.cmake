@@ -150,11 +150,23 @@ function(_es_build name pkg file sha srcdir lib cache_text)
     message(STATUS "edgesync: built ${name} in ${dt} s (logs: ${ES_DEPS_DIR}/${name}-*.log)")
 endfunction()
 
-# Settings shared by both builds: static, PIC, Release, the same C compiler
-# as edgesync, installed under _deps/install/{include,lib}.
+# The C compiler of both builds: edgesync's, except in the fuzz build
+# (clang, EsFuzz.cmake), which reuses through its symlinked _deps what the
+# default build made with cc: another compiler here would rebuild them.
+if(ES_FUZZ)
+    find_program(_es_default_cc NAMES cc gcc)
+    set(_es_deps_cc_default "${_es_default_cc}")
+else()
+    set(_es_deps_cc_default "${CMAKE_C_COMPILER}")
+endif()
+set(ES_DEPS_C_COMPILER "${_es_deps_cc_default}" CACHE FILEPATH
+    "C compiler of the third-party builds (default: edgesync's; cc in the fuzz build)")
+
+# Settings shared by both builds: static, PIC, Release, ES_DEPS_C_COMPILER,
+# installed under _deps/install/{include,lib}.
 set(_es_common "\
 set(CMAKE_BUILD_TYPE Release CACHE STRING \"\")
-set(CMAKE_C_COMPILER \"${CMAKE_C_COMPILER}\" CACHE FILEPATH \"\")
+set(CMAKE_C_COMPILER \"${ES_DEPS_C_COMPILER}\" CACHE FILEPATH \"\")
 set(CMAKE_POSITION_INDEPENDENT_CODE ON CACHE BOOL \"\")
 set(CMAKE_INSTALL_PREFIX \"${ES_DEPS_INSTALL}\" CACHE PATH \"\")
 set(CMAKE_INSTALL_LIBDIR lib CACHE PATH \"\")

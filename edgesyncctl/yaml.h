@@ -53,7 +53,8 @@ es_err es_yaml_load(const char *text, size_t len, const char *what,
  * characters plain style cannot carry). Integral numbers within +-2^53 are
  * written without a fraction; other numbers with the shortest text that
  * reads back as the same double. es_yaml_load of the result gives back a
- * tree equal to v (cJSON_Compare) when v is an object.
+ * tree equal to v (cJSON_Compare) when v is an object; for an object of
+ * kind List, as for every document, it gives back the items instead.
  * Returns a malloc'd NUL-terminated string the caller frees, or NULL when
  * allocation fails or v holds a non-finite number (err says which).
  */

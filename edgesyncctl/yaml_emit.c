@@ -3,7 +3,6 @@
  */
 #include "yaml.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,31 +48,11 @@ static int emit_scalar(yaml_emitter_t *em, const char *s, yaml_scalar_style_t st
 	return yaml_emitter_emit(em, &ev);
 }
 
-static int format_number(double d, char *buf, size_t bufsz)
-{
-	int prec;
-
-	if (!isfinite(d))
-		return 0;
-	if (d == trunc(d) && fabs(d) <= (double)ES_JSON_MAX_INT) {
-		snprintf(buf, bufsz, "%.0f", d);
-		return 1;
-	}
-	for (prec = 15; prec <= 17; prec++) {
-		snprintf(buf, bufsz, "%.*g", prec, d);
-		if (strtod(buf, NULL) == d)
-			break;
-	}
-	if (!strpbrk(buf, ".eE"))
-		strncat(buf, ".0", bufsz - strlen(buf) - 1);
-	return 1;
-}
-
 static int emit_value(yaml_emitter_t *em, const cJSON *v, char *err, size_t errsz)
 {
 	yaml_event_t ev;
 	const cJSON *c;
-	char num[64];
+	char num[ES_JSON_NUMBER_LEN];
 
 	if (cJSON_IsObject(v)) {
 		if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE) ||
@@ -98,7 +77,9 @@ static int emit_value(yaml_emitter_t *em, const cJSON *v, char *err, size_t errs
 	if (cJSON_IsString(v))
 		return emit_scalar(em, v->valuestring, str_style(v->valuestring));
 	if (cJSON_IsNumber(v)) {
-		if (!format_number(v->valuedouble, num, sizeof(num))) {
+		/* JSON's text of the number is also a YAML 1.2 core schema
+		 * int or float that reads back as the same double. */
+		if (!es_json_number_text(v->valuedouble, num)) {
 			es_errf(ES_ERR_INVAL, err, errsz, "number is not finite");
 			return 0;
 		}

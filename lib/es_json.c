@@ -283,6 +283,63 @@ void es_json_index_free(es_json_index *ix)
 	ix->n = 0;
 }
 
+/* Objects for es_json_equal: every member of x has an equal one in y
+ * (eq) or at least a name in y (names only); 1, 0 or -1 as es_json_equal. */
+static int members_in(const cJSON *x, const es_json_index *y, int names_only)
+{
+	const cJSON *m, *o;
+	int eq;
+
+	cJSON_ArrayForEach(m, x) {
+		if (m->string == NULL)
+			continue;
+		if ((o = es_json_index_find(y, m->string)) == NULL)
+			return 0;
+		if (!names_only && (eq = es_json_equal(m, o)) != 1)
+			return eq;
+	}
+	return 1;
+}
+
+int es_json_equal(const cJSON *a, const cJSON *b)
+{
+	const cJSON *x, *y;
+	es_json_index ia = {0}, ib = {0};
+	int eq;
+
+	if (a == NULL || b == NULL)
+		return a == b;
+	if ((a->type & 0xff) != (b->type & 0xff))
+		return 0;
+	if (cJSON_IsNumber(a))
+		return a->valuedouble == b->valuedouble;
+	if (cJSON_IsString(a) || cJSON_IsRaw(a))
+		return a->valuestring != NULL && b->valuestring != NULL ?
+		       strcmp(a->valuestring, b->valuestring) == 0 :
+		       a->valuestring == b->valuestring;
+	if (cJSON_IsArray(a)) {
+		for (x = a->child, y = b->child; x != NULL && y != NULL;
+		     x = x->next, y = y->next)
+			if ((eq = es_json_equal(x, y)) != 1)
+				return eq;
+		return x == NULL && y == NULL;
+	}
+	if (!cJSON_IsObject(a))
+		return 1; /* null, true, false */
+	if (es_json_index_init(&ia, a) != ES_OK || es_json_index_init(&ib, b) != ES_OK) {
+		eq = -1;
+	} else if (ia.n != ib.n) {
+		eq = 0;
+	} else {
+		eq = members_in(a, &ib, 0);
+		if (eq == 1)
+			eq = members_in(b, &ia, 1);
+	}
+	es_json_index_free(&ia);
+	es_json_index_free(&ib);
+	return eq;
+}
+
 int es_json_int_value(const cJSON *v, int64_t min, int64_t max, int64_t *out)
 {
 	double d;
@@ -551,25 +608,39 @@ es_err es_json_get_arr(const cJSON *obj, const char *what, const char *key,
 /* The writers below ignore the result of each append: es_buf keeps the
  * first error, checked once in es_json_print. */
 
-/* Integers up to 2^53 in magnitude print as integers; other finite numbers
- * with the shortest of 15 or 17 significant digits that reads back exactly;
- * NaN and infinities (not JSON) as null, as cJSON does. */
-static void out_number(es_buf *o, double d)
+char *es_json_number_text(double d, char buf[ES_JSON_NUMBER_LEN])
 {
-	char b[64];
+	char b[ES_JSON_NUMBER_LEN];
+	int prec;
 
-	if (!isfinite(d)) {
-		es_buf_append_str(o, "null");
-		return;
-	}
-	if (d == floor(d) && fabs(d) <= 9007199254740992.0) {
+	if (!isfinite(d))
+		return NULL;
+	if (d == floor(d) && fabs(d) <= (double)ES_JSON_MAX_INT) {
 		snprintf(b, sizeof(b), "%lld", (long long)d);
 	} else {
-		snprintf(b, sizeof(b), "%.15g", d);
-		if (strtod(b, NULL) != d)
+		for (prec = 15; prec < 17; prec++) {
+			snprintf(b, sizeof(b), "%.*g", prec, d);
+			if (strtod(b, NULL) == d)
+				break;
+		}
+		if (prec == 17)
 			snprintf(b, sizeof(b), "%.17g", d);
+		/* Past 2^53-1 every double is an integer, and an integer
+		 * literal there is refused (RFC 7493 section 2.2): "%.17g"
+		 * writes 2^53 + 2 as "9007199254740994". */
+		if (strpbrk(b, ".eE") == NULL)
+			strcat(b, ".0");
 	}
-	es_buf_append_str(o, b);
+	memcpy(buf, b, sizeof(b));
+	return buf;
+}
+
+static void out_number(es_buf *o, double d)
+{
+	char b[ES_JSON_NUMBER_LEN];
+
+	/* NaN and infinities (not JSON) as null, as cJSON does. */
+	es_buf_append_str(o, es_json_number_text(d, b) ? b : "null");
 }
 
 /* RFC 8259 section 7: quote, backslash and control characters escaped,

@@ -87,6 +87,20 @@ const cJSON *es_json_index_find(const es_json_index *ix, const char *key);
 void es_json_index_free(es_json_index *ix);
 
 /*
+ * 1 when a and b are the same JSON value: the same type, numbers equal as
+ * doubles (==), strings byte for byte, arrays element by element, objects
+ * with as many members, each name of one found in the other with an equal
+ * value (in any order; the first of a name given twice counts, as for
+ * cJSON lookups), else 0. NULL equals only NULL. Unlike cJSON_Compare,
+ * whose object comparison looks every member up linearly and whose numbers
+ * are equal within a relative 2^-52 (so 2^53-1 equals 2^53-2), time is in
+ * proportion to the sizes (times log of the largest object's member count)
+ * and numbers compare exactly. The recursion is as deep as the trees.
+ * Returns -1 when memory for an index runs out.
+ */
+int es_json_equal(const cJSON *a, const cJSON *b);
+
+/*
  * Exact integer of a number item, range-checked before any conversion (a
  * cast of an infinite or huge double is undefined behaviour): returns 0 and
  * sets *out when v is a number with no fraction in [min, max] (clamped to
@@ -94,9 +108,27 @@ void es_json_index_free(es_json_index *ix);
  */
 int es_json_int_value(const cJSON *v, int64_t min, int64_t max, int64_t *out);
 
+/* Room for any text es_json_number_text writes, with its NUL. */
+#define ES_JSON_NUMBER_LEN 32
+
 /*
- * Serialises v compactly (no spaces). Returns a malloc'd NUL-terminated
- * string the caller frees with free(), or NULL on allocation failure.
+ * Writes the JSON text of the finite number d into buf, text es_json_parse
+ * reads back as the same double: an integer within 2^53-1 as one ("42");
+ * any other number with the fewest of 15, 16 or 17 significant digits that
+ * read back exactly ("0.1", "0.30000000000000004"), given ".0" when that
+ * leaves an integer literal, which past 2^53-1 es_json_parse refuses
+ * (RFC 7493 section 2.2: "9007199254740994.0"; "1e+17" is kept). Returns
+ * buf, or NULL for NaN and infinities, which JSON cannot carry (buf is
+ * then unchanged).
+ */
+char *es_json_number_text(double d, char buf[ES_JSON_NUMBER_LEN]);
+
+/*
+ * Serialises v compactly (no spaces), numbers as es_json_number_text
+ * writes them (NaN and infinities, which JSON cannot carry, as null), so
+ * that es_json_parse reads what it parsed back to an equal tree. Returns a
+ * malloc'd NUL-terminated string the caller frees with free(), or NULL on
+ * allocation failure.
  */
 char *es_json_print(const cJSON *v);
 

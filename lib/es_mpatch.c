@@ -81,8 +81,8 @@ es_err es_mpatch_apply(cJSON **target, const cJSON *patch)
 	return ES_OK;
 }
 
-/* Diff of two objects, with indexed lookups as in merge(); NULL on
- * allocation failure. */
+/* Diff of two objects, with indexed lookups as in merge() and members
+ * compared with es_json_equal; NULL on allocation failure. */
 static cJSON *diff_objects(const cJSON *from, const cJSON *to)
 {
 	cJSON *out = NULL;
@@ -97,6 +97,7 @@ static cJSON *diff_objects(const cJSON *from, const cJSON *to)
 		goto fail;
 	cJSON_ArrayForEach(m, from) {
 		const cJSON *t;
+		int eq;
 
 		if (m->string == NULL || es_json_index_find(&fix, m->string) != m)
 			continue;
@@ -106,7 +107,10 @@ static cJSON *diff_objects(const cJSON *from, const cJSON *to)
 				goto fail;
 			continue;
 		}
-		if (cJSON_Compare(m, t, 1))
+		/* Not cJSON_Compare: quadratic in a member object's size. */
+		if ((eq = es_json_equal(m, t)) < 0)
+			goto fail;
+		if (eq)
 			continue;
 		if (cJSON_IsObject(m) && cJSON_IsObject(t)) {
 			cJSON *sub = diff_objects(m, t);

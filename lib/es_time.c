@@ -9,10 +9,24 @@
 char *es_time_rfc3339(time_t t, char *buf)
 {
 	struct tm tm;
+	int64_t v = (int64_t)t;
 
-	if (gmtime_r(&t, &tm) == NULL ||
-	    strftime(buf, ES_TIME_RFC3339_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+	/* date-fullyear is 4DIGIT (RFC 3339 section 5.6): strftime's %Y
+	 * would write "314" or "10000". */
+	if (v < ES_TIME_RFC3339_MIN)
+		t = (time_t)ES_TIME_RFC3339_MIN;
+	else if (v > ES_TIME_RFC3339_MAX)
+		t = (time_t)ES_TIME_RFC3339_MAX;
+	if (gmtime_r(&t, &tm) == NULL)
 		snprintf(buf, ES_TIME_RFC3339_LEN, "1970-01-01T00:00:00Z");
+	else
+		/* The fields are in range; the remainders tell the compiler
+		 * that the text fits. */
+		snprintf(buf, ES_TIME_RFC3339_LEN, "%04u-%02u-%02uT%02u:%02u:%02uZ",
+			 (unsigned)(tm.tm_year + 1900) % 10000u,
+			 (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u,
+			 (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u,
+			 (unsigned)tm.tm_sec % 100u);
 	return buf;
 }
 

@@ -18,6 +18,7 @@ PACKAGES=(
     zlib1g-dev libcjson-dev libsqlite3-dev sqlite3 libcmocka-dev libyaml-dev
     python3 python3-jsonschema python3-yaml bzip2 ca-certificates curl procps
     iproute2 dpkg-dev prometheus nftables libnftables-dev
+    libclang-rt-14-dev
 )
 
 SRC_FILE=/etc/apt/sources.list.d/trixie-src.sources

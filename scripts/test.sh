@@ -5,10 +5,13 @@
 # libwebsockets 4.3 are built from Debian 13 sources inside the build tree),
 # builds with warnings as errors, runs the whole suite, then builds again
 # with AddressSanitizer and UndefinedBehaviorSanitizer and runs the unit and
-# integration tests a second time.
+# integration tests a second time. Last it builds the libFuzzer targets
+# (tests/fuzz) with clang in a tree of their own and runs each for
+# ES_FUZZ_SECONDS (CTest label fuzz).
 #
 # Environment: ES_BUILD_DIR (default build), ES_JOBS (default nproc),
-# ES_SKIP_SANITIZE=1 skips the sanitizer pass (local use only).
+# ES_SKIP_SANITIZE=1 skips the sanitizer pass and ES_SKIP_FUZZ=1 the fuzz
+# pass (local use only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,4 +41,24 @@ if [[ ${ES_SKIP_SANITIZE:-0} != 1 ]]; then
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --test-dir "${asan}" --output-on-failure -j "${jobs}" \
             --timeout 300 -L 'unit|integration'
+fi
+
+if [[ ${ES_SKIP_FUZZ:-0} != 1 ]]; then
+    fuzz="${build}-fuzz"
+    mkdir -p "${fuzz}"
+    if [[ ! -e ${fuzz}/_deps ]]; then
+        ln -s "$(cd "${build}" && pwd)/_deps" "${fuzz}/_deps"
+    fi
+    # Without clang the tree is configured with the default compiler: its
+    # fuzz tests then exit 77 and CTest lists them as skipped, with why.
+    fuzz_cc=()
+    if command -v clang >/dev/null; then
+        fuzz_cc=(-DCMAKE_C_COMPILER=clang)
+    else
+        echo "test.sh: clang not found: the fuzz tests will be skipped" \
+             "(scripts/install-deps.sh installs clang and libclang-rt-14-dev)" >&2
+    fi
+    cmake -S . -B "${fuzz}" "${fuzz_cc[@]}" -DES_WERROR=ON -DES_FUZZ=ON
+    cmake --build "${fuzz}" -j "${jobs}" --target fuzz
+    ctest --test-dir "${fuzz}" --output-on-failure -j "${jobs}" -L fuzz
 fi

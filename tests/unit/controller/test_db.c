@@ -417,6 +417,28 @@ static void test_reports(void **state)
 	cJSON_Delete(st);
 }
 
+/* A report number past 2^53 written with a fraction (I-JSON takes it) is
+ * stored so that the node reads back (found by tests/fuzz/fuzz_report:
+ * the stored text held the integer literal 9007199254740994, which
+ * es_json_parse refuses, and es_db_node_get failed from then on). */
+static void test_report_large_number(void **state)
+{
+	fx *f = *state;
+	cJSON *st;
+	int64_t acked = -1;
+
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "v", "b", 1000, &acked, NULL), ES_OK);
+	store(f->db, report(1, "snapshot", 0, "{\"status\":{\"x\":9007199254740993.5}}"), 0, 0);
+	st = node_status(f->db);
+	assert_true(cJSON_GetObjectItemCaseSensitive(st, "x")->valuedouble == 9007199254740994.0);
+	cJSON_Delete(st);
+	store(f->db, report(2, "patch", 1, "{\"status\":{\"y\":1.5e300}}"), 0, 0);
+	st = node_status(f->db);
+	assert_true(cJSON_GetObjectItemCaseSensitive(st, "x")->valuedouble == 9007199254740994.0);
+	assert_true(cJSON_GetObjectItemCaseSensitive(st, "y")->valuedouble == 1.5e300);
+	cJSON_Delete(st);
+}
+
 static void test_reopen(void **state)
 {
 	fx *f = *state;
@@ -506,6 +528,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recreate_supersedes_tombstone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_hello, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reports, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report_large_number, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_newer_and_foreign, setup, teardown),
 	};

@@ -487,6 +487,133 @@ static void test_int_value(void **state)
 	cJSON_Delete(v);
 }
 
+/* es_json_equal: exact, in any member order, in proportion to size. */
+static void test_equal(void **state)
+{
+	static const char *const same[][2] = {
+		{"{\"a\":1,\"b\":[1,\"x\",null,true]}", "{\"b\":[1,\"x\",null,true],\"a\":1.0}"},
+		{"{}", "{}"}, {"[]", "[]"}, {"null", "null"}, {"0", "-0"}, {"\"\"", "\"\""},
+		{"{\"a\":{\"b\":{\"c\":[{}]}}}", "{\"a\":{\"b\":{\"c\":[{}]}}}"},
+	};
+	static const char *const differ[][2] = {
+		{"{\"a\":1}", "{\"a\":1,\"b\":2}"}, {"{\"a\":1,\"b\":2}", "{\"a\":1,\"c\":2}"},
+		{"[1,2]", "[2,1]"}, {"[1]", "[1,1]"}, {"1", "\"1\""}, {"true", "false"},
+		{"null", "{}"}, {"{\"a\":\"x\"}", "{\"a\":\"X\"}"},
+		/* cJSON_Compare takes these as equal (within 2^-52). */
+		{"1", "1.0000000000000002"}, {"9007199254740991", "9007199254740990"},
+	};
+	char err[256] = "";
+	cJSON *a = NULL, *b = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		assert_int_equal(parse_str(same[i][0], &a, err, sizeof(err)), ES_OK);
+		assert_int_equal(parse_str(same[i][1], &b, err, sizeof(err)), ES_OK);
+		assert_int_equal(es_json_equal(a, b), 1);
+		assert_int_equal(es_json_equal(b, a), 1);
+		cJSON_Delete(a);
+		cJSON_Delete(b);
+	}
+	for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+		assert_int_equal(parse_str(differ[i][0], &a, err, sizeof(err)), ES_OK);
+		assert_int_equal(parse_str(differ[i][1], &b, err, sizeof(err)), ES_OK);
+		assert_int_equal(es_json_equal(a, b), 0);
+		assert_int_equal(es_json_equal(b, a), 0);
+		cJSON_Delete(a);
+		cJSON_Delete(b);
+	}
+	assert_int_equal(es_json_equal(NULL, NULL), 1);
+	a = cJSON_CreateObject();
+	assert_int_equal(es_json_equal(a, NULL), 0);
+	assert_int_equal(es_json_equal(NULL, a), 0);
+	cJSON_Delete(a);
+}
+
+/* A name given twice: the first counts on both sides, and every name of
+ * one side must be in the other. */
+static void test_equal_duplicate_names(void **state)
+{
+	cJSON *a = cJSON_CreateObject(), *b = cJSON_CreateObject();
+
+	(void)state;
+	assert_non_null(cJSON_AddNumberToObject(a, "x", 1));
+	assert_non_null(cJSON_AddNumberToObject(a, "x", 1));
+	assert_non_null(cJSON_AddNumberToObject(b, "x", 1));
+	assert_non_null(cJSON_AddNumberToObject(b, "y", 1));
+	assert_int_equal(es_json_equal(a, b), 0);
+	assert_int_equal(es_json_equal(b, a), 0);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
+/* Equal objects of 200 000 members each, one level down: member lookups in
+ * a list (cJSON_Compare) would take 2e10 string comparisons (minutes; the
+ * past the test's CTest timeout). */
+static void test_equal_large(void **state)
+{
+	const int n = 200000;
+	cJSON *a = cJSON_CreateObject(), *oa = cJSON_AddObjectToObject(a, "o"), *b, *m;
+	char k[16];
+
+	(void)state;
+	assert_non_null(oa);
+	for (int i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "m%d", i);
+		assert_non_null(cJSON_AddNumberToObject(oa, k, i));
+	}
+	b = cJSON_Duplicate(a, 1);
+	assert_non_null(b);
+	assert_int_equal(es_json_equal(a, b), 1);
+	m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b, "o"), "m199999");
+	cJSON_SetNumberValue(m, 0);
+	assert_int_equal(es_json_equal(a, b), 0);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
+/* Printed numbers read back as the same double, and are never integer
+ * literals past 2^53-1, which es_json_parse refuses (found by
+ * tests/fuzz/fuzz_proto: 9007199254740993.5 was printed as
+ * "9007199254740994", and a controller that stored it could not read its
+ * node back). */
+static void test_print_numbers_read_back(void **state)
+{
+	static const char *const texts[][2] = {
+		{"9007199254740993.5", "9007199254740994.0"},
+		{"9.007199254740992e15", "9007199254740992.0"},
+		{"-9007199254740993.5", "-9007199254740994.0"},
+		{"1e17", "1e+17"},
+		{"9007199254740991", "9007199254740991"},
+		{"0.30000000000000004", "0.30000000000000004"},
+		{"1.0000000000000002", "1.0000000000000002"},
+		{"0.1", "0.1"},
+		{"90071992547409224.0191", NULL},
+		{"123456789012345678.5", NULL},
+		{"5e-324", NULL},
+		{"1.7976931348623157e308", NULL},
+	};
+	char err[256] = "", buf[ES_JSON_NUMBER_LEN];
+	cJSON *v = NULL, *again = NULL;
+	char *txt;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		assert_int_equal(parse_str(texts[i][0], &v, err, sizeof(err)), ES_OK);
+		txt = es_json_print(v);
+		assert_non_null(txt);
+		if (texts[i][1])
+			assert_string_equal(txt, texts[i][1]);
+		assert_string_equal(es_json_number_text(v->valuedouble, buf), txt);
+		assert_int_equal(parse_str(txt, &again, err, sizeof(err)), ES_OK);
+		assert_true(again->valuedouble == v->valuedouble);
+		cJSON_Delete(again);
+		cJSON_Delete(v);
+		free(txt);
+	}
+	assert_null(es_json_number_text(INFINITY, buf));
+	assert_null(es_json_number_text(NAN, buf));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +635,10 @@ int main(void)
 		cmocka_unit_test(test_overlong_utf8_refused),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_int_value),
+		cmocka_unit_test(test_equal),
+		cmocka_unit_test(test_equal_duplicate_names),
+		cmocka_unit_test(test_equal_large),
+		cmocka_unit_test(test_print_numbers_read_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

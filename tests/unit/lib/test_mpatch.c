@@ -324,6 +324,55 @@ static void test_large_objects(void **state)
 	cJSON_Delete(target);
 }
 
+/* One member object of 200 000 members, equal on both sides, beside a
+ * member that changed: diff compared the member objects with cJSON_Compare,
+ * whose lookups are linear, 2e10 string comparisons (found by
+ * tests/fuzz/fuzz_mpatch; minutes, against the CTest timeout of 20 s). */
+static void test_diff_large_nested(void **state)
+{
+	const int n = 200000;
+	cJSON *from = cJSON_CreateObject(), *to, *d = NULL;
+
+	(void)state;
+	assert_non_null(from);
+	assert_true(cJSON_AddItemToObject(from, "o", flat(n, 0)));
+	assert_non_null(cJSON_AddNumberToObject(from, "p", 1));
+	to = cJSON_Duplicate(from, 1);
+	assert_non_null(to);
+	cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(to, "p"), 2);
+	assert_int_equal(es_mpatch_diff(from, to, &d), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(d), 1);
+	assert_true(cJSON_GetObjectItemCaseSensitive(d, "p")->valuedouble == 2);
+	cJSON_Delete(d);
+	cJSON_Delete(from);
+	cJSON_Delete(to);
+}
+
+/* A change of one unit in the last place is a change: cJSON_Compare's
+ * relative epsilon took 1 and 1.0000000000000002, or 2^53-1 and 2^53-2, as
+ * equal, so diff left them out and from + diff was not to. */
+static void test_diff_exact_numbers(void **state)
+{
+	static const char *const near[][2] = {
+		{"{\"a\":1}", "{\"a\":1.0000000000000002}"},
+		{"{\"a\":{\"b\":9007199254740991}}", "{\"a\":{\"b\":9007199254740990}}"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(near) / sizeof(near[0]); i++) {
+		cJSON *from = cJSON_Parse(near[i][0]), *to = cJSON_Parse(near[i][1]), *d = NULL;
+
+		assert_non_null(from);
+		assert_non_null(to);
+		assert_int_equal(es_mpatch_diff(from, to, &d), ES_OK);
+		assert_int_equal(es_mpatch_apply(&from, d), ES_OK);
+		assert_int_equal(es_json_equal(from, to), 1);
+		cJSON_Delete(d);
+		cJSON_Delete(from);
+		cJSON_Delete(to);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +383,8 @@ int main(void)
 		cmocka_unit_test(test_diff_unchanged_is_empty),
 		cmocka_unit_test(test_apply_matches_reference),
 		cmocka_unit_test(test_large_objects),
+		cmocka_unit_test(test_diff_large_nested),
+		cmocka_unit_test(test_diff_exact_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
