@@ -7,11 +7,11 @@
  * through /proc/self/fd/N: no disk, no temporary file to clean up. It is
  * parsed against two tables:
  *  - the agent's own settings (es_agent_settings of agent/runtime/config.c,
- *    compiled into this target; its settings are strings and bounded
- *    integers), after its defaults, and when the file is accepted the
+ *    compiled into this target; strings, bounded integers and
+ *    enumerations), after its defaults, and when the file is accepted the
  *    agent's cross-setting checks (es_agent_config_validate) run too;
- *  - a small local table with every setting type, bool and an integer
- *    without bounds included, named like tests/fixtures/config/good.conf.
+ *  - a small local table with every setting type, bool, an enumeration
+ *    and an integer without bounds included, named like tests/fixtures/config/good.conf.
  * A refused file must say why. From an accepted one every setting is
  * written back as `key = "value"` (quotes and backslashes escaped), and that
  * file must load to the same values.
@@ -32,22 +32,26 @@
 typedef struct local_cfg {
 	char *controller_url, *node_name, *label_text;
 	int64_t interval, offset;
-	int verbose;
+	int verbose, mode;
 } local_cfg;
+
+static const char *const mode_names[] = {"off", "on", "auto", NULL};
 
 static const es_setting local_settings[] = {
 	{"controller-url", NULL, NULL, ES_SET_STRING, "", 0, 0,
-	 offsetof(local_cfg, controller_url), "a string with a default"},
+	 offsetof(local_cfg, controller_url), "a string with a default", NULL, 0},
 	{"node-name", NULL, NULL, ES_SET_STRING, NULL, 0, 0,
-	 offsetof(local_cfg, node_name), "a string without a default"},
+	 offsetof(local_cfg, node_name), "a string without a default", NULL, 0},
 	{"label-text", NULL, NULL, ES_SET_STRING, NULL, 0, 0,
-	 offsetof(local_cfg, label_text), "another string"},
+	 offsetof(local_cfg, label_text), "another string", NULL, 0},
 	{"interval", NULL, NULL, ES_SET_INT, "10", 1, 3600,
-	 offsetof(local_cfg, interval), "a bounded integer"},
+	 offsetof(local_cfg, interval), "a bounded integer", NULL, 0},
 	{"offset", NULL, NULL, ES_SET_INT, "0", 0, 0,
-	 offsetof(local_cfg, offset), "an integer without bounds"},
+	 offsetof(local_cfg, offset), "an integer without bounds", NULL, 0},
 	{"verbose", NULL, NULL, ES_SET_BOOL, "false", 0, 0,
-	 offsetof(local_cfg, verbose), "a bool"},
+	 offsetof(local_cfg, verbose), "a bool", NULL, 0},
+	{"mode", NULL, NULL, ES_SET_ENUM, "auto", 0, 0,
+	 offsetof(local_cfg, mode), "an enumeration", mode_names, 1},
 };
 #define NLOCAL (sizeof(local_settings) / sizeof(local_settings[0]))
 
@@ -93,6 +97,10 @@ static int put_setting(es_buf *b, const es_setting *s, const void *cfg)
 		return es_buf_appendf(b, "%s = %s\n", s->key,
 				      *(const int *)(const void *)field ? "true" : "false") ==
 		       ES_OK ? 0 : -1;
+	case ES_SET_ENUM:
+		return es_buf_appendf(b, "%s = %s\n", s->key,
+				      s->names[*(const int *)(const void *)field]) ==
+		       ES_OK ? 0 : -1;
 	}
 	return -1;
 }
@@ -116,8 +124,9 @@ static void same_setting(const es_setting *s, const void *a, const void *b)
 			   "%s: integer written back reads another", s->key);
 		break;
 	case ES_SET_BOOL:
+	case ES_SET_ENUM:
 		FUZZ_CHECK(*(const int *)(const void *)fa == *(const int *)(const void *)fb,
-			   "%s: bool written back reads another", s->key);
+			   "%s: value written back reads another", s->key);
 		break;
 	}
 }
