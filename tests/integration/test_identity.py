@@ -1,6 +1,9 @@
 """Mutual TLS and node identity: the controller refuses every connection
-whose certificate does not prove the node it speaks for, and the agent
-refuses a controller whose certificate does not match the name it dialled."""
+whose certificate does not prove the node it speaks for, logging each as
+refused with its reason (only a session past its hello is "connected"),
+and the agent refuses a controller whose certificate does not name the
+host it dialled in a DNS or IP subjectAltName. A certificate from the
+future says to check the clock, on both sides."""
 
 import os
 import unittest
@@ -94,17 +97,62 @@ class IdentityTest(unittest.TestCase):
         self.c.start_agent("node-a")
         try:
             st = wait_for("the agent's refusal", lambda: (
-                lambda s: s if s["sync"].get("lastError") else None)(self.c.agent_state()),
-                timeout=30)
+                lambda s: s if "does not name" in s["sync"].get("lastError") else None)(
+                    self.c.agent_state()), timeout=30)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.c.logs()}") from e
         self.assertFalse(st["sync"]["connected"])
+        self.assertIn("controller certificate does not name localhost",
+                      st["sync"]["lastError"])
+        # Library messages end in a newline: never logged as a literal \n.
+        self.assertNotIn('\\n"', self.c.agents["node-a"].output())
         # Ask the controller (whose certificate names elsewhere.example: the
         # chain is still verified, the name deliberately not).
         ctx = self.c.admin_ssl()
         ctx.check_hostname = False
         st, _ = self.c.admin("GET", f"{API}/nodes/node-a", ctx=ctx)
         self.assertEqual(st, 404)
+
+    def test_agent_refuses_controller_without_san(self):
+        # From the right CA, its only host name the subject CN "localhost":
+        # mbedTLS alone would accept it for wss://localhost.
+        cert, key = self.c.mkcert("no-san", "localhost", client=False, server=True)
+        self.c.stop_controller()
+        ctl = self.c.start_controller(extra=["--cert", cert, "--key", key])
+        agent = self.c.start_agent("node-a")
+        try:
+            st = wait_for("the agent's refusal", lambda: (
+                lambda s: s if "no DNS or IP subjectAltName" in s["sync"]["lastError"]
+                else None)(self.c.agent_state()), timeout=30)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.c.logs()}") from e
+        self.assertFalse(st["sync"]["connected"])
+        self.assertIn("controller certificate refused: the certificate has no DNS or IP "
+                      "subjectAltName", st["sync"]["lastError"])
+        self.assertIn('level=error component=sync msg="controller certificate refused"',
+                      agent.output())
+        # The controller never got a hello: no node, and the session is
+        # logged as ended before it.
+        ctx = self.c.admin_ssl()
+        ctx.check_hostname = False
+        code, _ = self.c.admin("GET", f"{API}/nodes/node-a", ctx=ctx)
+        self.assertEqual(code, 404)
+        wait_for("the controller's log of the session", lambda:
+                 'msg="agent session ended before hello" node=node-a' in ctl.output())
+        self.assertNotIn('msg="agent connected"', ctl.output())
+
+    def test_agent_says_controller_certificate_is_from_the_future(self):
+        cert, key = self.c.mkcert("future-ctl", "localhost", dns=["localhost"],
+                                  client=False, server=True,
+                                  not_before="2040-01-01T00:00:00Z")
+        self.c.stop_controller()
+        self.c.start_controller(extra=["--cert", cert, "--key", key])
+        self.c.start_agent("node-a")
+        st = wait_for("the agent's refusal", lambda: (
+            lambda s: s if "not valid yet" in s["sync"]["lastError"] else None)(
+                self.c.agent_state()), timeout=30)
+        self.assertIn("controller certificate not valid yet", st["sync"]["lastError"])
+        self.assertIn("check the clock", st["sync"]["lastError"])
 
 
 if __name__ == "__main__":
