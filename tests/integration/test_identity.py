@@ -141,6 +141,57 @@ class IdentityTest(unittest.TestCase):
                  'msg="agent session ended before hello" node=node-a' in ctl.output())
         self.assertNotIn('msg="agent connected"', ctl.output())
 
+    def test_refused_sessions_are_logged_as_refused(self):
+        node_a = self.c.node_cert("node-a")
+        # A wrong subprotocol (lws would drop it without a word).
+        with self.assertRaises(WSRefused):
+            self.c.ws(*node_a, protocol="other.v9")
+        # A certificate without a SPIFFE ID.
+        cert, key = self.c.mkcert("nouri", "node-a")
+        with self.assertRaises(WSRefused):
+            self.c.ws(cert, key)
+        # A session that never says hello, and one refused at its hello.
+        self.c.ws(*node_a).close()
+        ws = self.c.ws(*node_a)
+        ws.send_json(hello("node-b"))
+        ws.recv_until_close()
+        ws.close()
+        # A real one.
+        ws = self.c.ws(*node_a)
+        ws.send_json(hello("node-a"))
+        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        ws.close()
+        log = wait_for("the real session's end", lambda: (
+            lambda t: t if 'msg="agent disconnected"' in t else None)(
+                self.c.controller.output()))
+        lines = log.splitlines()
+        refused = [ln for ln in lines if 'msg="agent connection refused"' in ln]
+        self.assertTrue(any('reason="subprotocol \\"other.v9\\" offered; edgesync.v1 '
+                            'required"' in ln for ln in refused), refused)
+        self.assertTrue(any("0 URI subjectAltNames" in ln for ln in refused), refused)
+        self.assertTrue(any("node=node-a reason=IdentityMismatch" in ln
+                            for ln in refused), refused)
+        wait_for("the session without hello logged", lambda: any(
+            'msg="agent session ended before hello" node=node-a' in ln
+            for ln in self.c.controller.output().splitlines()))
+        # Connected and disconnected: only the session past its hello.
+        self.assertEqual(sum('msg="agent connected"' in ln for ln in lines), 1, log)
+        self.assertEqual(sum('msg="agent disconnected"' in ln for ln in lines), 1, log)
+
+    def test_client_certificate_from_the_future_names_the_clock(self):
+        cert, key = self.c.mkcert("future", "node-a", uri=f"spiffe://{TD}/node/node-a",
+                                  not_before="2040-01-01T00:00:00Z")
+        # Dialled by IP address (no SNI), the handshake hands the unverified
+        # certificate to the controller's own check, which says why.
+        with self.assertRaises(WSRefused):
+            self.c.ws(cert, key, server_hostname="127.0.0.1")
+        line = wait_for("the refusal logged", lambda: next(
+            (ln for ln in self.c.controller.output().splitlines()
+             if 'msg="agent connection refused"' in ln), None))
+        self.assertIn("client certificate not valid before 2040-01-01T00:00:00Z; "
+                      "the host clock says ", line)
+        self.assertIn(": check the clock", line)
+
     def test_agent_says_controller_certificate_is_from_the_future(self):
         cert, key = self.c.mkcert("future-ctl", "localhost", dns=["localhost"],
                                   client=False, server=True,
