@@ -97,20 +97,21 @@ static int cmd_run(int argc, char **argv)
 	es_log_set_level((es_log_level)cfg.log_level);
 	es_log_route_lws();
 
+	/* The logger is configured: from here on every message is an event. */
 	if (es_cli_signals(on_signal) != ES_OK) {
-		fprintf(stderr, PROG ": cannot install signal handlers\n");
+		es_log_error("agent", "cannot install signal handlers", NULL);
 		code = 1;
 		goto cleanup;
 	}
 
 	rc = es_agent_new(&cfg, &a, err, sizeof(err));
 	if (rc != ES_OK) {
-		fprintf(stderr, PROG ": %s\n", err);
-		code = (rc == ES_ERR_INVAL || rc == ES_ERR_TLS) ? 2 : 1;
+		es_log_error("agent", "cannot start", "error", err, NULL);
+		code = rc == ES_ERR_INVAL ? 2 : 1;
 		goto cleanup;
 	}
 	if (es_agent_run(a, &stop_flag) != ES_OK) {
-		fprintf(stderr, PROG ": the event loop failed\n");
+		es_log_error("agent", "the event loop failed", NULL);
 		code = 1;
 	}
 cleanup:

@@ -91,7 +91,7 @@ static int dev_setup(const es_ccfg *cfg, int listen_port, int admin_port)
 	snprintf(dir, sizeof(dir), "%s/dev", sdir);
 	(void)gethostname(host, sizeof(host) - 1);
 	if (es_ccfg_dev_nodes(cfg, host, &nodes, err, sizeof(err)) != ES_OK) {
-		fprintf(stderr, PROG ": %s\n", err);
+		es_log_error("main", "bad configuration", "error", err, NULL);
 		return 2;
 	}
 	if (es_pki_dev_init(dir, cfg->trust_domain, (const char *const *)nodes,
@@ -139,8 +139,8 @@ static int readable(const char *key, const char *path)
 {
 	if (access(path, R_OK) == 0)
 		return 0;
-	fprintf(stderr, PROG ": %s: cannot read %s: %s\n", key, path,
-		strerror(errno));
+	es_log_error("main", "cannot read a credential file", "setting", key,
+		     "path", path, "error", strerror(errno), NULL);
 	return -1;
 }
 
@@ -157,8 +157,8 @@ static int has_cert(const char *key, const char *path)
 	mbedtls_x509_crt_free(&crt);
 	if (rc == 0)
 		return 0;
-	fprintf(stderr, PROG ": %s: %s holds no usable X.509 certificate\n",
-		key, path);
+	es_log_error("main", "no usable X.509 certificate in a credential file",
+		     "setting", key, "path", path, NULL);
 	return -1;
 }
 

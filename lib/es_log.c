@@ -55,30 +55,46 @@ static void put_key(line_buf *lb, const char *k)
 				     ? '_' : (char)*p);
 }
 
-static int needs_quotes(const char *v)
+static int needs_quotes(const char *v, size_t n)
 {
-	if (*v == '\0')
-		return 0;
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+	for (const unsigned char *p = (const unsigned char *)v; n > 0; p++, n--)
 		if (*p <= ' ' || *p == '"' || *p == '=' || *p == '\\' || *p == 0x7f)
 			return 1;
 	return 0;
 }
 
-/* logfmt value: bare when it has no space, quote, '=', backslash or control
- * character; otherwise double-quoted with \" \\ \n \r \t and \u00XX escapes. */
+/* Length of v without its trailing white space (space, \t, \n, \v, \f,
+ * \r): library messages (mbedTLS, libwebsockets) often end in a newline,
+ * which would otherwise be logged as a literal \n. */
+static size_t trimmed_len(const char *v)
+{
+	size_t n = strlen(v);
+
+	while (n > 0 && (v[n - 1] == ' ' || (v[n - 1] >= '\t' && v[n - 1] <= '\r')))
+		n--;
+	return n;
+}
+
+/* logfmt value, trailing white space dropped: bare when it has no space,
+ * quote, '=', backslash or control character; otherwise double-quoted with
+ * \" \\ \n \r \t and \u00XX escapes. */
 static void put_value(line_buf *lb, const char *v, int force_quotes)
 {
 	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p, *end;
+	size_t n;
 
 	if (v == NULL)
 		v = "";
-	if (!force_quotes && !needs_quotes(v)) {
-		put_str(lb, v);
+	n = trimmed_len(v);
+	if (!force_quotes && !needs_quotes(v, n)) {
+		for (size_t i = 0; i < n; i++)
+			put_char(lb, v[i]);
 		return;
 	}
 	put_char(lb, '"');
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+	end = (const unsigned char *)v + n;
+	for (p = (const unsigned char *)v; p < end; p++) {
 		switch (*p) {
 		case '"': put_str(lb, "\\\""); break;
 		case '\\': put_str(lb, "\\\\"); break;
@@ -214,22 +230,9 @@ static size_t lws_prefix_len(const char *line)
 
 static void lws_emit(int level, const char *line)
 {
-	char msg[ES_LOG_LINE_MAX];
-	es_log_level ours;
-	size_t len;
-
 	if (line == NULL)
 		return;
-	ours = lws_level_map(level);
-	line += lws_prefix_len(line);
-	len = strlen(line);
-	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-		len--;
-	if (len >= sizeof(msg))
-		len = sizeof(msg) - 1;
-	memcpy(msg, line, len);
-	msg[len] = '\0';
-	es_log(ours, "lws", msg, NULL);
+	es_log(lws_level_map(level), "lws", line + lws_prefix_len(line), NULL);
 }
 
 void es_log_set_level(es_log_level level)

@@ -6,12 +6,13 @@
  *
  * Every line has time (RFC 3339, UTC, milliseconds), level (error, warn,
  * info, debug), component and msg (always quoted), then the event's fields
- * in the order given. Values with spaces, quotes, '=', backslashes or
- * control characters are double-quoted, with \" \\ \n \r \t and \u00XX
- * escapes; other values are bare. Keys are bare words (a byte that could
- * not be in one is written '_'). A line is at most 8192 bytes; a longer one
- * ends in "..." (still one line). The process is single-threaded around
- * one event loop, so the logger keeps no lock.
+ * in the order given. Trailing white space of msg and of every value is
+ * dropped (library messages end in newlines). Values with spaces, quotes,
+ * '=', backslashes or control characters are double-quoted, with \" \\ \n
+ * \r \t and \u00XX escapes; other values are bare. Keys are bare words
+ * (a byte that could not be in one is written '_'). A line is at most 8192
+ * bytes; a longer one ends in "..." (still one line). The process is
+ * single-threaded around one event loop, so the logger keeps no lock.
  */
 #ifndef ES_LOG_H
 #define ES_LOG_H

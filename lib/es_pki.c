@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/ecp.h>
@@ -21,6 +22,7 @@
 
 #include "es_obj.h"
 #include "es_pki_int.h"
+#include "es_time.h"
 
 #define SPIFFE_SCHEME "spiffe://"
 #define URI_MAX ES_PKI__URI_MAX
@@ -173,6 +175,174 @@ es_err es_pki_check_peer(const unsigned char *der, size_t der_len,
 		goto cleanup;
 	}
 	rc = ES_OK;
+cleanup:
+	mbedtls_x509_crt_free(&crt);
+	return rc;
+}
+
+/* ---- validity and server names ------------------------------------------ */
+
+static time_t x509_time_unix(const mbedtls_x509_time *t)
+{
+	struct tm tm;
+
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = t->year - 1900;
+	tm.tm_mon = t->mon - 1;
+	tm.tm_mday = t->day;
+	tm.tm_hour = t->hour;
+	tm.tm_min = t->min;
+	tm.tm_sec = t->sec;
+	return timegm(&tm);
+}
+
+time_t es_pki__crt_not_after(const mbedtls_x509_crt *crt)
+{
+	return x509_time_unix(&crt->valid_to);
+}
+
+es_err es_pki__crt_validity(const mbedtls_x509_crt *crt, time_t now,
+			    char *why, size_t whysz)
+{
+	char t[ES_TIME_RFC3339_LEN], n[ES_TIME_RFC3339_LEN];
+	time_t from = x509_time_unix(&crt->valid_from);
+	time_t to = x509_time_unix(&crt->valid_to);
+
+	if (now < from)
+		return es_errf(ES_ERR_AUTH, why, whysz,
+			       "not valid before %s; the host clock says %s: "
+			       "check the clock", es_time_rfc3339(from, t),
+			       es_time_rfc3339(now, n));
+	if (now > to)
+		return es_errf(ES_ERR_AUTH, why, whysz,
+			       "expired at %s (the host clock says %s)",
+			       es_time_rfc3339(to, t), es_time_rfc3339(now, n));
+	return ES_OK;
+}
+
+/* Parses der into crt (initialised by the caller). */
+static es_err parse_der(mbedtls_x509_crt *crt, const unsigned char *der,
+			size_t der_len, char *why, size_t whysz)
+{
+	int ret;
+	char m[128];
+
+	if (!der || der_len == 0)
+		return es_errf(ES_ERR_PARSE, why, whysz, "no certificate");
+	ret = mbedtls_x509_crt_parse_der(crt, der, der_len);
+	if (ret == MBEDTLS_ERR_X509_ALLOC_FAILED)
+		return es_errf(ES_ERR_NOMEM, why, whysz, "out of memory");
+	if (ret == 0)
+		return ES_OK;
+	mbedtls_strerror(ret, m, sizeof(m));
+	return es_errf(ES_ERR_PARSE, why, whysz, "not an X.509 certificate: %s", m);
+}
+
+es_err es_pki_check_validity(const unsigned char *der, size_t der_len,
+			     time_t now, char *why, size_t whysz)
+{
+	mbedtls_x509_crt crt;
+	es_err rc;
+
+	mbedtls_x509_crt_init(&crt);
+	rc = parse_der(&crt, der, der_len, why, whysz);
+	if (rc == ES_OK)
+		rc = es_pki__crt_validity(&crt, now, why, whysz);
+	mbedtls_x509_crt_free(&crt);
+	return rc;
+}
+
+/* RFC 6125 section 6.4: name (len bytes, from a dNSName SAN) matches host
+ * (lower-case, no trailing dot), ignoring case; a wildcard only as the
+ * whole leftmost label of a name with at least two more labels. */
+static int dns_match(const unsigned char *name, size_t len, const char *host)
+{
+	const char *dot;
+	size_t hlen = strlen(host);
+
+	if (len > 0 && name[len - 1] == '.')
+		len--;
+	if (len == hlen && strncasecmp((const char *)name, host, len) == 0)
+		return 1;
+	if (len < 4 || name[0] != '*' || name[1] != '.' ||
+	    !memchr(name + 2, '.', len - 2))
+		return 0;
+	dot = strchr(host, '.');
+	if (!dot || dot == host)
+		return 0;
+	return (size_t)(host + hlen - dot) == len - 1 &&
+	       strncasecmp(dot, (const char *)name + 1, len - 1) == 0;
+}
+
+/* Appends one SAN ("DNS:x" or "IP:y") to the list in buf (bufsz bytes). */
+static void add_san(char *buf, size_t bufsz, const char *kind,
+		    const unsigned char *v, size_t len)
+{
+	char text[INET6_ADDRSTRLEN + 1];
+	size_t used = strlen(buf);
+
+	if (used + 8 >= bufsz)
+		return;
+	if (!strcmp(kind, "IP")) {
+		if (!inet_ntop(len == 4 ? AF_INET : AF_INET6, v, text, sizeof(text)))
+			snprintf(text, sizeof(text), "?");
+		snprintf(buf + used, bufsz - used, "%sIP:%s", used ? ", " : "", text);
+	} else {
+		snprintf(buf + used, bufsz - used, "%sDNS:%.*s", used ? ", " : "",
+			 (int)(len > 253 ? 253 : len), (const char *)v);
+	}
+}
+
+es_err es_pki_check_server_name(const unsigned char *der, size_t der_len,
+				const char *host, char *why, size_t whysz)
+{
+	mbedtls_x509_crt crt;
+	const mbedtls_x509_sequence *cur;
+	unsigned char ip[16];
+	char lower[256], names[512] = "";
+	size_t iplen = 0, n;
+	int found = 0;
+	es_err rc;
+
+	if (!host || !*host || strlen(host) >= sizeof(lower))
+		return es_errf(ES_ERR_INVAL, why, whysz, "server name: empty or too long");
+	if (inet_pton(AF_INET, host, ip) == 1)
+		iplen = 4;
+	else if (inet_pton(AF_INET6, host, ip) == 1)
+		iplen = 16;
+	for (n = 0; host[n]; n++)
+		lower[n] = (char)((host[n] >= 'A' && host[n] <= 'Z') ? host[n] + 32 : host[n]);
+	if (n > 0 && lower[n - 1] == '.')
+		n--;
+	lower[n] = '\0';
+	mbedtls_x509_crt_init(&crt);
+	rc = parse_der(&crt, der, der_len, why, whysz);
+	if (rc != ES_OK)
+		goto cleanup;
+	for (cur = &crt.subject_alt_names; cur && cur->buf.p && !found; cur = cur->next) {
+		int tagv = cur->buf.tag & MBEDTLS_ASN1_TAG_VALUE_MASK;
+
+		if (tagv == MBEDTLS_X509_SAN_DNS_NAME) {
+			found = !iplen && dns_match(cur->buf.p, cur->buf.len, lower);
+			add_san(names, sizeof(names), "DNS", cur->buf.p, cur->buf.len);
+		} else if (tagv == MBEDTLS_X509_SAN_IP_ADDRESS &&
+			   (cur->buf.len == 4 || cur->buf.len == 16)) {
+			found = iplen && cur->buf.len == iplen &&
+				memcmp(cur->buf.p, ip, iplen) == 0;
+			add_san(names, sizeof(names), "IP", cur->buf.p, cur->buf.len);
+		}
+	}
+	if (found) {
+		rc = ES_OK;
+	} else if (!names[0]) {
+		rc = es_errf(ES_ERR_AUTH, why, whysz,
+			     "the certificate has no DNS or IP subjectAltName (only "
+			     "its subject names a host); one naming %s is required",
+			     host);
+	} else {
+		rc = es_errf(ES_ERR_AUTH, why, whysz,
+			     "the certificate names %s, not %s", names, host);
+	}
 cleanup:
 	mbedtls_x509_crt_free(&crt);
 	return rc;

@@ -43,6 +43,85 @@ es_err es_pki_check_peer(const unsigned char *der, size_t der_len,
 			 const char *trust_domain, es_identity_kind want,
 			 char *name_out, size_t name_sz, char *err, size_t errsz);
 
+/*
+ * Checks that the X.509 certificate der (der_len bytes) is inside its
+ * validity period at now (Unix seconds; RFC 5280 section 4.1.2.5). Errors:
+ * ES_ERR_PARSE (not a certificate), ES_ERR_AUTH with why set to a phrase
+ * that names both times, "not valid before 2030-01-01T00:00:00Z; the host
+ * clock says 2026-12-01T15:44:06Z: check the clock" or "expired at
+ * 2021-01-01T00:00:00Z (the host clock says ...)", ES_ERR_NOMEM.
+ */
+es_err es_pki_check_validity(const unsigned char *der, size_t der_len,
+			     time_t now, char *why, size_t whysz);
+
+/*
+ * Checks that the server certificate der (der_len bytes) names host, the
+ * host a client dialled, in a subjectAltName (RFC 6125 section 6): an IP
+ * literal (IPv4 or IPv6, without brackets) must equal an iPAddress SAN; a
+ * DNS name must equal a dNSName SAN, ignoring case and one trailing dot,
+ * or match a wildcard that is the whole leftmost label ("*.example.com").
+ * The subject common name is never used: a certificate without a DNS or IP
+ * SAN is refused (PROTOCOL.md "Transport"), although mbedTLS's own check
+ * falls back to it. Errors: ES_ERR_PARSE (not a certificate), ES_ERR_AUTH
+ * with why saying what the certificate names instead, ES_ERR_INVAL (host
+ * empty), ES_ERR_NOMEM.
+ */
+es_err es_pki_check_server_name(const unsigned char *der, size_t der_len,
+				const char *host, char *why, size_t whysz);
+
+/* The credential files of a mutual-TLS client (es_pki_creds_check), by the
+ * names of the settings that hold them. */
+typedef enum es_pki_file {
+	ES_PKI_CERT = 0, /* "cert": the certificate, a leaf, then its chain */
+	ES_PKI_KEY = 1,  /* "key": the certificate's private key */
+	ES_PKI_CA = 2,   /* "ca": the CA certificate(s) the peer must chain to */
+} es_pki_file;
+#define ES_PKI_NFILES 3
+
+typedef enum es_pki_file_state {
+	ES_PKI_FILE_OK = 0,
+	ES_PKI_FILE_MISSING = 1, /* no such file */
+	ES_PKI_FILE_INVALID = 2, /* unreadable, empty, not PEM, ... (why says) */
+} es_pki_file_state;
+
+/* "cert", "key", "ca", indexed by es_pki_file, NULL-terminated. */
+extern const char *const es_pki_file_names[];
+/* "ok", "missing", "invalid", indexed by es_pki_file_state. */
+extern const char *const es_pki_file_state_names[];
+
+/* Largest credential file read (a CA bundle may hold many certificates). */
+#define ES_PKI_FILE_MAX (1024 * 1024)
+
+/* What es_pki_creds_check found. */
+typedef struct es_pki_creds {
+	es_pki_file_state state[ES_PKI_NFILES];
+	/* What is wrong with each file, a phrase without its path ("empty
+	 * file"); "" when it is ok. */
+	char why[ES_PKI_NFILES][384];
+	time_t cert_not_after;   /* the leaf's notAfter; 0 when unread */
+	/* SHA-256 over the three files' contents, set when all are ok: a
+	 * changed digest means changed files. */
+	unsigned char digest[32];
+} es_pki_creds;
+
+/*
+ * Reads and checks the three credential files of a mutual-TLS client, as
+ * the TLS layer would load them, so that a bad one is named before a
+ * connection fails obscurely. At most ES_PKI_FILE_MAX bytes each, PEM.
+ *   cert: readable, not empty, a PEM certificate whose first (the leaf) is
+ *         valid at now (Unix seconds) and not a CA;
+ *   key:  readable, not empty, an unencrypted PEM private key that matches
+ *         the leaf of cert (when cert could be parsed);
+ *   ca:   readable, not empty, PEM certificates that all parse, each a CA
+ *         (basicConstraints cA=TRUE, RFC 5280 section 4.2.1.9), at least
+ *         one valid at now.
+ * Fills *out for every file, also when one is bad. Returns ES_OK when all
+ * three are ok, ES_ERR_INVAL when one is missing or invalid (out says
+ * which and why), ES_ERR_NOMEM.
+ */
+es_err es_pki_creds_check(const char *cert, const char *key, const char *ca,
+			  time_t now, es_pki_creds *out);
+
 /* What to put in an issued certificate. Unused pointers may be NULL. */
 typedef struct es_pki_req {
 	const char *common_name;      /* subject CN, required */

@@ -207,3 +207,28 @@ void es_ws_queue_clear(es_ws_queue *q)
 	q->tail = NULL;
 	q->bytes = 0;
 }
+
+es_err es_ws_peer_cert(struct lws *wsi, unsigned char **der, size_t *len)
+{
+	const size_t alloc = sizeof(union lws_tls_cert_info_results) +
+			     ES_WS_PEER_CERT_MAX;
+	union lws_tls_cert_info_results *r;
+	size_t n;
+
+	*der = NULL;
+	*len = 0;
+	r = calloc(1, alloc);
+	if (!r)
+		return ES_ERR_NOMEM;
+	if (lws_tls_peer_cert_info(wsi, LWS_TLS_CERT_INFO_DER_RAW, r,
+				   ES_WS_PEER_CERT_MAX + sizeof(r->ns.name)) ||
+	    r->ns.len <= 0 || (size_t)r->ns.len > ES_WS_PEER_CERT_MAX) {
+		free(r);
+		return ES_ERR_NOTFOUND;
+	}
+	n = (size_t)r->ns.len;
+	memmove(r, r->ns.name, n);
+	*der = (unsigned char *)r;
+	*len = n;
+	return ES_OK;
+}

@@ -139,4 +139,21 @@ int es_ws_queue_write(es_ws_queue *q, struct lws *wsi);
 /* Drops every queued message; the limits stay. NULL-safe. */
 void es_ws_queue_clear(es_ws_queue *q);
 
+/* ---- the peer ---- */
+
+/* Largest peer certificate (DER, bytes) es_ws_peer_cert reads. */
+#define ES_WS_PEER_CERT_MAX 16384
+
+/*
+ * The leaf certificate the peer of wsi's TLS connection presented, whether
+ * or not it verified (lws_tls_peer_cert_info, LWS_TLS_CERT_INFO_DER_RAW),
+ * as DER in *der (malloc'd, the caller frees) of *len bytes. Only for a
+ * connection whose TLS handshake has run: lws on mbedTLS reads the
+ * connection's SSL object without checking that there is one (a TCP
+ * connect that failed has none). Errors:
+ * ES_ERR_NOTFOUND (no certificate, or one over ES_WS_PEER_CERT_MAX bytes),
+ * ES_ERR_NOMEM.
+ */
+es_err es_ws_peer_cert(struct lws *wsi, unsigned char **der, size_t *len);
+
 #endif

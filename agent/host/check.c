@@ -13,6 +13,10 @@
 #include <linux/bpf.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
+
+#include "es_pki.h"
+#include "es_time.h"
 
 #define RES_OK "ok"
 #define RES_MISSING "missing"
@@ -98,6 +102,42 @@ static void os_release(FILE *out)
 	    "no /etc/os-release or /usr/lib/os-release (osImage will be empty)");
 }
 
+/* One row per credential file (es_pki_creds_check, as the sync client
+ * reads them before each dial). Returns 1 when all are usable. */
+static int credentials(FILE *out, const es_agent_config *cfg)
+{
+	const char *const paths[ES_PKI_NFILES] = { cfg->cert, cfg->key, cfg->ca };
+	char name[64], d[768], until[ES_TIME_RFC3339_LEN];
+	es_pki_creds c;
+	es_err rc;
+
+	if (!cfg->controller_url || !*cfg->controller_url) {
+		row(out, "controller", RES_OK, "controller-url empty: offline only, "
+		    "no credentials needed");
+		return 1;
+	}
+	rc = es_pki_creds_check(cfg->cert, cfg->key, cfg->ca, time(NULL), &c);
+	if (rc == ES_ERR_NOMEM) {
+		row(out, "credentials", RES_FAIL, "out of memory");
+		return 0;
+	}
+	for (int i = 0; i < ES_PKI_NFILES; i++) {
+		snprintf(name, sizeof(name), "credentials/%s", es_pki_file_names[i]);
+		if (c.state[i] != ES_PKI_FILE_OK)
+			snprintf(d, sizeof(d), "%s: %s", paths[i], c.why[i]);
+		else if (i == ES_PKI_CERT)
+			snprintf(d, sizeof(d), "%s (valid until %s)", paths[i],
+				 es_time_rfc3339(c.cert_not_after, until));
+		else
+			snprintf(d, sizeof(d), "%s", paths[i]);
+		row(out, name, es_pki_file_state_names[c.state[i]], d);
+	}
+	if (rc != ES_OK)
+		row(out, "controller", RES_FAIL, "the agent would run offline: it "
+		    "cannot connect with these credentials");
+	return rc == ES_OK;
+}
+
 int es_check_run(FILE *out, const es_agent_config *cfg)
 {
 	static const struct {
@@ -113,7 +153,7 @@ int es_check_run(FILE *out, const es_agent_config *cfg)
 	struct stat sb;
 	es_kenv in;
 	int mnt = 0;
-	int procfs_ok, e;
+	int procfs_ok, creds_ok, e;
 	size_t i;
 	DIR *dir;
 
@@ -189,5 +229,6 @@ int es_check_run(FILE *out, const es_agent_config *cfg)
 		row(out, name, ok ? RES_OK : RES_FAIL, d);
 	}
 	es_kcollectors_check(out, &in);
-	return procfs_ok ? 0 : 1;
+	creds_ok = credentials(out, cfg);
+	return procfs_ok && creds_ok ? 0 : 1;
 }

@@ -17,9 +17,11 @@
  * syscall (creating an array map), BPF ring buffers (a ringbuf map), BTF
  * (/sys/kernel/btf/vmlinux), tracefs (with the probe of `run`, which
  * mounts it when missing: check mounts it the same way, in a private mount
- * namespace, and says so), cgroup v2 mounted, and the backend of each
- * collector.
- * Returns 0 when the agent can run here (procfs readable), else 1.
+ * namespace, and says so), cgroup v2 mounted, the backend of each
+ * collector, and, when controller-url is set, each credential file (cert,
+ * key, ca: ok, missing or invalid with the reason, es_pki_creds_check).
+ * Returns 0 when the agent can run here (procfs readable) and connect
+ * (its credential files usable), else 1.
  */
 int es_check_run(FILE *out, const es_agent_config *cfg);
 

@@ -186,7 +186,21 @@ es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz)
 
 void es_kenv_release(es_kenv *env)
 {
-	if (!env || !env->mounted_cgroup2)
+	if (!env)
+		return;
+	/* Lazily (MNT_DETACH): a tool that started using the agent's tracefs
+	 * meanwhile keeps it until it lets go. */
+	if (env->mounted_tracefs && !env->private_tracefs) {
+		if (umount2(TRACEFS_MAIN, MNT_DETACH) != 0)
+			es_log_warn("kcollect", "cannot unmount the tracefs the agent "
+				    "mounted", "path", TRACEFS_MAIN, "error",
+				    strerror(errno), NULL);
+		else
+			es_log_info("kcollect", "unmounted tracefs (the agent had "
+				    "mounted it)", "path", TRACEFS_MAIN, NULL);
+		env->mounted_tracefs = 0;
+	}
+	if (!env->mounted_cgroup2)
 		return;
 	if (umount2(env->cgroup2_path, MNT_DETACH) != 0)
 		es_log_warn("kcollect", "cannot unmount the agent's cgroup v2 mount",

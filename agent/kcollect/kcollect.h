@@ -101,8 +101,11 @@ es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz);
 int es_kenv_find_tracefs(const char *mounts, char *where, size_t wsz);
 
 /*
- * Unmounts what es_kenv_probe mounted under the state directory (cgroup2;
- * tracefs at /sys/kernel/tracing is left: other tools use it). NULL-safe.
+ * Unmounts what es_kenv_probe mounted in the host's mount namespace
+ * (ES_KENV_MOUNT_HOST): tracefs at /sys/kernel/tracing and the cgroup2
+ * under the state directory (removing its directory), lazily (MNT_DETACH).
+ * What was mounted before the agent stays. Call after the collectors
+ * stopped. NULL-safe.
  */
 void es_kenv_release(es_kenv *env);
 

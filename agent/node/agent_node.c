@@ -210,12 +210,64 @@ static void summarise_ready(cond_spec *c, size_t n)
 	snprintf(c[0].message, sizeof(c[0].message), "conditions True: %s", list);
 }
 
+/* Logs a condition's change and queues its ConditionChanged event
+ * (Warning when the new status is a problem). */
+static void condition_event(es_agent *a, const char *type, const char *status,
+			    const char *reason, const char *message, int bad,
+			    time_t now)
+{
+	char t[ES_TIME_RFC3339_LEN], msg[400];
+
+	snprintf(msg, sizeof(msg), "%s is now %s (%s): %s", type, status, reason,
+		 message);
+	es_log_info("agent", "condition changed", "type", type, "status", status,
+		    "reason", reason, NULL);
+	agent__queue_event(a, es_proto_event(bad ? "Warning" : "Normal",
+					     "ConditionChanged", msg, "Node",
+					     a->cfg->node_name, NULL,
+					     es_time_rfc3339(now, t)));
+}
+
+int agent__credentials_condition(es_agent *a, time_t now)
+{
+	const char *reason = "", *message = "";
+	char msg[1200];
+	cJSON *old = es_cond_find(a->conditions, ES_AGENT_COND_CREDENTIALS);
+	int ok, changed = 0;
+
+	if (!a->sync) {
+		/* Offline only: no credentials (one seeded from an earlier
+		 * run with a controller goes). */
+		if (old)
+			cJSON_Delete(cJSON_DetachItemViaPointer(a->conditions, old));
+		return 0;
+	}
+	ok = es_sync_credentials(a->sync, &reason, &message);
+	if (ok < 0)
+		return 0;
+	if (ok)
+		snprintf(msg, sizeof(msg), "%s", message);
+	else
+		snprintf(msg, sizeof(msg), "%s; the agent runs offline and reads the "
+			 "files again every %d s", message, ES_SYNC_CREDS_RETRY_S);
+	if (es_cond_set(a->conditions, ES_AGENT_COND_CREDENTIALS, ok ? "True" : "False",
+			reason, msg, 0, now, &changed) != ES_OK) {
+		es_log_error("agent", "cannot set a condition", "type",
+			     ES_AGENT_COND_CREDENTIALS, NULL);
+		return 0;
+	}
+	/* A new condition is news only when it starts False (a problem). */
+	if (changed && (old || !ok))
+		condition_event(a, ES_AGENT_COND_CREDENTIALS, ok ? "True" : "False",
+				reason, msg, !ok, now);
+	return changed;
+}
+
 void agent__update_conditions(es_agent *a, const cJSON *status,
 			      const es_sample *sample, time_t now)
 {
 	const es_health_result *res = NULL;
 	cond_spec *c;
-	char t[ES_TIME_RFC3339_LEN], msg[400];
 	size_t i, n, nres;
 	int changed;
 
@@ -246,15 +298,10 @@ void agent__update_conditions(es_agent *a, const cJSON *status,
 		/* A new condition is news only when it starts True (a problem). */
 		if (!changed || (!existed && (i == 0 || strcmp(c[i].status, "True") != 0)))
 			continue;
-		snprintf(msg, sizeof(msg), "%s is now %s (%s): %s", c[i].type,
-			 c[i].status, c[i].reason, c[i].message);
-		es_log_info("agent", "condition changed", "type", c[i].type,
-			    "status", c[i].status, "reason", c[i].reason, NULL);
-		agent__queue_event(a, es_proto_event(bad ? "Warning" : "Normal",
-						     "ConditionChanged", msg, "Node",
-						     a->cfg->node_name, NULL,
-						     es_time_rfc3339(now, t)));
+		condition_event(a, c[i].type, c[i].status, c[i].reason,
+				c[i].message, bad, now);
 	}
+	agent__credentials_condition(a, now);
 	es_health_eval_prune(a->health, a->conditions);
 	free(c);
 }

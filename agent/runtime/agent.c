@@ -186,9 +186,16 @@ static void hook_egress(void *user, const cJSON *events)
 	collect_now(user);
 }
 
+/* After a welcome or a resync. A welcome may follow credentials that were
+ * fixed since the last round: then the state sent first says so. */
 static void hook_queue_state(void *user)
 {
-	queue_current_state(user);
+	es_agent *a = user;
+
+	if (agent__credentials_condition(a, time(NULL)))
+		collect_now(a);
+	else
+		queue_current_state(a);
 }
 
 static void hook_desired(void *user)

@@ -28,6 +28,9 @@ typedef struct es_agent es_agent;
 #define ES_AGENT_DISK_PRESSURE_FRACTION 0.10
 /* PIDPressure when processes exceed this fraction of kernel.pid_max. */
 #define ES_AGENT_PID_PRESSURE_FRACTION 0.90
+/* The node condition about the sync client's credential files (cert,
+ * key, ca): PROTOCOL.md "Node", built-in conditions. */
+#define ES_AGENT_COND_CREDENTIALS "CredentialsValid"
 /* Descriptors the agent's event loop watches at most: the sync connection,
  * the local endpoint's listeners, the kernel collectors' ring buffers and
  * local HTTP clients (a client past the bound is refused). */
@@ -38,11 +41,12 @@ typedef struct es_agent es_agent;
  * the agent): creates state-dir (mode 0700) and opens state-dir/agent.db,
  * the lws context, the HTTP endpoint (unless http-listen is "") and the sync
  * client (unless controller-url is "").
- * Errors: ES_ERR_INVAL (a configuration problem: bad labels, an unreadable
- * certificate file; err names the key and file), ES_ERR_TLS (certificate
- * files that do not load), ES_ERR_IO (state-dir cannot be created, the
- * HTTP address cannot be bound), ES_ERR_DB / ES_ERR_UNSUPPORTED (the
- * database, see store.h), ES_ERR_NOMEM.
+ * Unusable credential files are not an error: the agent runs offline and
+ * says why (sync.h, es_sync_new; the node condition CredentialsValid).
+ * Errors: ES_ERR_INVAL (a configuration problem: bad labels, a bad
+ * controller-url; err names the key), ES_ERR_IO (state-dir cannot be
+ * created, the HTTP address cannot be bound), ES_ERR_DB /
+ * ES_ERR_UNSUPPORTED (the database, see store.h), ES_ERR_NOMEM.
  */
 es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		    size_t errsz);

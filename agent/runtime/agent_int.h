@@ -97,5 +97,12 @@ char *agent__node_text(cJSON *node, size_t max);
 /* Seeds the node conditions from the newest stored state so that
  * lastTransitionTime survives restarts. */
 void agent__seed_conditions(es_agent *a);
+/* The node condition CredentialsValid (ES_AGENT_COND_CREDENTIALS) from the
+ * sync client's last look at its credential files (es_sync_credentials):
+ * True, or False with the reason naming the bad file; removed when the
+ * agent has no controller. A change of status queues a ConditionChanged
+ * event (Warning when False). Called by agent__update_conditions. Returns
+ * 1 when the status changed or the condition is new, else 0. */
+int agent__credentials_condition(es_agent *a, time_t now);
 
 #endif

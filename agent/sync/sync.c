@@ -6,10 +6,8 @@
  */
 #include "sync/sync.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sync/backoff.h"
 #include "runtime/config.h"
@@ -91,6 +89,11 @@ static void dial(lws_sorted_usec_list_t *sul)
 
 	if (s->stopping || s->state != ST_IDLE)
 		return;
+	if (sync__tls_load(s) != 0) {
+		lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial,
+				 ES_SYNC_CREDS_RETRY_S * LWS_US_PER_SEC);
+		return;
+	}
 	memset(&i, 0, sizeof(i));
 	i.context = s->ctx;
 	i.vhost = s->vh;
@@ -184,16 +187,14 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 		return 0;
 	switch (reason) {
 	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-		if (in && !strncmp(in, "conn fail: ", 11) && atoi((const char *)in + 11) > 0)
-			snprintf(why, sizeof(why), "connection failed: %s",
-				 strerror(atoi((const char *)in + 11)));
-		else
-			snprintf(why, sizeof(why), "connection failed: %s",
-				 in ? (const char *)in : "unknown");
-		if (s->state != ST_IDLE)
+		sync__tls_conn_error(s, in, why, sizeof(why));
+		if (s->state != ST_IDLE && !s->peer_refused)
 			sync__set_error(s, why, NULL);
+		s->peer_refused = 0;
 		conn_down(s, NULL);
 		break;
+	case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
+		return sync__tls_check_peer(s, wsi);
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		s->wsi = wsi;
 		s->state = ST_HANDSHAKING;
@@ -234,25 +235,15 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 	return 0;
 }
 
-static const struct lws_protocols sync_protocols[] = {
+const struct lws_protocols sync__protocols[] = {
 	{ ES_PROTO_SUBPROTOCOL, sync_cb, 0, 0, 0, NULL, 0 },
 	LWS_PROTOCOL_LIST_TERM
 };
-
-static es_err check_file(const char *key, const char *path, char *err,
-			 size_t errsz)
-{
-	if (access(path, R_OK) != 0)
-		return es_errf(ES_ERR_INVAL, err, errsz, "%s: cannot read %s: %s", key,
-			       path, strerror(errno));
-	return ES_OK;
-}
 
 es_err es_sync_new(struct lws_context *ctx, es_store *st,
 		   const es_sync_opts *opts, const es_sync_hooks *hooks,
 		   es_sync **out, char *err, size_t errsz)
 {
-	struct lws_context_creation_info info;
 	es_sync *s = NULL;
 	es_err rc;
 
@@ -260,12 +251,9 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	s->creds_ok = -1;
 	rc = es_agent_url_parse(opts->url, &s->u, err, errsz);
 	if (rc != ES_OK)
-		goto cleanup;
-	if ((rc = check_file("cert", opts->cert, err, errsz)) != ES_OK ||
-	    (rc = check_file("key", opts->key, err, errsz)) != ES_OK ||
-	    (rc = check_file("ca", opts->ca, err, errsz)) != ES_OK)
 		goto cleanup;
 	s->ctx = ctx;
 	s->st = st;
@@ -278,7 +266,11 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	s->boot_id = strdup(opts->boot_id ? opts->boot_id : "");
 	s->labels = opts->labels ? cJSON_Duplicate(opts->labels, 1)
 				 : cJSON_CreateObject();
-	if (!s->url || !s->node || !s->agent_version || !s->boot_id || !s->labels) {
+	s->cert = strdup(opts->cert ? opts->cert : "");
+	s->key = strdup(opts->key ? opts->key : "");
+	s->ca = strdup(opts->ca ? opts->ca : "");
+	if (!s->url || !s->node || !s->agent_version || !s->boot_id || !s->labels ||
+	    !s->cert || !s->key || !s->ca) {
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 		goto cleanup;
 	}
@@ -286,27 +278,9 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	s->heartbeat_s = ES_PROTO_HEARTBEAT_S;
 	es_store_get_int(st, "acked_seq", 0, &s->last_acked_seq);
 	es_backoff_init(&s->bo, NULL, NULL);
-
-	memset(&info, 0, sizeof(info));
-	info.vhost_name = "sync";
-	info.port = CONTEXT_PORT_NO_LISTEN;
-	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-	info.protocols = sync_protocols;
-	/* No WebSocket extension: PROTOCOL.md "Transport" says why there is
-	 * no permessage-deflate. */
-	info.extensions = NULL;
-	info.client_ssl_ca_filepath = opts->ca;
-	info.client_ssl_cert_filepath = opts->cert;
-	info.client_ssl_private_key_filepath = opts->key;
-	info.user = s;
-	s->vh = lws_create_vhost(ctx, &info);
-	if (!s->vh) {
-		rc = es_errf(ES_ERR_TLS, err, errsz,
-			     "cannot build the TLS client from cert %s, key %s, ca %s "
-			     "(not PEM, or the key does not match the certificate)",
-			     opts->cert, opts->key, opts->ca);
-		goto cleanup;
-	}
+	/* The first look at the files, so that the first collection round
+	 * already knows; a bad file is not an error here (dial retries). */
+	(void)sync__tls_load(s);
 	*out = s;
 	s = NULL;
 cleanup:
@@ -384,5 +358,8 @@ void es_sync_free(es_sync *s)
 	free(s->agent_version);
 	free(s->boot_id);
 	cJSON_Delete(s->labels);
+	free(s->cert);
+	free(s->key);
+	free(s->ca);
 	free(s);
 }

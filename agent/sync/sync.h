@@ -52,14 +52,22 @@ typedef struct es_sync_info {
 	int64_t last_acked_seq; /* highest seq acknowledged by the controller */
 } es_sync_info;
 
+/* Seconds between two looks at credential files that were found unusable
+ * (missing, unreadable, not PEM, out of their validity, not matching). */
+#define ES_SYNC_CREDS_RETRY_S 5
+
 /*
- * Creates the client: a vhost named "sync" on ctx (a context created with
- * LWS_SERVER_OPTION_EXPLICIT_VHOSTS) carrying the client certificate, key
- * and CA, no WebSocket extension. Does not dial yet (es_sync_start).
- * Borrowed: ctx and st must outlive the client. Strings are copied.
- * Errors: ES_ERR_INVAL (bad URL, naming controller-url; a certificate
- * file unreadable, naming the setting and the file), ES_ERR_TLS
- * (the TLS context could not be built from the files), ES_ERR_NOMEM.
+ * Creates the client on ctx (a context created with
+ * LWS_SERVER_OPTION_EXPLICIT_VHOSTS). Does not dial yet (es_sync_start).
+ * The credential files are read and checked now and again before every
+ * dial (es_pki_creds_check): while one is unusable the client does not
+ * dial, says why (es_sync_credentials, lastError; logged at error when it
+ * changes) and looks again every ES_SYNC_CREDS_RETRY_S seconds, so fixing
+ * a file on disk reconnects without a restart; files that changed are
+ * loaded into a new vhost "sync" (the client certificate, key and CA, no
+ * WebSocket extension). Borrowed: ctx and st must outlive the client.
+ * Strings are copied. Errors: ES_ERR_INVAL (bad URL, naming
+ * controller-url), ES_ERR_NOMEM; a bad credential file is not an error.
  */
 es_err es_sync_new(struct lws_context *ctx, es_store *st,
 		   const es_sync_opts *opts, const es_sync_hooks *hooks,
@@ -75,6 +83,18 @@ void es_sync_kick(es_sync *s);
 /* Fills *info; its strings are borrowed from s and valid until the next
  * call into s. */
 void es_sync_get_info(const es_sync *s, es_sync_info *info);
+
+/*
+ * Whether the credential files were usable at the last look: 1 yes, 0 no,
+ * -1 not read yet. *reason gets a CamelCase reason for the node's
+ * CredentialsValid condition (CredentialsLoaded; CertFileMissing,
+ * CertFileInvalid, KeyFileMissing, KeyFileInvalid, CAFileMissing,
+ * CAFileInvalid naming the first bad file; TLSSetupFailed), *message what
+ * was found ("ca /etc/edgesync/ca.crt: empty file"); both borrowed from s
+ * until its next look.
+ */
+int es_sync_credentials(const es_sync *s, const char **reason,
+			const char **message);
 
 /* The info as a new JSON object {connected, state, url, lastConnected,
  * lastError, reconnects, lastAckedSeq}, or NULL on allocation failure. */

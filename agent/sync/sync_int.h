@@ -56,6 +56,15 @@ struct es_sync {
 	time_t last_connected;
 	char last_error[256];
 	int64_t attempts, last_acked_seq;
+
+	/* sync_tls.c: the credential files, what they were found to be, and
+	 * the digest (es_pki_creds) of the files vh was built from. */
+	char *cert, *key, *ca;
+	int creds_ok;            /* 1 usable, 0 not, -1 not read yet */
+	char creds_reason[32];   /* the condition reason (es_sync_credentials) */
+	char creds_msg[1024];
+	unsigned char vh_digest[32];
+	int peer_refused;        /* 1: sync__tls_check_peer refused this dial's peer */
 };
 
 /* sync.c */
@@ -66,6 +75,28 @@ es_err sync__queue_msg(es_sync *s, cJSON *msg);
 /* Sends an `error` (when code >= 0) then closes with close_code. */
 void sync__fail_conn(es_sync *s, int code, int close_code, const char *msg);
 void sync__proto_fail(es_sync *s, es_proto_code code, const char *msg);
+
+/* The protocol list of the client's vhost (sync.c's callback). */
+extern const struct lws_protocols sync__protocols[];
+
+/* sync_tls.c */
+
+/* Reads and checks the credential files (es_pki_creds_check) and builds
+ * the vhost from them when they changed since it was built (or there is
+ * none). Returns 0 when s->vh can dial; -1 when a file is bad or the TLS
+ * client cannot be built: creds_* and last_error say why (logged at error
+ * when it changed). */
+int sync__tls_load(es_sync *s);
+/* At LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: the controller's
+ * certificate must name the dialled host in a DNS or IP SAN
+ * (es_pki_check_server_name). Returns 0, or -1 (refuse: peer_refused and
+ * last_error set, logged at error). */
+int sync__tls_check_peer(es_sync *s, struct lws *wsi);
+/* The message of LWS_CALLBACK_CLIENT_CONNECTION_ERROR (in: lws's text, may
+ * be NULL) in why: errno text for a failed TCP connect; for a certificate
+ * the handshake refused, what is wrong with it (validity with the host
+ * clock, the name, the issuer). */
+void sync__tls_conn_error(es_sync *s, const char *in, char *why, size_t whysz);
 
 /* sync_msg.c */
 

@@ -17,8 +17,6 @@
 #include "es_version.h"
 #include "es_ws.h"
 
-/* Largest peer certificate (DER) accepted. */
-#define DER_MAX 16384
 #define SWEEP_US (1000 * LWS_US_PER_MS)
 /* Seconds a closing connection may take before it is cut. */
 #define CLOSE_GRACE_S 10
@@ -31,8 +29,10 @@ es_server *server__from_wsi(struct lws *wsi)
 int server__check_peer(es_server *s, struct lws *wsi, es_identity_kind want,
 		       char *name, size_t namesz, char *why, size_t whysz)
 {
-	const size_t alloc = sizeof(union lws_tls_cert_info_results) + DER_MAX;
-	union lws_tls_cert_info_results ci, *der = NULL;
+	union lws_tls_cert_info_results ci;
+	unsigned char *der = NULL;
+	size_t len = 0;
+	char v[256];
 	int rc = -1;
 
 	memset(&ci, 0, sizeof(ci));
@@ -40,27 +40,31 @@ int server__check_peer(es_server *s, struct lws *wsi, es_identity_kind want,
 		es_errf(ES_ERR_AUTH, why, whysz, "no client certificate");
 		goto cleanup;
 	}
-	if (!ci.verified) {
-		es_errf(ES_ERR_AUTH, why, whysz,
-			"client certificate does not verify against the CA "
-			"(unknown issuer, expired or not yet valid)");
-		goto cleanup;
-	}
-	der = calloc(1, alloc);
-	if (!der) {
+	switch (es_ws_peer_cert(wsi, &der, &len)) {
+	case ES_OK:
+		break;
+	case ES_ERR_NOMEM:
 		es_errf(ES_ERR_NOMEM, why, whysz, "out of memory");
 		goto cleanup;
-	}
-	if (lws_tls_peer_cert_info(wsi, LWS_TLS_CERT_INFO_DER_RAW, der,
-				   DER_MAX + sizeof(der->ns.name)) ||
-	    der->ns.len <= 0) {
+	default:
 		es_errf(ES_ERR_AUTH, why, whysz,
-			"client certificate unreadable or over %d bytes", DER_MAX);
+			"client certificate unreadable or over %d bytes",
+			ES_WS_PEER_CERT_MAX);
 		goto cleanup;
 	}
-	if (es_pki_check_peer((const unsigned char *)der->ns.name,
-			      (size_t)der->ns.len, s->trust_domain, want, name,
-			      namesz, why, whysz) != ES_OK)
+	if (!ci.verified) {
+		/* Say which: a clock that disagrees with the certificate is
+		 * the host's to fix, an unknown issuer the certificate's. */
+		if (es_pki_check_validity(der, len, time(NULL), v, sizeof(v)) == ES_ERR_AUTH)
+			es_errf(ES_ERR_AUTH, why, whysz, "client certificate %s", v);
+		else
+			es_errf(ES_ERR_AUTH, why, whysz,
+				"client certificate does not verify against the "
+				"client CA (unknown issuer or bad signature)");
+		goto cleanup;
+	}
+	if (es_pki_check_peer(der, len, s->trust_domain, want, name, namesz, why,
+			      whysz) != ES_OK)
 		goto cleanup;
 	rc = 0;
 cleanup:
@@ -168,7 +172,14 @@ static void conn_release(conn *c)
 	    es_db_node_disconnected(s->db, c->node, time(NULL)) != ES_OK)
 		es_log_error("server", "could not record the disconnection",
 			     "node", c->node, NULL);
-	es_log_info("server", "agent disconnected", "node", c->node, NULL);
+	if (c->helloed)
+		es_log_info("server", "agent disconnected", "node", c->node, NULL);
+	else if (c->close_code)
+		es_log_warn("server", "agent connection refused", "node", c->node,
+			    "reason", c->close_reason, NULL);
+	else
+		es_log_info("server", "agent session ended before hello", "node",
+			    c->node, "reason", "closed by the agent or the network", NULL);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -181,21 +192,59 @@ static void conn_release(conn *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int filter_agent(struct lws *wsi, conn *c)
+/* 1 when the Sec-WebSocket-Protocol list (RFC 6455 section 11.3.4) offers
+ * ES_PROTO_SUBPROTOCOL. */
+static int offers_subprotocol(const char *list)
 {
-	char uri[64] = "", why[512] = "", peer[64] = "";
-	es_server *s = server__from_wsi(wsi);
+	const size_t n = strlen(ES_PROTO_SUBPROTOCOL);
+	const char *p = list;
 
-	lws_get_peer_simple(wsi, peer, sizeof(peer));
+	while (*p) {
+		size_t len;
+
+		p += strspn(p, ", \t");
+		len = strcspn(p, ", \t");
+		if (len == n && strncmp(p, ES_PROTO_SUBPROTOCOL, n) == 0)
+			return 1;
+		p += len;
+	}
+	return 0;
+}
+
+/* The checks of an agent's connection before its WebSocket opens (the
+ * path, the subprotocol, PROTOCOL.md "Transport" for the certificate).
+ * Returns 0 with the node's name in node, or -1 with why. */
+static int agent_refusal(struct lws *wsi, char *node, size_t nodesz, char *why,
+			 size_t whysz)
+{
+	char uri[64] = "", proto[256] = "";
+
 	if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) < 0 ||
-	    strcmp(uri, ES_PROTO_PATH) != 0)
-		snprintf(why, sizeof(why), "WebSocket path is not %s", ES_PROTO_PATH);
-	else if (lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) <= 0)
-		snprintf(why, sizeof(why), "no subprotocol; %s required",
-			 ES_PROTO_SUBPROTOCOL);
-	else if (server__check_peer(s, wsi, ES_ID_NODE, c->node,
-				    sizeof(c->node), why, sizeof(why)) == 0)
+	    strcmp(uri, ES_PROTO_PATH) != 0) {
+		snprintf(why, whysz, "WebSocket path is not %s", ES_PROTO_PATH);
+		return -1;
+	}
+	if (lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL) <= 0) {
+		snprintf(why, whysz, "no subprotocol; %s required", ES_PROTO_SUBPROTOCOL);
+		return -1;
+	}
+	if (!offers_subprotocol(proto)) {
+		snprintf(why, whysz, "subprotocol \"%.128s\" offered; %s required",
+			 proto, ES_PROTO_SUBPROTOCOL);
+		return -1;
+	}
+	return server__check_peer(server__from_wsi(wsi), wsi, ES_ID_NODE, node,
+				  nodesz, why, whysz);
+}
+
+/* Logs and refuses a connection that agent_refusal turns down. */
+static int filter_agent(struct lws *wsi, char *node, size_t nodesz)
+{
+	char why[512] = "", peer[64] = "";
+
+	if (agent_refusal(wsi, node, nodesz, why, sizeof(why)) == 0)
 		return 0;
+	lws_get_peer_simple(wsi, peer, sizeof(peer));
 	es_log_warn("server", "agent connection refused", "peer", peer,
 		    "reason", why, NULL);
 	return -1;
@@ -212,8 +261,15 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 		lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND,
 				       "WebSocket edgesync.v1 at /v1/sync only");
 		return lws_http_transaction_completed(wsi) ? -1 : 0;
+	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
+		/* Before lws matches the subprotocol: a wrong one is refused
+		 * here, with its reason, not silently by lws. */
+		char node[ES_NAME_MAX + 1];
+
+		return filter_agent(wsi, node, sizeof(node));
+	}
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-		return c ? filter_agent(wsi, c) : -1;
+		return c ? filter_agent(wsi, c->node, sizeof(c->node)) : -1;
 	case LWS_CALLBACK_ESTABLISHED:
 		s = server__from_wsi(wsi);
 		if (!c || !c->node[0])
@@ -228,7 +284,9 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 		if (s->conns)
 			s->conns->prev = c;
 		s->conns = c;
-		es_log_info("server", "agent connected", "node", c->node, NULL);
+		/* "agent connected" comes with its hello (server_sync.c). */
+		es_log_debug("server", "agent session opened, waiting for hello",
+			     "node", c->node, NULL);
 		return 0;
 	case LWS_CALLBACK_RECEIVE:
 		if (c && c->linked)

@@ -246,7 +246,7 @@ static void on_hello(conn *c, const cJSON *msg)
 	c->helloed = 1;
 	c->state = CS_READY;
 	s->n_ready++;
-	es_log_info("server", "agent ready", "node", c->node, NULL);
+	es_log_info("server", "agent connected", "node", c->node, NULL);
 	if (server__queue_msg(c, es_proto_welcome(c->node, ES_VERSION,
 						  acked)) != ES_OK ||
 	    sync_desired(c, since, labels_changed) != ES_OK)

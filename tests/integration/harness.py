@@ -119,6 +119,14 @@ class Proc:
             return f.read().decode("utf-8", "replace")
 
 
+class ClassScope:
+    """Stands in for the TestCase of a Cluster made in setUpClass: the
+    class's tearDownClass closes the cluster, so no cleanup is kept here."""
+
+    def addCleanup(self, *args, **kw):
+        pass
+
+
 class Cluster:
     """A controller in --dev mode plus agents, in one temporary directory."""
 

@@ -6,13 +6,13 @@ refuses a binary message the same way and redials."""
 import json
 import unittest
 
-from harness import Cluster, FakeController, hello, main, wait_for, welcome
+from harness import ClassScope, Cluster, FakeController, hello, main, wait_for, welcome
 
 
 class HostileTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.c = Cluster(cls._dummy(), nodes=["good", "evil"])
+        cls.c = Cluster(ClassScope(), nodes=["good", "evil"])
         cls.c.start_controller()
         cls.c.start_agent("good", extra=["--interval", "1"])
         wait_for("the good agent connected", lambda: (cls.c.node("good") or {})
@@ -21,13 +21,6 @@ class HostileTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.c.close()
-
-    @staticmethod
-    def _dummy():
-        class D:
-            def addCleanup(self, *a):
-                pass
-        return D()
 
     def session(self, after_hello=True):
         ws = self.c.ws(*self.c.node_cert("evil"))

@@ -1,6 +1,9 @@
 """Mutual TLS and node identity: the controller refuses every connection
-whose certificate does not prove the node it speaks for, and the agent
-refuses a controller whose certificate does not match the name it dialled."""
+whose certificate does not prove the node it speaks for, logging each as
+refused with its reason (only a session past its hello is "connected"),
+and the agent refuses a controller whose certificate does not name the
+host it dialled in a DNS or IP subjectAltName. A certificate from the
+future says to check the clock, on both sides."""
 
 import os
 import unittest
@@ -94,17 +97,113 @@ class IdentityTest(unittest.TestCase):
         self.c.start_agent("node-a")
         try:
             st = wait_for("the agent's refusal", lambda: (
-                lambda s: s if s["sync"].get("lastError") else None)(self.c.agent_state()),
-                timeout=30)
+                lambda s: s if "does not name" in s["sync"].get("lastError") else None)(
+                    self.c.agent_state()), timeout=30)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.c.logs()}") from e
         self.assertFalse(st["sync"]["connected"])
+        self.assertIn("controller certificate does not name localhost",
+                      st["sync"]["lastError"])
+        # Library messages end in a newline: never logged as a literal \n.
+        self.assertNotIn('\\n"', self.c.agents["node-a"].output())
         # Ask the controller (whose certificate names elsewhere.example: the
         # chain is still verified, the name deliberately not).
         ctx = self.c.admin_ssl()
         ctx.check_hostname = False
         st, _ = self.c.admin("GET", f"{API}/nodes/node-a", ctx=ctx)
         self.assertEqual(st, 404)
+
+    def test_agent_refuses_controller_without_san(self):
+        # From the right CA, its only host name the subject CN "localhost":
+        # mbedTLS alone would accept it for wss://localhost.
+        cert, key = self.c.mkcert("no-san", "localhost", client=False, server=True)
+        self.c.stop_controller()
+        ctl = self.c.start_controller(extra=["--cert", cert, "--key", key])
+        agent = self.c.start_agent("node-a")
+        try:
+            st = wait_for("the agent's refusal", lambda: (
+                lambda s: s if "no DNS or IP subjectAltName" in s["sync"]["lastError"]
+                else None)(self.c.agent_state()), timeout=30)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.c.logs()}") from e
+        self.assertFalse(st["sync"]["connected"])
+        self.assertIn("controller certificate refused: the certificate has no DNS or IP "
+                      "subjectAltName", st["sync"]["lastError"])
+        self.assertIn('level=error component=sync msg="controller certificate refused"',
+                      agent.output())
+        # The controller never got a hello: no node, and the session is
+        # logged as ended before it.
+        ctx = self.c.admin_ssl()
+        ctx.check_hostname = False
+        code, _ = self.c.admin("GET", f"{API}/nodes/node-a", ctx=ctx)
+        self.assertEqual(code, 404)
+        wait_for("the controller's log of the session", lambda:
+                 'msg="agent session ended before hello" node=node-a' in ctl.output())
+        self.assertNotIn('msg="agent connected"', ctl.output())
+
+    def test_refused_sessions_are_logged_as_refused(self):
+        node_a = self.c.node_cert("node-a")
+        # A wrong subprotocol (lws would drop it without a word).
+        with self.assertRaises(WSRefused):
+            self.c.ws(*node_a, protocol="other.v9")
+        # A certificate without a SPIFFE ID.
+        cert, key = self.c.mkcert("nouri", "node-a")
+        with self.assertRaises(WSRefused):
+            self.c.ws(cert, key)
+        # A session that never says hello, and one refused at its hello.
+        self.c.ws(*node_a).close()
+        ws = self.c.ws(*node_a)
+        ws.send_json(hello("node-b"))
+        ws.recv_until_close()
+        ws.close()
+        # A real one.
+        ws = self.c.ws(*node_a)
+        ws.send_json(hello("node-a"))
+        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        ws.close()
+        log = wait_for("the real session's end", lambda: (
+            lambda t: t if 'msg="agent disconnected"' in t else None)(
+                self.c.controller.output()))
+        lines = log.splitlines()
+        refused = [ln for ln in lines if 'msg="agent connection refused"' in ln]
+        self.assertTrue(any('reason="subprotocol \\"other.v9\\" offered; edgesync.v1 '
+                            'required"' in ln for ln in refused), refused)
+        self.assertTrue(any("0 URI subjectAltNames" in ln for ln in refused), refused)
+        self.assertTrue(any("node=node-a reason=IdentityMismatch" in ln
+                            for ln in refused), refused)
+        wait_for("the session without hello logged", lambda: any(
+            'msg="agent session ended before hello" node=node-a' in ln
+            for ln in self.c.controller.output().splitlines()))
+        # Connected and disconnected: only the session past its hello.
+        self.assertEqual(sum('msg="agent connected"' in ln for ln in lines), 1, log)
+        self.assertEqual(sum('msg="agent disconnected"' in ln for ln in lines), 1, log)
+
+    def test_client_certificate_from_the_future_names_the_clock(self):
+        cert, key = self.c.mkcert("future", "node-a", uri=f"spiffe://{TD}/node/node-a",
+                                  not_before="2040-01-01T00:00:00Z")
+        # Dialled by IP address (no SNI), the handshake hands the unverified
+        # certificate to the controller's own check, which says why.
+        with self.assertRaises(WSRefused):
+            self.c.ws(cert, key, server_hostname="127.0.0.1")
+        line = wait_for("the refusal logged", lambda: next(
+            (ln for ln in self.c.controller.output().splitlines()
+             if 'msg="agent connection refused"' in ln), None))
+        self.assertIn("client certificate not valid before 2040-01-01T00:00:00Z; "
+                      "the host clock says ", line)
+        self.assertIn(": check the clock", line)
+
+    def test_agent_says_controller_certificate_is_from_the_future(self):
+        cert, key = self.c.mkcert("future-ctl", "localhost", dns=["localhost"],
+                                  client=False, server=True,
+                                  not_before="2040-01-01T00:00:00Z")
+        self.c.stop_controller()
+        self.c.start_controller(extra=["--cert", cert, "--key", key])
+        self.c.start_agent("node-a")
+        st = wait_for("the agent's refusal", lambda: (
+            lambda s: s if "not valid yet" in s["sync"]["lastError"] else None)(
+                self.c.agent_state()), timeout=30)
+        self.assertIn("controller certificate not valid yet", st["sync"]["lastError"])
+        self.assertIn("check the clock", st["sync"]["lastError"])
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
  * for collectors that are enabled, running and unhealthy; a kernel
  * collector with no backend on this host (backend "unavailable", with its
  * reason) is not failing. agent__queue_event is wrapped: the events the
- * update queues are counted, not stored.
+ * update queues are counted, not stored. CredentialsValid follows the sync
+ * client's look at its credential files (es_sync_credentials, wrapped).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +30,21 @@ void __wrap_agent__queue_event(es_agent *a, cJSON *ev)
 	(void)a;
 	queued++;
 	cJSON_Delete(ev);
+}
+
+int __wrap_es_sync_credentials(const es_sync *s, const char **reason,
+			       const char **message);
+
+static int creds_ok = -1;
+static const char *creds_reason = "", *creds_msg = "";
+
+int __wrap_es_sync_credentials(const es_sync *s, const char **reason,
+			       const char **message)
+{
+	(void)s;
+	*reason = creds_reason;
+	*message = creds_msg;
+	return creds_ok;
 }
 
 /* One round's status: the procfs collectors healthy, plus the kernel
@@ -192,9 +208,79 @@ static void test_node_text_fits_one_message(void **state)
 	cJSON_Delete(node);
 }
 
+/* CredentialsValid: False with the reason naming the bad file (news when
+ * new, as a problem), True once the files load, gone without a
+ * controller; Ready is about the node and stays True meanwhile. */
+static void test_credentials_condition(void **state)
+{
+	es_agent_config cfg;
+	es_agent *a = calloc(1, sizeof(*a));
+	cJSON *st = status_with("{\"name\":\"tcp\",\"backend\":\"procfs\","
+				"\"enabled\":true,\"healthy\":true}");
+	const cJSON *c;
+	es_sample smp;
+
+	(void)state;
+	assert_non_null(a);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.node_name = "n1";
+	a->cfg = &cfg;
+	a->sync = (es_sync *)&cfg; /* never dereferenced: es_sync_credentials is wrapped */
+	a->conditions = cJSON_CreateArray();
+	assert_non_null(a->conditions);
+	assert_int_equal(es_health_eval_new(&a->health), ES_OK);
+
+	/* Not read yet: no condition. */
+	creds_ok = -1;
+	assert_int_equal(agent__credentials_condition(a, 1000), 0);
+	assert_null(es_cond_find(a->conditions, "CredentialsValid"));
+
+	creds_ok = 0;
+	creds_reason = "CAFileInvalid";
+	creds_msg = "ca /etc/edgesync/ca.crt: empty file";
+	queued = 0;
+	es_sample_init(&smp);
+	es_test_sample(st, 0, &smp);
+	agent__update_conditions(a, st, &smp, 1000);
+	es_sample_clear(&smp);
+	c = es_cond_find(a->conditions, "CredentialsValid");
+	assert_non_null(c);
+	assert_string_equal(member(c, "status"), "False");
+	assert_string_equal(member(c, "reason"), "CAFileInvalid");
+	assert_string_equal(member(c, "message"), "ca /etc/edgesync/ca.crt: empty file; "
+			    "the agent runs offline and reads the files again every 5 s");
+	assert_int_equal(queued, 1);
+	assert_string_equal(member(es_cond_find(a->conditions, "Ready"), "status"), "True");
+	/* The same again: no change, no event. */
+	assert_int_equal(agent__credentials_condition(a, 1010), 0);
+	assert_int_equal(queued, 1);
+
+	creds_ok = 1;
+	creds_reason = "CredentialsLoaded";
+	creds_msg = "cert c (valid until 2030-01-01T00:00:00Z), key k, ca a";
+	assert_int_equal(agent__credentials_condition(a, 1020), 1);
+	c = es_cond_find(a->conditions, "CredentialsValid");
+	assert_string_equal(member(c, "status"), "True");
+	assert_string_equal(member(c, "message"), creds_msg);
+	assert_int_equal(queued, 2);
+
+	/* No controller (a seeded condition from an earlier run goes). */
+	a->sync = NULL;
+	assert_int_equal(agent__credentials_condition(a, 1030), 0);
+	assert_null(es_cond_find(a->conditions, "CredentialsValid"));
+	assert_int_equal(queued, 2);
+
+	cJSON_Delete(st);
+	cJSON_Delete(a->conditions);
+	es_health_eval_free(a->health);
+	free(a);
+	creds_ok = -1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_credentials_condition),
 		cmocka_unit_test(test_unavailable_is_not_failing),
 		cmocka_unit_test(test_running_unhealthy_is_failing),
 		cmocka_unit_test(test_disabled_is_not_failing),

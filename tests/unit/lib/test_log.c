@@ -98,6 +98,33 @@ static void test_value_escaping(void **state)
 	free(out);
 }
 
+/* Library messages end in newlines (mbedTLS's and libwebsockets' error
+ * strings): trailing white space is dropped, not logged as a literal \n;
+ * inner newlines are still escaped. */
+static void test_trailing_space_dropped(void **state)
+{
+	char *out;
+
+	(void)state;
+	es_log_set_level(ES_LOG_INFO);
+	es_log_route_lws();
+	capture_start();
+	es_log_warn("sync", "disconnected\n", "error",
+		    "server's cert didn't look good: Cert from the future\n",
+		    "plain", "ok \r\n\t", "inner", "a\nb\n", "blank", " \n", NULL);
+	out = capture_end();
+	assert_string_equal(after_time(out),
+		"level=warn component=sync msg=\"disconnected\" "
+		"error=\"server's cert didn't look good: Cert from the future\" "
+		"plain=ok inner=\"a\\nb\" blank=\n");
+	free(out);
+	capture_start();
+	_lws_log(LLL_ERR, "it broke\n\n");
+	out = capture_end();
+	assert_non_null(strstr(out, "level=error component=lws msg=\"it broke\"\n"));
+	free(out);
+}
+
 static void test_key_sanitised(void **state)
 {
 	char *out;
@@ -191,6 +218,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_line_shape),
 		cmocka_unit_test(test_value_escaping),
+		cmocka_unit_test(test_trailing_space_dropped),
 		cmocka_unit_test(test_key_sanitised),
 		cmocka_unit_test(test_levels),
 		cmocka_unit_test(test_long_line_bounded),

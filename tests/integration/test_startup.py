@@ -1,0 +1,79 @@
+"""Startup errors: once a program's settings are loaded, `run` says
+everything as logfmt events, its failure to start included (exit 1 or 2
+as before); a usage or configuration error found while reading the
+settings stays one plain "prog: message" line for the person at the
+terminal (exit 2)."""
+
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+from harness import BIN_DIR, free_port, main
+
+LOGFMT = re.compile(r'^time=\S+Z level=(error|warn|info|debug) component=\S+ msg="')
+AGENT = os.path.join(BIN_DIR, "edgesync-agent")
+CONTROLLER = os.path.join(BIN_DIR, "edgesync-controller")
+
+
+def run(argv):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+class StartupErrorsTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="es-it-startup-")
+        self.addCleanup(self.tmp.cleanup)
+
+    def assert_logfmt(self, r):
+        lines = [ln for ln in r.stderr.splitlines() if ln]
+        self.assertTrue(lines, r)
+        for ln in lines:
+            self.assertRegex(ln, LOGFMT)
+        return lines
+
+    def test_agent_start_failure_is_logfmt(self):
+        # A state directory that cannot be made: a file is in the way.
+        blocker = os.path.join(self.tmp.name, "file")
+        with open(blocker, "w") as f:
+            f.write("x")
+        r = run([AGENT, "run", "--state-dir", os.path.join(blocker, "state"),
+                 "--http-listen", f"127.0.0.1:{free_port()}",
+                 "--collector-backend", "procfs"])
+        self.assertEqual(r.returncode, 1, r)
+        lines = self.assert_logfmt(r)
+        self.assertTrue(any('level=error component=agent msg="cannot start"' in ln
+                            and "state-dir" in ln for ln in lines), lines)
+
+    def assert_plain_usage_error(self, prog):
+        r = run([prog, "run", "--no-such-flag"])
+        self.assertEqual(r.returncode, 2, r)
+        lines = [ln for ln in r.stderr.splitlines() if ln]
+        self.assertEqual(len(lines), 1, lines)
+        self.assertTrue(lines[0].startswith(os.path.basename(prog) + ": "), lines)
+        self.assertIn("--no-such-flag", lines[0])
+
+    def test_agent_usage_error_is_plain(self):
+        self.assert_plain_usage_error(AGENT)
+
+    def test_controller_credential_error_is_logfmt(self):
+        state = os.path.join(self.tmp.name, "ctl")
+        missing = os.path.join(self.tmp.name, "no-such.crt")
+        r = run([CONTROLLER, "run", "--state-dir", state,
+                 "--listen", f"127.0.0.1:{free_port()}",
+                 "--admin-listen", f"127.0.0.1:{free_port()}",
+                 "--cert", missing, "--key", missing, "--client-ca", missing,
+                 "--admin-ca", missing])
+        self.assertEqual(r.returncode, 2, r)
+        lines = self.assert_logfmt(r)
+        self.assertTrue(any("level=error" in ln and "setting=cert" in ln
+                            and missing in ln for ln in lines), lines)
+
+    def test_controller_usage_error_is_plain(self):
+        self.assert_plain_usage_error(CONTROLLER)
+
+
+if __name__ == "__main__":
+    main()
