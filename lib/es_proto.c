@@ -255,6 +255,10 @@ static es_err check_desired(const cJSON *m, char *err, size_t errsz)
 		    (rc = es_json_get_str(it, what, "name", 1, &s, err, errsz)) != ES_OK ||
 		    (rc = es_json_get_str(it, what, "uid", 1, &s, err, errsz)) != ES_OK)
 			return rc;
+		rc = es_json_get_int(it, what, "resourceVersion", 0, 0, ES_JSON_MAX_INT,
+				     &v, err, errsz);
+		if (rc != ES_OK && rc != ES_ERR_NOTFOUND)
+			return rc;
 		i++;
 	}
 	return ES_OK;
@@ -622,12 +626,15 @@ cJSON *es_proto_error(es_proto_code code, const char *message)
 	return m;
 }
 
-cJSON *es_proto_deleted_ref(const char *kind, const char *name, const char *uid)
+cJSON *es_proto_deleted_ref(const char *kind, const char *name, const char *uid,
+			    int64_t resource_version)
 {
 	cJSON *r = cJSON_CreateObject();
 
 	if (!r || add_str(r, "kind", kind) != 0 || add_str(r, "name", name) != 0 ||
-	    add_str(r, "uid", uid) != 0) {
+	    add_str(r, "uid", uid) != 0 ||
+	    (resource_version > 0 &&
+	     add_int(r, "resourceVersion", resource_version) != 0)) {
 		cJSON_Delete(r);
 		return NULL;
 	}

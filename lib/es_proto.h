@@ -103,8 +103,13 @@ cJSON *es_proto_ping(const char *time);
 cJSON *es_proto_pong(const char *time);
 cJSON *es_proto_error(es_proto_code code, const char *message);
 
-/* A desired.deleted entry {kind, name, uid}. */
-cJSON *es_proto_deleted_ref(const char *kind, const char *name, const char *uid);
+/* A desired.deleted entry {kind, name, uid, resourceVersion}:
+ * resource_version is the controller's resourceVersion of the write that
+ * took the object from the node (its deletion, or the change after which it
+ * no longer targets the node); 0 leaves the member out (PROTOCOL.md,
+ * "desired"). */
+cJSON *es_proto_deleted_ref(const char *kind, const char *name, const char *uid,
+			    int64_t resource_version);
 
 /* An Event body (PROTOCOL.md, "Event body"). */
 cJSON *es_proto_event(const char *type, const char *reason, const char *message,

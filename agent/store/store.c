@@ -238,6 +238,39 @@ cleanup:
 	return rc;
 }
 
+/*
+ * Forgets the cached object a desired.deleted entry names (PROTOCOL.md,
+ * "desired"): the one of that kind and name when its uid is the entry's (or
+ * either uid is missing), or when the entry's resourceVersion is newer than
+ * the cached object's: the controller then had another object under that
+ * name after the agent's copy was written, so it no longer has the copy's
+ * uid. An entry without resourceVersion (an older controller) goes by uid
+ * only.
+ */
+static es_err desired_forget(es_store *st, const cJSON *ref)
+{
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(ref, "resourceVersion");
+	sqlite3_stmt *s = NULL;
+	es_err rc = es_sqlite_prepare(st->db, "DELETE FROM desired WHERE kind = ?1"
+			" AND name = ?2 AND (?3 IS NULL OR uid IS NULL OR uid = ?3"
+			" OR resource_version < ?4)", &s);
+
+	if (rc != ES_OK)
+		goto cleanup;
+	if (sqlite3_bind_text(s, 1, str_member(ref, "kind"), -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 2, str_member(ref, "name"), -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 3, str_member(ref, "uid"), -1, SQLITE_STATIC) != SQLITE_OK ||
+	    (cJSON_IsNumber(rv) ? sqlite3_bind_int64(s, 4, (sqlite3_int64)rv->valuedouble)
+				: sqlite3_bind_null(s, 4)) != SQLITE_OK) {
+		rc = es_sqlite_fail(st->db, "desired forget bind");
+		goto cleanup;
+	}
+	rc = es_sqlite_step_done(st->db, s, "desired forget");
+cleanup:
+	sqlite3_finalize(s);
+	return rc;
+}
+
 /* Checks the members desired_commit relies on before touching the file. */
 static es_err desired_check(const cJSON *msg, const cJSON **objects,
 			    const cJSON **deleted, int64_t *rv)
@@ -283,15 +316,13 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 	if (full && !st->full_pending)
 		rc = es_sqlite_exec(st->db, "DELETE FROM temp.full_seen");
 	/* Deletions first: a tombstone and a recreated object of the same
-	 * name may travel in one message. A tombstone of another uid does not
-	 * remove the object now cached under that name. */
+	 * name may travel in one message. A late tombstone of an earlier
+	 * object does not remove the object now cached under that name
+	 * (desired_forget). */
 	cJSON_ArrayForEach(it, deleted) {
 		if (rc != ES_OK)
 			break;
-		rc = st_kn(st, "DELETE FROM desired WHERE kind = ?1 AND name = ?2"
-			   " AND (?3 IS NULL OR uid IS NULL OR uid = ?3)",
-			   str_member(it, "kind"), str_member(it, "name"), 1,
-			   str_member(it, "uid"));
+		rc = desired_forget(st, it);
 	}
 	cJSON_ArrayForEach(it, objects) {
 		if (rc != ES_OK)

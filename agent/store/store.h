@@ -44,7 +44,9 @@ es_err es_store_set_int(es_store *st, const char *key, int64_t v);
  * Commits one `desired` message (PROTOCOL.md, "desired"; msg is the decoded
  * message) in one transaction: full=true replaces every cached object with
  * msg.objects; full=false upserts msg.objects and removes msg.deleted (by
- * kind and name); the status rows of removed objects go too; "desired_rv"
+ * kind and name: the object of that uid, or of any uid when the entry's
+ * resourceVersion is newer than the cached object's, as PROTOCOL.md
+ * "desired" says); the status rows of removed objects go too; "desired_rv"
  * becomes msg.resourceVersion unless msg.more is true.
  * Errors: ES_ERR_INVAL (an object without kind or name), ES_ERR_DB.
  */

@@ -83,10 +83,11 @@ static es_err batch_add(desired_batch *b, cJSON *item, int deleted)
 	return ES_OK;
 }
 
-static cJSON *deleted_ref(const cJSON *obj)
+/* The deletion of obj for a node, by the write at resourceVersion rv. */
+static cJSON *deleted_ref(const cJSON *obj, int64_t rv)
 {
 	return es_proto_deleted_ref(es_obj_kind_str(obj), es_obj_name(obj),
-				    es_obj_uid(obj));
+				    es_obj_uid(obj), rv);
 }
 
 /*
@@ -127,7 +128,7 @@ static es_err sync_desired(conn *c, int64_t since, int labels_changed)
 		if (es_obj_selects(it, c->labels)) {
 			rc = batch_add(&b, it, 0);
 		} else if (!b.full) {
-			cJSON *ref = deleted_ref(it);
+			cJSON *ref = deleted_ref(it, es_obj_resource_version(it));
 
 			cJSON_Delete(it);
 			rc = ref ? batch_add(&b, ref, 1) : ES_ERR_NOMEM;
@@ -139,7 +140,9 @@ static es_err sync_desired(conn *c, int64_t since, int labels_changed)
 		cJSON *ref = es_proto_deleted_ref(
 			cJSON_GetStringValue(cJSON_GetObjectItem(it, "kind")),
 			cJSON_GetStringValue(cJSON_GetObjectItem(it, "name")),
-			cJSON_GetStringValue(cJSON_GetObjectItem(it, "uid")));
+			cJSON_GetStringValue(cJSON_GetObjectItem(it, "uid")),
+			(int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(it,
+					"resourceVersion")));
 
 		rc = ref ? batch_add(&b, ref, 1) : ES_ERR_NOMEM;
 	}
@@ -171,7 +174,7 @@ void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 		if (cur && es_obj_selects(cur, c->labels)) {
 			item = cJSON_Duplicate(cur, 1);
 		} else if (prev && es_obj_selects(prev, c->labels)) {
-			item = deleted_ref(prev);
+			item = deleted_ref(prev, rv);
 			del = 1;
 		} else {
 			continue;

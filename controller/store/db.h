@@ -41,7 +41,9 @@ void es_db_close(es_db *db); /* NULL-safe */
  * Creates or replaces a desired object (already validated with
  * es_obj_validate_desired; copied). On create: uid (UUID v4),
  * creationTimestamp, generation 1. On replace: uid and creationTimestamp
- * kept; generation + 1 only when spec differs; labels may change. A replace
+ * kept; generation + 1 only when spec differs; labels may change. Creating
+ * an object under a name reused after a deletion leaves that deletion's
+ * tombstone in place (one per uid). A replace
  * that changes nothing writes nothing (*changed = 0, same resourceVersion).
  * Any other write takes the next resourceVersion. *stored (may be NULL)
  * receives the stored object (caller owns); *previous (may be NULL) the

@@ -57,6 +57,55 @@ class ResyncTest(unittest.TestCase):
             raise AssertionError(f"{e}\n{c.logs()}") from e
 
 
+HR = """apiVersion: edgesync.io/v1alpha1
+kind: HealthRule
+metadata: {{name: x}}
+spec: {{metric: load.load1, operator: Ge, threshold: 0, conditionType: LoadKnown{sel}}}
+"""
+
+
+class NameReusedOfflineTest(unittest.TestCase):
+    """A deletion is not lost when the name is reused while the agent is
+    away: the object the agent holds goes, also when the new object of that
+    name does not target the node (PROTOCOL.md, "desired")."""
+
+    def test_deleted_then_recreated_elsewhere(self):
+        c = Cluster(self)
+        c.start_controller()
+        agent = c.start_agent()
+
+        def held():
+            return [(d["kind"], d["metadata"]["name"], d["metadata"]["uid"])
+                    for d in c.agent_state()["desired"]]
+
+        try:
+            c.ctl("apply", "-f", "-", stdin=HR.format(sel=""))
+            u1 = c.ctl_json("get", "healthrule", "x")["metadata"]["uid"]
+            wait_for("x held", lambda: held() == [("HealthRule", "x", u1)])
+            agent.stop()
+            c.ctl("delete", "healthrule", "x")
+            c.ctl("apply", "-f", "-", stdin=HR.format(
+                sel=", nodeSelector: {matchLabels: {site: elsewhere}}"))
+            x2 = c.ctl_json("get", "healthrule", "x")["metadata"]
+            self.assertNotEqual(x2["uid"], u1)
+            agent = c.start_agent()
+            wait_for("the agent at the controller's version", lambda:
+                     c.node()["status"]["sync"]["desiredResourceVersion"]
+                     == x2["resourceVersion"])
+            self.assertEqual(held(), [])
+            # And so after a restart, and in what the controller shows.
+            agent.stop()
+            agent = c.start_agent()
+            wait_for("the agent reporting again", lambda: c.agent_state()
+                     ["sync"]["connected"])
+            self.assertEqual(held(), [])
+            wait_for("no object in the node's status", lambda: not [
+                o for o in c.node()["status"].get("objects", [])
+                if o["name"] == "x"])
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+
+
 class LabelChangeTest(unittest.TestCase):
     """New labels select objects older than the agent's resourceVersion, so
     the controller owes the node a full list; a connection lost before that

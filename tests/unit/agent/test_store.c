@@ -236,6 +236,61 @@ static void test_desired_uid_and_refusals(void **state)
 	}
 }
 
+#define OBJ_RV(kind, name, uid, rv) \
+	"{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"" kind "\"," \
+	"\"metadata\":{\"name\":\"" name "\",\"uid\":\"" uid "\"," \
+	"\"generation\":1,\"resourceVersion\":" #rv "},\"spec\":{}}"
+#define DEL_RV(kind, name, uid, rv) \
+	"{\"kind\":\"" kind "\",\"name\":\"" name "\",\"uid\":\"" uid "\"," \
+	"\"resourceVersion\":" #rv "}"
+
+/* The name reused while the agent was away (PROTOCOL.md, "desired"): a
+ * deletion newer than the cached object removes it whatever its uid; an
+ * older one (an earlier object of the name) does not. */
+static void test_desired_name_reused(void **state)
+{
+	fx *f = *state;
+	char names[256];
+
+	commit(f->st, "{\"full\":true,\"resourceVersion\":5,\"objects\":["
+	       OBJ_RV("HealthRule", "x", "u1", 4) ","
+	       OBJ_RV("HealthRule", "y", "u5", 5) "]}", ES_OK);
+	put_status(f->st, "HealthRule", "x", "{\"uid\":\"u1\"}");
+	/* x deleted (rv 6), then re-created as u2 for other nodes (rv 7): the
+	 * change set names u2, which no longer targets the node. */
+	commit(f->st, "{\"full\":false,\"resourceVersion\":7,\"objects\":[],"
+	       "\"deleted\":[" DEL_RV("HealthRule", "x", "u2", 7) "]}", ES_OK);
+	list_names(f->st, names, sizeof(names));
+	assert_string_equal(names, "HealthRule/y");
+	assert_false(has_status(f->st, "HealthRule", "x"));
+
+	/* A late deletion of an earlier object of the name keeps the newer
+	 * cached one. */
+	commit(f->st, "{\"full\":false,\"resourceVersion\":9,\"objects\":[],"
+	       "\"deleted\":[" DEL_RV("HealthRule", "y", "u0", 3) "]}", ES_OK);
+	list_names(f->st, names, sizeof(names));
+	assert_string_equal(names, "HealthRule/y");
+
+	/* A change set split in two: the re-created object first, the old
+	 * one's deletion (older than it) after: the new one stays. */
+	commit(f->st, "{\"full\":false,\"resourceVersion\":12,\"more\":true,"
+	       "\"objects\":[" OBJ_RV("HealthRule", "y", "u6", 11) "]}", ES_OK);
+	put_status(f->st, "HealthRule", "y", "{\"uid\":\"u6\"}");
+	commit(f->st, "{\"full\":false,\"resourceVersion\":12,\"objects\":[],"
+	       "\"deleted\":[" DEL_RV("HealthRule", "y", "u5", 10) "]}", ES_OK);
+	list_names(f->st, names, sizeof(names));
+	assert_string_equal(names, "HealthRule/y");
+	assert_true(has_status(f->st, "HealthRule", "y"));
+
+	/* A full list replaces an object of the same name and another uid,
+	 * and its status. */
+	commit(f->st, "{\"full\":true,\"resourceVersion\":14,\"objects\":["
+	       OBJ_RV("HealthRule", "y", "u7", 14) "]}", ES_OK);
+	list_names(f->st, names, sizeof(names));
+	assert_string_equal(names, "HealthRule/y");
+	assert_false(has_status(f->st, "HealthRule", "y"));
+}
+
 static void test_survives_reopen(void **state)
 {
 	fx *f = *state;
@@ -611,6 +666,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_desired_full_delta_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_desired_more, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_desired_uid_and_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_desired_name_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_stays_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),

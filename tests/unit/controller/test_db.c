@@ -229,11 +229,14 @@ static void test_tombstones_bounded(void **state)
 	cJSON_Delete(tombs);
 }
 
-static void test_recreate_supersedes_tombstone(void **state)
+/* A re-created object does not replace the deletion record of the one
+ * before it: an agent that still holds the first object learns of its
+ * deletion, also when the new one does not target it. */
+static void test_recreate_keeps_tombstone(void **state)
 {
 	fx *f = *state;
 	cJSON *s = NULL, *objs = NULL, *tombs = NULL;
-	char uid1[64];
+	char uid1[64], uid2[64];
 
 	put(f->db, cc("a", 10, "{}"), &s, NULL, NULL);
 	snprintf(uid1, sizeof(uid1), "%s", es_obj_uid(s));
@@ -243,10 +246,23 @@ static void test_recreate_supersedes_tombstone(void **state)
 	assert_string_not_equal(es_obj_uid(s), uid1);
 	assert_int_equal(es_obj_generation(s), 1);
 	assert_int_equal(es_obj_resource_version(s), 3);
+	snprintf(uid2, sizeof(uid2), "%s", es_obj_uid(s));
 	cJSON_Delete(s);
 	assert_int_equal(es_db_changes_since(f->db, 0, &objs, &tombs), ES_OK);
 	assert_int_equal(cJSON_GetArraySize(objs), 1);
-	assert_int_equal(cJSON_GetArraySize(tombs), 0);
+	assert_int_equal(cJSON_GetArraySize(tombs), 1);
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 0), "uid"), uid1);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(tombs, 0),
+					     "resourceVersion")->valuedouble, 2);
+	cJSON_Delete(objs);
+	cJSON_Delete(tombs);
+	/* Deleted and re-created again: one record per uid. */
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "a", NULL), ES_OK);
+	put(f->db, cc("a", 10, "{}"), NULL, NULL, NULL);
+	assert_int_equal(es_db_changes_since(f->db, 0, &objs, &tombs), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(tombs), 2);
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 0), "uid"), uid1);
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 1), "uid"), uid2);
 	cJSON_Delete(objs);
 	cJSON_Delete(tombs);
 }
@@ -503,7 +519,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_put_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_changes_compact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tombstones_bounded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recreate_supersedes_tombstone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recreate_keeps_tombstone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_hello, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reports, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),

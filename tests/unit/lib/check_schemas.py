@@ -155,6 +155,8 @@ class Checker:
             ("desired", mut(full, lambda m: m["objects"][0]["metadata"].pop("uid")),
              "desired object without uid"),
             ("desired", mut(delta, lambda m: m["deleted"][0].pop("uid")), "desired deleted without uid"),
+            ("desired", mut(delta, lambda m: m["deleted"][0].update(resourceVersion="44")),
+             "desired deleted resourceVersion as string"),
             ("desired", mut(full, lambda m: m.update(objects={})), "desired objects not an array"),
             ("welcome", {"type": "welcome", "node": "edge-01", "controllerVersion": "0.1.0",
                          "ackedSeq": -1, "heartbeatSeconds": 20, "maxMessageBytes": 1048576},

@@ -85,8 +85,10 @@ static cJSON *reencode(es_msg_type t, const cJSON *m)
 
 		assert_non_null(del);
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(m, "deleted")) {
+			const cJSON *rv = cJSON_GetObjectItemCaseSensitive(it, "resourceVersion");
 			cJSON *r = es_proto_deleted_ref(get_str(it, "kind"), get_str(it, "name"),
-							get_str(it, "uid"));
+							get_str(it, "uid"),
+							rv ? get_int(it, "resourceVersion") : 0);
 			assert_non_null(r);
 			cJSON_AddItemToArray(del, r);
 		}
@@ -272,6 +274,7 @@ static const struct {
 	{"hello-capability-number.json", ES_PC_INVALID, "hello.capabilities[1]"},
 	{"desired-object-number.json", ES_PC_INVALID, "desired.objects[0]"},
 	{"desired-deleted-no-uid.json", ES_PC_INVALID, "desired.deleted[0]"},
+	{"desired-deleted-rv-string.json", ES_PC_INVALID, "desired.deleted[0].resourceVersion"},
 	{"desired-full-string.json", ES_PC_INVALID, "desired.full"},
 	{"desired-more-number.json", ES_PC_INVALID, "desired.more"},
 	{"welcome-acked-negative.json", ES_PC_INVALID, "welcome.ackedSeq"},
