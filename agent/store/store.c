@@ -299,7 +299,7 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 {
 	const cJSON *objects = NULL, *deleted = NULL, *it;
 	int full, more;
-	int64_t rv = 0;
+	int64_t rv = 0, held = 0;
 	es_err rc;
 
 	if (!st || desired_check(msg, &objects, &deleted, &rv) != ES_OK) {
@@ -313,6 +313,13 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
 		return rc;
+	/* Desired state never goes back: a change set not past the version
+	 * held is old or a duplicate (PROTOCOL.md, "Desired state"). */
+	if (!full && (rc = store__meta_get(st, "desired_rv", 0, &held)) == ES_OK &&
+	    rv <= held) {
+		es_sqlite_rollback(st->db);
+		return ES_ERR_CONFLICT;
+	}
 	if (full && !st->full_pending)
 		rc = es_sqlite_exec(st->db, "DELETE FROM temp.full_seen");
 	/* Deletions first: a tombstone and a recreated object of the same

@@ -47,8 +47,12 @@ es_err es_store_set_int(es_store *st, const char *key, int64_t v);
  * kind and name: the object of that uid, or of any uid when the entry's
  * resourceVersion is newer than the cached object's, as PROTOCOL.md
  * "desired" says); the status rows of removed objects go too; "desired_rv"
- * becomes msg.resourceVersion unless msg.more is true.
- * Errors: ES_ERR_INVAL (an object without kind or name), ES_ERR_DB.
+ * becomes msg.resourceVersion unless msg.more is true. A change set
+ * (full=false) whose resourceVersion is not greater than "desired_rv" is
+ * not applied (PROTOCOL.md, "Desired state": desired state never goes
+ * back); a full list always is, also at a lower version.
+ * Errors: ES_ERR_INVAL (an object without kind or name), ES_ERR_CONFLICT
+ * (a change set at or below "desired_rv": nothing written), ES_ERR_DB.
  */
 es_err es_store_desired_commit(es_store *st, const cJSON *msg);
 

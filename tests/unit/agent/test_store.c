@@ -291,6 +291,56 @@ static void test_desired_name_reused(void **state)
 	assert_false(has_status(f->st, "HealthRule", "y"));
 }
 
+/* The generation of the one cached object. */
+static int64_t cached_generation(es_store *st)
+{
+	cJSON *list = NULL;
+	int64_t g;
+
+	assert_int_equal(es_store_desired_list(st, &list), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(list), 1);
+	g = (int64_t)cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0),
+							     "metadata"), "generation")->valuedouble;
+	cJSON_Delete(list);
+	return g;
+}
+
+/* Desired state never goes back (PROTOCOL.md, "Desired state"): a change
+ * set at or below the version held is not applied; a full list is the
+ * controller's whole state and is followed, also to a lower version. */
+static void test_desired_never_goes_back(void **state)
+{
+	fx *f = *state;
+
+	commit(f->st, "{\"full\":true,\"resourceVersion\":10,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 2) "]}", ES_OK);
+	put_status(f->st, "CollectorConfig", "a", "{\"uid\":\"u1\"}");
+	commit(f->st, "{\"full\":false,\"resourceVersion\":5,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 1) "]}", ES_ERR_CONFLICT);
+	commit(f->st, "{\"full\":false,\"resourceVersion\":9,\"objects\":[],"
+	       "\"deleted\":[{\"kind\":\"CollectorConfig\",\"name\":\"a\","
+	       "\"uid\":\"u1\"}]}", ES_ERR_CONFLICT);
+	commit(f->st, "{\"full\":false,\"resourceVersion\":10,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 1) "]}", ES_ERR_CONFLICT);
+	assert_int_equal(cached_generation(f->st), 2);
+	assert_true(has_status(f->st, "CollectorConfig", "a"));
+	assert_int_equal(get_int(f->st, "desired_rv"), 10);
+
+	commit(f->st, "{\"full\":false,\"resourceVersion\":11,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 3) "]}", ES_OK);
+	assert_int_equal(cached_generation(f->st), 3);
+	assert_int_equal(get_int(f->st, "desired_rv"), 11);
+
+	/* A controller restored from an older backup: its full list rules. */
+	commit(f->st, "{\"full\":true,\"resourceVersion\":4,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 1) "]}", ES_OK);
+	assert_int_equal(cached_generation(f->st), 1);
+	assert_int_equal(get_int(f->st, "desired_rv"), 4);
+	commit(f->st, "{\"full\":false,\"resourceVersion\":5,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 2) "]}", ES_OK);
+	assert_int_equal(get_int(f->st, "desired_rv"), 5);
+}
+
 static void test_survives_reopen(void **state)
 {
 	fx *f = *state;
@@ -667,6 +717,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_desired_more, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_desired_uid_and_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_desired_name_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_desired_never_goes_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_stays_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
