@@ -5,7 +5,7 @@
  *
  * Invariants kept here:
  * - meta holds the integer cursors "desired_rv", "next_seq" and
- *   "reports_dropped".
+ *   "reports_dropped", and the text "stream_id", made at the first open.
  * - status(kind, name) references desired(kind, name) ON DELETE CASCADE, so
  *   a status row never outlives its object; desired rows are therefore
  *   updated in place (upsert), never replaced.
@@ -59,6 +59,34 @@ static const es_sqlite_schema st_schema = {
 	.wal_kib = 1024,
 };
 
+/* Gives the store its report stream id (a random UUID) unless it has one:
+ * a new database starts a new stream (PROTOCOL.md, "hello"). */
+static es_err stream_id_init(es_store *st, char *err, size_t errsz)
+{
+	char id[37];
+	sqlite3_stmt *s = NULL;
+	es_err rc = es_obj_new_uid(id);
+
+	if (rc != ES_OK)
+		return es_errf(rc, err, errsz, "%s: no randomness for the report "
+			       "stream id", st->db->path);
+	if ((rc = es_sqlite_begin(st->db)) != ES_OK)
+		goto cleanup;
+	rc = es_sqlite_prepare(st->db, "INSERT OR IGNORE INTO meta(key, value)"
+			       " VALUES('stream_id', ?1)", &s);
+	if (rc == ES_OK && sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC) != SQLITE_OK)
+		rc = es_sqlite_fail(st->db, "stream id bind");
+	if (rc == ES_OK)
+		rc = es_sqlite_step_done(st->db, s, "stream id");
+	rc = es_sqlite_end(st->db, rc);
+cleanup:
+	sqlite3_finalize(s);
+	if (rc != ES_OK)
+		es_errf(rc, err, errsz, "%s: cannot record the report stream id: %s",
+			st->db->path, sqlite3_errmsg(st->db->h));
+	return rc;
+}
+
 es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)
 {
 	es_store *st = NULL;
@@ -71,6 +99,8 @@ es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)
 	if (!st)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
 	rc = es_sqlite_open(path, &st_schema, &st->db, err, errsz);
+	if (rc == ES_OK)
+		rc = stream_id_init(st, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	if (sqlite3_exec(st->db->h, "CREATE TEMP TABLE full_seen(kind TEXT NOT NULL,"
@@ -151,6 +181,37 @@ es_err es_store_get_int(es_store *st, const char *key, int64_t def, int64_t *out
 	if (!st || !key || !out)
 		return ES_ERR_INVAL;
 	return store__meta_get(st, key, def, out);
+}
+
+es_err es_store_stream_id(es_store *st, char *buf, size_t sz)
+{
+	sqlite3_stmt *s = NULL;
+	const unsigned char *v;
+	es_err rc;
+
+	if (!st || !buf || sz == 0)
+		return ES_ERR_INVAL;
+	buf[0] = '\0';
+	rc = es_sqlite_prepare(st->db, "SELECT value FROM meta WHERE key = 'stream_id'"
+			       " AND typeof(value) = 'text'", &s);
+	if (rc != ES_OK)
+		return rc;
+	switch (sqlite3_step(s)) {
+	case SQLITE_ROW:
+		v = sqlite3_column_text(s, 0);
+		if (!v || (size_t)sqlite3_column_bytes(s, 0) >= sz)
+			rc = ES_ERR_DB;
+		else
+			memcpy(buf, v, (size_t)sqlite3_column_bytes(s, 0) + 1);
+		break;
+	case SQLITE_DONE:
+		rc = ES_ERR_NOTFOUND;
+		break;
+	default:
+		rc = es_sqlite_fail(st->db, "stream id get");
+	}
+	sqlite3_finalize(s);
+	return rc;
 }
 
 es_err es_store_set_int(es_store *st, const char *key, int64_t v)

@@ -136,9 +136,17 @@ void sync__send_hello(es_sync *s)
 {
 	int64_t rv = 0, next = 1;
 	cJSON *labels, *msg, *caps;
+	char stream[64];
 
 	es_store_get_int(s->st, "desired_rv", 0, &rv);
 	es_store_get_int(s->st, "next_seq", 1, &next);
+	/* Without its stream id the hello is an older agent's: the controller
+	 * keeps one cursor for the node. */
+	if (es_store_stream_id(s->st, stream, sizeof(stream)) != ES_OK) {
+		es_log_warn("sync", "no report stream id in the agent database; "
+			    "hello without streamId", NULL);
+		stream[0] = '\0';
+	}
 	labels = cJSON_Duplicate(s->labels, 1);
 	if (!labels) {
 		sync__fail_conn(s, -1, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION,
@@ -146,7 +154,7 @@ void sync__send_hello(es_sync *s)
 		return;
 	}
 	msg = es_proto_hello(s->node, s->agent_version, s->boot_id, labels, rv,
-			     next < 1 ? 1 : next);
+			     next < 1 ? 1 : next, stream);
 	if (msg && !cJSON_GetObjectItemCaseSensitive(msg, "capabilities")) {
 		caps = cJSON_AddArrayToObject(msg, "capabilities");
 		if (!caps ||

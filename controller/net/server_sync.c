@@ -200,12 +200,36 @@ void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 
 /* ---- agents: messages ---- */
 
+/* Binds the node's report cursor to the hello's streamId (PROTOCOL.md,
+ * "hello"); *acked: the node's cursor before, then the one that applies. */
+static es_err hello_stream(conn *c, const char *stream, int64_t next_seq,
+			   int64_t *acked)
+{
+	char prev[ES_PROTO_STREAM_ID_MAX + 1], was[24], nxt[24];
+	int fresh = 0;
+	int64_t before = *acked;
+	es_err rc = es_db_node_stream(c->srv->db, c->node, stream, next_seq, acked,
+				      &fresh, prev, sizeof(prev));
+
+	if (rc != ES_OK || !fresh)
+		return rc;
+	snprintf(was, sizeof(was), "%lld", (long long)before);
+	snprintf(nxt, sizeof(nxt), "%lld", (long long)next_seq);
+	es_log_warn("server", "new report stream: the agent's database was made "
+		    "anew; its reports count from seq 1, the earlier ones stay in "
+		    "the history", "node", c->node, "streamId", stream,
+		    "previousStreamId", prev[0] ? prev : "(none)",
+		    "previousAckedSeq", was, "nextSeq", nxt, NULL);
+	return ES_OK;
+}
+
 static void on_hello(conn *c, const cJSON *msg)
 {
 	es_server *s = c->srv;
 	const char *node = cJSON_GetStringValue(cJSON_GetObjectItem(msg, "node"));
 	const cJSON *labels = cJSON_GetObjectItem(msg, "labels");
-	int64_t since = 0, acked = 0;
+	const char *stream = cJSON_GetStringValue(cJSON_GetObjectItem(msg, "streamId"));
+	int64_t since = 0, acked = 0, next_seq = 1;
 	int labels_changed = 0;
 	char e[512];
 
@@ -223,6 +247,8 @@ static void on_hello(conn *c, const cJSON *msg)
 	}
 	es_json_get_int(msg, "hello", "resourceVersion", 0, 0, ES_JSON_MAX_INT,
 			&since, NULL, 0);
+	es_json_get_int(msg, "hello", "nextSeq", 0, 1, ES_JSON_MAX_INT, &next_seq,
+			NULL, 0);
 	for (conn *o = s->conns; o; o = o->next) {
 		if (o == c || o->state != CS_READY || strcmp(o->node, c->node))
 			continue;
@@ -241,7 +267,8 @@ static void on_hello(conn *c, const cJSON *msg)
 	if (es_db_node_hello(s->db, c->node, c->labels,
 			     cJSON_GetStringValue(cJSON_GetObjectItem(msg, "agentVersion")),
 			     cJSON_GetStringValue(cJSON_GetObjectItem(msg, "bootId")),
-			     time(NULL), &acked, &labels_changed) != ES_OK) {
+			     time(NULL), &acked, &labels_changed) != ES_OK ||
+	    (stream && hello_stream(c, stream, next_seq, &acked) != ES_OK)) {
 		server__queue_error(c, ES_PC_INTERNAL,
 				    "the controller's store failed");
 		return;

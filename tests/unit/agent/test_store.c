@@ -341,6 +341,30 @@ static void test_desired_never_goes_back(void **state)
 	assert_int_equal(get_int(f->st, "desired_rv"), 5);
 }
 
+/* The report stream id (PROTOCOL.md, "hello"): made with the database,
+ * kept across opens, another one for a database made anew. */
+static void test_stream_id(void **state)
+{
+	fx *f = *state;
+	char a[64], b[64], small[8];
+
+	assert_int_equal(es_store_stream_id(f->st, a, sizeof(a)), ES_OK);
+	assert_int_equal(strlen(a), 36);
+	assert_int_equal(es_store_stream_id(f->st, small, sizeof(small)), ES_ERR_DB);
+	reopen(f);
+	assert_int_equal(es_store_stream_id(f->st, b, sizeof(b)), ES_OK);
+	assert_string_equal(a, b);
+	es_store_close(f->st);
+	f->st = NULL;
+	assert_int_equal(unlink(f->path), 0);
+	reopen(f);
+	assert_int_equal(es_store_stream_id(f->st, b, sizeof(b)), ES_OK);
+	assert_string_not_equal(a, b);
+	/* The other cursors are integers beside it. */
+	assert_int_equal(es_store_set_int(f->st, "next_seq", 3), ES_OK);
+	assert_int_equal(get_int(f->st, "next_seq"), 3);
+}
+
 static void test_survives_reopen(void **state)
 {
 	fx *f = *state;
@@ -718,6 +742,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_desired_uid_and_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_desired_name_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_desired_never_goes_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stream_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_stays_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),

@@ -139,6 +139,8 @@ class Checker:
             ("hello", mut(hello, lambda m: m.update(nextSeq=0)), "hello nextSeq 0"),
             ("hello", mut(hello, lambda m: m.pop("bootId")), "hello without bootId"),
             ("hello", mut(hello, lambda m: m["labels"].update(site=3)), "hello label value not a string"),
+            ("hello", mut(hello, lambda m: m.update(streamId="")), "hello empty streamId"),
+            ("hello", mut(hello, lambda m: m.update(streamId="a/b")), "hello streamId with a slash"),
             ("report", mut(patch, lambda m: m.pop("baseSeq")), "patch without baseSeq"),
             ("report", mut(snap, lambda m: m.update(seq="17")), "report seq as string"),
             ("report", mut(snap, lambda m: m.update(reportType="full")), "report unknown reportType"),
