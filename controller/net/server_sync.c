@@ -284,12 +284,103 @@ static void on_hello(conn *c, const cJSON *msg)
 				    "could not compute the desired state");
 }
 
-static void on_report(conn *c, const cJSON *msg)
+/*
+ * The node a report speaks for, when it is not the connection's
+ * (PROTOCOL.md, "Reports"): a snapshot's or patch's Node metadata.name, an
+ * event's involvedObject of kind Node. NULL when it names none or c's node;
+ * "" for a name that is not a string.
+ */
+static const char *report_foreign_node(const conn *c, const cJSON *msg)
+{
+	const cJSON *body = cJSON_GetObjectItemCaseSensitive(msg, "body");
+	const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg,
+								"reportType"));
+	const cJSON *name;
+
+	if (type && strcmp(type, "event") == 0) {
+		const cJSON *io = cJSON_GetObjectItemCaseSensitive(body, "involvedObject");
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+			io, "kind"));
+
+		if (!kind || strcmp(kind, "Node") != 0)
+			return NULL;
+		name = cJSON_GetObjectItemCaseSensitive(io, "name");
+	} else {
+		name = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(body, "metadata"), "name");
+		if (!name)
+			return NULL;
+	}
+	if (cJSON_IsString(name) && strcmp(name->valuestring, c->node) == 0)
+		return NULL;
+	return cJSON_IsString(name) ? name->valuestring : "";
+}
+
+/*
+ * Drops from a snapshot's or patch's status.objects (a merge patch replaces
+ * the array whole) the entries for objects the controller has, with that
+ * uid, that do not target c's node; each is logged. Entries for objects the
+ * controller no longer has stay: the describe view shows them as still held
+ * by the agent. Errors: ES_ERR_DB, ES_ERR_NOMEM.
+ */
+static es_err drop_foreign_status(conn *c, cJSON *msg)
+{
+	cJSON *objs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(msg, "body"), "status"), "objects");
+	cJSON *e = cJSON_IsArray(objs) ? objs->child : NULL, *next;
+
+	for (; e; e = next) {
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "kind"));
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+		const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "uid"));
+		es_kind k = kind ? es_obj_kind_parse(kind) : ES_KIND_UNKNOWN;
+		cJSON *obj = NULL;
+		es_err rc;
+		int foreign;
+
+		next = e->next;
+		if (k < ES_KIND_COLLECTOR_CONFIG || strcmp(es_obj_kind_name(k), kind) != 0 ||
+		    !name)
+			continue;
+		rc = es_db_object_get(c->srv->db, k, name, &obj);
+		if (rc == ES_ERR_NOTFOUND)
+			continue;
+		if (rc != ES_OK)
+			return rc;
+		foreign = (!uid || (es_obj_uid(obj) && strcmp(uid, es_obj_uid(obj)) == 0)) &&
+			  !es_obj_selects(obj, c->labels);
+		cJSON_Delete(obj);
+		if (!foreign)
+			continue;
+		es_log_warn("server", "status of an object that does not target this "
+			    "node dropped", "node", c->node, "kind", kind, "name", name,
+			    NULL);
+		cJSON_Delete(cJSON_DetachItemViaPointer(objs, e));
+	}
+	return ES_OK;
+}
+
+static void on_report(conn *c, cJSON *msg)
 {
 	int64_t seq = 0;
 	int dup = 0, resync = 0;
+	const char *named;
+	char e[512], s[24];
 
 	es_json_get_int(msg, "report", "seq", 1, 1, ES_JSON_MAX_INT, &seq, NULL, 0);
+	if ((named = report_foreign_node(c, msg)) != NULL) {
+		snprintf(s, sizeof(s), "%lld", (long long)seq);
+		es_log_warn("server", "report for another node refused", "node", c->node,
+			    "named", named, "seq", s, NULL);
+		snprintf(e, sizeof(e), "report %s names node \"%.253s\", not the "
+			 "certificate's node \"%s\"", s, named, c->node);
+		server__queue_error(c, ES_PC_IDENTITY, e);
+		return;
+	}
+	if (drop_foreign_status(c, msg) != ES_OK) {
+		server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
+		return;
+	}
 	if (es_db_report_store(c->srv->db, c->node, msg, time(NULL), &dup,
 			       &resync) != ES_OK) {
 		server__queue_error(c, ES_PC_INTERNAL,
