@@ -97,6 +97,24 @@ cleanup:
 	return rc;
 }
 
+/* Prepares sql, a SELECT of one nodes row bound with ?1 = node, into *st
+ * and steps to that row (the caller finalizes *st).
+ * Errors: ES_ERR_NOTFOUND (no such node), ES_ERR_DB (logged with op). */
+static es_err node_row(es_db *db, const char *sql, const char *node,
+		       sqlite3_stmt **st, const char *op)
+{
+	es_err rc = es_sqlite_prepare(db->sq, sql, st);
+	int s;
+
+	if (rc != ES_OK)
+		return rc;
+	sqlite3_bind_text(*st, 1, node, -1, SQLITE_STATIC);
+	s = sqlite3_step(*st);
+	if (s == SQLITE_ROW)
+		return ES_OK;
+	return s == SQLITE_DONE ? ES_ERR_NOTFOUND : es_sqlite_fail(db->sq, op);
+}
+
 /* Keeps the newest ES_DB_REPORTS_KEPT reports of node (in the order
  * received), inside the caller's transaction. */
 static es_err reports_trim_node(es_db *db, const char *node)
@@ -122,7 +140,7 @@ es_err es_db_node_stream(es_db *db, const char *node, const char *stream_id,
 	sqlite3_stmt *st = NULL;
 	char old[ES_PROTO_STREAM_ID_MAX + 1] = "";
 	int64_t acked = 0;
-	int fresh = 0, s;
+	int fresh = 0;
 	es_err rc;
 
 	if (!node || !stream_id || !*stream_id ||
@@ -130,18 +148,9 @@ es_err es_db_node_stream(es_db *db, const char *node, const char *stream_id,
 		return ES_ERR_INVAL;
 	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
 		return rc;
-	if ((rc = es_sqlite_prepare(db->sq, "SELECT stream_id, acked_seq FROM nodes"
-				    " WHERE name = ?", &st)) != ES_OK)
+	if ((rc = node_row(db, "SELECT stream_id, acked_seq FROM nodes WHERE name = ?1",
+			   node, &st, "node stream")) != ES_OK)
 		goto cleanup;
-	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	s = sqlite3_step(st);
-	if (s == SQLITE_DONE) {
-		rc = ES_ERR_NOTFOUND;
-		goto cleanup;
-	} else if (s != SQLITE_ROW) {
-		rc = es_sqlite_fail(db->sq, "node stream");
-		goto cleanup;
-	}
 	snprintf(old, sizeof(old), "%s", sqlite3_column_text(st, 0) ?
 		 (const char *)sqlite3_column_text(st, 0) : "");
 	acked = sqlite3_column_int64(st, 1);
@@ -322,7 +331,7 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 	cJSON *state = NULL;
 	char *text = NULL, stream[ES_PROTO_STREAM_ID_MAX + 1];
 	int64_t acked, state_seq;
-	int state_changed = 0, s;
+	int state_changed = 0;
 	report_in r;
 	es_err rc;
 
@@ -336,18 +345,9 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 		return ES_ERR_INVAL;
 	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
 		return rc;
-	if ((rc = es_sqlite_prepare(db->sq, "SELECT acked_seq, state_seq, state, stream_id"
-				" FROM nodes WHERE name = ?", &st)) != ES_OK)
+	if ((rc = node_row(db, "SELECT acked_seq, state_seq, state, stream_id FROM nodes"
+			   " WHERE name = ?1", node, &st, "report store")) != ES_OK)
 		goto cleanup;
-	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	s = sqlite3_step(st);
-	if (s == SQLITE_DONE) {
-		rc = ES_ERR_NOTFOUND;
-		goto cleanup;
-	} else if (s != SQLITE_ROW) {
-		rc = es_sqlite_fail(db->sq, "report store");
-		goto cleanup;
-	}
 	acked = sqlite3_column_int64(st, 0);
 	state_seq = sqlite3_column_int64(st, 1);
 	snprintf(stream, sizeof(stream), "%s", sqlite3_column_text(st, 3) ?

@@ -611,37 +611,15 @@ static void test_report_streams(void **state)
 static void test_migrate_from_v2(void **state)
 {
 	fx *f = *state;
-	char err[256], seqs[128];
+	char err[256], seqs[128], *sql;
 	int64_t acked = -1;
 
 	es_db_close(f->db);
 	f->db = NULL;
 	assert_int_equal(unlink(f->path), 0);
-	exec_sql(f->path,
-		 "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-		 "INSERT INTO meta (key, value) VALUES ('rv', 0), ('compacted', 0);"
-		 "CREATE TABLE objects (kind TEXT NOT NULL, name TEXT NOT NULL,"
-		 " uid TEXT NOT NULL, generation INTEGER NOT NULL,"
-		 " resource_version INTEGER NOT NULL, body TEXT NOT NULL,"
-		 " PRIMARY KEY (kind, name));"
-		 "CREATE INDEX objects_rv ON objects (resource_version);"
-		 "CREATE TABLE tombstones (kind TEXT NOT NULL, name TEXT NOT NULL,"
-		 " uid TEXT NOT NULL, resource_version INTEGER PRIMARY KEY);"
-		 "CREATE TABLE nodes (name TEXT PRIMARY KEY, labels TEXT NOT NULL,"
-		 " agent_version TEXT, boot_id TEXT, connected INTEGER NOT NULL DEFAULT 0,"
-		 " last_seen INTEGER NOT NULL DEFAULT 0,"
-		 " acked_seq INTEGER NOT NULL DEFAULT 0,"
-		 " state_seq INTEGER NOT NULL DEFAULT 0, state TEXT,"
-		 " desired_ack_rv INTEGER NOT NULL DEFAULT 0,"
-		 " created INTEGER NOT NULL DEFAULT 0,"
-		 " full_pending INTEGER NOT NULL DEFAULT 0);"
-		 "CREATE TABLE reports (node TEXT NOT NULL, seq INTEGER NOT NULL,"
-		 " report_type TEXT NOT NULL, base_seq INTEGER, time TEXT,"
-		 " received INTEGER NOT NULL, body TEXT, PRIMARY KEY (node, seq));"
-		 "INSERT INTO nodes (name, labels, acked_seq) VALUES ('n1', '{}', 8);"
-		 "INSERT INTO reports VALUES ('n1', 8, 'event', NULL, NULL, 1, '{}');"
-		 "INSERT INTO reports VALUES ('n1', 7, 'event', NULL, NULL, 1, '{}');"
-		 "PRAGMA user_version = 2;");
+	sql = es_test_slurp(ES_FIXTURES "/db/controller-v2.sql", NULL);
+	exec_sql(f->path, sql);
+	free(sql);
 	assert_int_equal(es_db_open(f->path, &f->db, err, sizeof(err)), ES_OK);
 	report_seqs(f->db, seqs, sizeof(seqs));
 	assert_string_equal(seqs, "7 8");
