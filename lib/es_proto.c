@@ -127,6 +127,28 @@ static es_err get_name(const cJSON *obj, const char *what, const char *key,
 	return ES_OK;
 }
 
+/* hello.streamId, optional: 1..ES_PROTO_STREAM_ID_MAX characters of
+ * [A-Za-z0-9._-] (PROTOCOL.md, "hello"). */
+static es_err get_stream_id(const cJSON *m, char *err, size_t errsz)
+{
+	const char *s = NULL;
+	size_t n;
+	es_err rc = es_json_get_str(m, "hello", "streamId", 0, &s, err, errsz);
+
+	if (rc == ES_ERR_NOTFOUND)
+		return ES_OK;
+	if (rc != ES_OK)
+		return rc;
+	n = strlen(s);
+	if (n == 0 || n > ES_PROTO_STREAM_ID_MAX ||
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		   "0123456789._-") != n)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "hello.streamId: expected 1 to %d characters of "
+			       "[A-Za-z0-9._-], got \"%.64s\"", ES_PROTO_STREAM_ID_MAX, s);
+	return ES_OK;
+}
+
 /* A required member that is an object whose every member is a string. */
 static es_err get_string_map(const cJSON *obj, const char *what, const char *key,
 			     char *err, size_t errsz)
@@ -188,7 +210,8 @@ static es_err check_hello(const cJSON *m, es_proto_code *code, char *err, size_t
 	    (rc = es_json_get_int(m, "hello", "resourceVersion", 1, 0, ES_JSON_MAX_INT,
 				  &v, err, errsz)) != ES_OK ||
 	    (rc = es_json_get_int(m, "hello", "nextSeq", 1, 1, ES_JSON_MAX_INT, &v,
-				  err, errsz)) != ES_OK)
+				  err, errsz)) != ES_OK ||
+	    (rc = get_stream_id(m, err, errsz)) != ES_OK)
 		return rc;
 	return ES_OK;
 }
@@ -254,6 +277,10 @@ static es_err check_desired(const cJSON *m, char *err, size_t errsz)
 		if ((rc = es_json_get_str(it, what, "kind", 1, &s, err, errsz)) != ES_OK ||
 		    (rc = es_json_get_str(it, what, "name", 1, &s, err, errsz)) != ES_OK ||
 		    (rc = es_json_get_str(it, what, "uid", 1, &s, err, errsz)) != ES_OK)
+			return rc;
+		rc = es_json_get_int(it, what, "resourceVersion", 0, 0, ES_JSON_MAX_INT,
+				     &v, err, errsz);
+		if (rc != ES_OK && rc != ES_ERR_NOTFOUND)
 			return rc;
 		i++;
 	}
@@ -483,7 +510,8 @@ static int add_taken(cJSON *o, const char *key, cJSON *item, cJSON *(*mk)(void))
 
 cJSON *es_proto_hello(const char *node, const char *agent_version,
 		      const char *boot_id, cJSON *take_labels,
-		      int64_t resource_version, int64_t next_seq)
+		      int64_t resource_version, int64_t next_seq,
+		      const char *stream_id)
 {
 	cJSON *m = new_msg(ES_MSG_HELLO), *caps = NULL;
 	size_t i;
@@ -505,7 +533,8 @@ cJSON *es_proto_hello(const char *node, const char *agent_version,
 		}
 	}
 	if (add_int(m, "resourceVersion", resource_version) != 0 ||
-	    add_int(m, "nextSeq", next_seq) != 0)
+	    add_int(m, "nextSeq", next_seq) != 0 ||
+	    (stream_id && *stream_id && add_str(m, "streamId", stream_id) != 0))
 		goto fail;
 	return m;
 fail:
@@ -622,12 +651,15 @@ cJSON *es_proto_error(es_proto_code code, const char *message)
 	return m;
 }
 
-cJSON *es_proto_deleted_ref(const char *kind, const char *name, const char *uid)
+cJSON *es_proto_deleted_ref(const char *kind, const char *name, const char *uid,
+			    int64_t resource_version)
 {
 	cJSON *r = cJSON_CreateObject();
 
 	if (!r || add_str(r, "kind", kind) != 0 || add_str(r, "name", name) != 0 ||
-	    add_str(r, "uid", uid) != 0) {
+	    add_str(r, "uid", uid) != 0 ||
+	    (resource_version > 0 &&
+	     add_int(r, "resourceVersion", resource_version) != 0)) {
 		cJSON_Delete(r);
 		return NULL;
 	}

@@ -22,6 +22,8 @@
 #define ES_PROTO_CONTROLLER_DEAD_S 60
 #define ES_PROTO_MAX_EVENTS 1000
 #define ES_PROTO_MAX_OBJECTS_PER_MSG 1000
+/* Longest hello.streamId (PROTOCOL.md, "hello"). */
+#define ES_PROTO_STREAM_ID_MAX 64
 /* Largest desired object, as compact JSON, the admin API accepts: it must
  * fit in one desired message with the envelope and the metadata the
  * controller adds (PROTOCOL.md "Limits"). */
@@ -74,7 +76,8 @@ const char *es_proto_type_name(es_msg_type t);
  * ES_JSON_MAX_DEPTH (ES_PC_MALFORMED), an object with a string `type`
  * (ES_PC_INVALID), a known type (ES_PC_UNKNOWN_TYPE), each member of that
  * type present with its type and range (ES_PC_INVALID; for hello also node
- * name syntax), hello.protocolVersion == 1 (ES_PC_VERSION).
+ * name syntax and, when present, streamId syntax), hello.protocolVersion
+ * == 1 (ES_PC_VERSION).
  * Returns ES_OK, ES_ERR_PROTO (peer's fault, *code set), ES_ERR_NOMEM.
  */
 es_err es_proto_decode(const char *buf, size_t len, es_msg_type *type,
@@ -86,9 +89,12 @@ es_err es_proto_decode(const char *buf, size_t len, es_msg_type *type,
  * named `take_*` are moved into the message (the caller must not free them,
  * even on failure: they are freed then).
  */
+/* stream_id: the agent's report stream (hello.streamId); NULL or "" leaves
+ * the member out. */
 cJSON *es_proto_hello(const char *node, const char *agent_version,
 		      const char *boot_id, cJSON *take_labels,
-		      int64_t resource_version, int64_t next_seq);
+		      int64_t resource_version, int64_t next_seq,
+		      const char *stream_id);
 cJSON *es_proto_welcome(const char *node, const char *controller_version,
 			int64_t acked_seq);
 cJSON *es_proto_desired(int full, int64_t resource_version,
@@ -103,8 +109,13 @@ cJSON *es_proto_ping(const char *time);
 cJSON *es_proto_pong(const char *time);
 cJSON *es_proto_error(es_proto_code code, const char *message);
 
-/* A desired.deleted entry {kind, name, uid}. */
-cJSON *es_proto_deleted_ref(const char *kind, const char *name, const char *uid);
+/* A desired.deleted entry {kind, name, uid, resourceVersion}:
+ * resource_version is the controller's resourceVersion of the write that
+ * took the object from the node (its deletion, or the change after which it
+ * no longer targets the node); 0 leaves the member out (PROTOCOL.md,
+ * "desired"). */
+cJSON *es_proto_deleted_ref(const char *kind, const char *name, const char *uid,
+			    int64_t resource_version);
 
 /* An Event body (PROTOCOL.md, "Event body"). */
 cJSON *es_proto_event(const char *type, const char *reason, const char *message,

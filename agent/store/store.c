@@ -5,7 +5,7 @@
  *
  * Invariants kept here:
  * - meta holds the integer cursors "desired_rv", "next_seq" and
- *   "reports_dropped".
+ *   "reports_dropped", and the text "stream_id", made at the first open.
  * - status(kind, name) references desired(kind, name) ON DELETE CASCADE, so
  *   a status row never outlives its object; desired rows are therefore
  *   updated in place (upsert), never replaced.
@@ -59,6 +59,34 @@ static const es_sqlite_schema st_schema = {
 	.wal_kib = 1024,
 };
 
+/* Gives the store its report stream id (a random UUID) unless it has one:
+ * a new database starts a new stream (PROTOCOL.md, "hello"). */
+static es_err stream_id_init(es_store *st, char *err, size_t errsz)
+{
+	char id[37];
+	sqlite3_stmt *s = NULL;
+	es_err rc = es_obj_new_uid(id);
+
+	if (rc != ES_OK)
+		return es_errf(rc, err, errsz, "%s: no randomness for the report "
+			       "stream id", st->db->path);
+	if ((rc = es_sqlite_begin(st->db)) != ES_OK)
+		goto cleanup;
+	rc = es_sqlite_prepare(st->db, "INSERT OR IGNORE INTO meta(key, value)"
+			       " VALUES('stream_id', ?1)", &s);
+	if (rc == ES_OK && sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC) != SQLITE_OK)
+		rc = es_sqlite_fail(st->db, "stream id bind");
+	if (rc == ES_OK)
+		rc = es_sqlite_step_done(st->db, s, "stream id");
+	rc = es_sqlite_end(st->db, rc);
+cleanup:
+	sqlite3_finalize(s);
+	if (rc != ES_OK)
+		es_errf(rc, err, errsz, "%s: cannot record the report stream id: %s",
+			st->db->path, sqlite3_errmsg(st->db->h));
+	return rc;
+}
+
 es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)
 {
 	es_store *st = NULL;
@@ -71,6 +99,8 @@ es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)
 	if (!st)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
 	rc = es_sqlite_open(path, &st_schema, &st->db, err, errsz);
+	if (rc == ES_OK)
+		rc = stream_id_init(st, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	if (sqlite3_exec(st->db->h, "CREATE TEMP TABLE full_seen(kind TEXT NOT NULL,"
@@ -151,6 +181,37 @@ es_err es_store_get_int(es_store *st, const char *key, int64_t def, int64_t *out
 	if (!st || !key || !out)
 		return ES_ERR_INVAL;
 	return store__meta_get(st, key, def, out);
+}
+
+es_err es_store_stream_id(es_store *st, char *buf, size_t sz)
+{
+	sqlite3_stmt *s = NULL;
+	const unsigned char *v;
+	es_err rc;
+
+	if (!st || !buf || sz == 0)
+		return ES_ERR_INVAL;
+	buf[0] = '\0';
+	rc = es_sqlite_prepare(st->db, "SELECT value FROM meta WHERE key = 'stream_id'"
+			       " AND typeof(value) = 'text'", &s);
+	if (rc != ES_OK)
+		return rc;
+	switch (sqlite3_step(s)) {
+	case SQLITE_ROW:
+		v = sqlite3_column_text(s, 0);
+		if (!v || (size_t)sqlite3_column_bytes(s, 0) >= sz)
+			rc = ES_ERR_DB;
+		else
+			memcpy(buf, v, (size_t)sqlite3_column_bytes(s, 0) + 1);
+		break;
+	case SQLITE_DONE:
+		rc = ES_ERR_NOTFOUND;
+		break;
+	default:
+		rc = es_sqlite_fail(st->db, "stream id get");
+	}
+	sqlite3_finalize(s);
+	return rc;
 }
 
 es_err es_store_set_int(es_store *st, const char *key, int64_t v)
@@ -238,6 +299,39 @@ cleanup:
 	return rc;
 }
 
+/*
+ * Forgets the cached object a desired.deleted entry names (PROTOCOL.md,
+ * "desired"): the one of that kind and name when its uid is the entry's (or
+ * either uid is missing), or when the entry's resourceVersion is newer than
+ * the cached object's: the controller then had another object under that
+ * name after the agent's copy was written, so it no longer has the copy's
+ * uid. An entry without resourceVersion (an older controller) goes by uid
+ * only.
+ */
+static es_err desired_forget(es_store *st, const cJSON *ref)
+{
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(ref, "resourceVersion");
+	sqlite3_stmt *s = NULL;
+	es_err rc = es_sqlite_prepare(st->db, "DELETE FROM desired WHERE kind = ?1"
+			" AND name = ?2 AND (?3 IS NULL OR uid IS NULL OR uid = ?3"
+			" OR resource_version < ?4)", &s);
+
+	if (rc != ES_OK)
+		goto cleanup;
+	if (sqlite3_bind_text(s, 1, str_member(ref, "kind"), -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 2, str_member(ref, "name"), -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 3, str_member(ref, "uid"), -1, SQLITE_STATIC) != SQLITE_OK ||
+	    (cJSON_IsNumber(rv) ? sqlite3_bind_int64(s, 4, (sqlite3_int64)rv->valuedouble)
+				: sqlite3_bind_null(s, 4)) != SQLITE_OK) {
+		rc = es_sqlite_fail(st->db, "desired forget bind");
+		goto cleanup;
+	}
+	rc = es_sqlite_step_done(st->db, s, "desired forget");
+cleanup:
+	sqlite3_finalize(s);
+	return rc;
+}
+
 /* Checks the members desired_commit relies on before touching the file. */
 static es_err desired_check(const cJSON *msg, const cJSON **objects,
 			    const cJSON **deleted, int64_t *rv)
@@ -266,7 +360,7 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 {
 	const cJSON *objects = NULL, *deleted = NULL, *it;
 	int full, more;
-	int64_t rv = 0;
+	int64_t rv = 0, held = 0;
 	es_err rc;
 
 	if (!st || desired_check(msg, &objects, &deleted, &rv) != ES_OK) {
@@ -280,18 +374,23 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
 		return rc;
+	/* Desired state never goes back: a change set not past the version
+	 * held is old or a duplicate (PROTOCOL.md, "Desired state"). */
+	if (!full && (rc = store__meta_get(st, "desired_rv", 0, &held)) == ES_OK &&
+	    rv <= held) {
+		es_sqlite_rollback(st->db);
+		return ES_ERR_CONFLICT;
+	}
 	if (full && !st->full_pending)
 		rc = es_sqlite_exec(st->db, "DELETE FROM temp.full_seen");
 	/* Deletions first: a tombstone and a recreated object of the same
-	 * name may travel in one message. A tombstone of another uid does not
-	 * remove the object now cached under that name. */
+	 * name may travel in one message. A late tombstone of an earlier
+	 * object does not remove the object now cached under that name
+	 * (desired_forget). */
 	cJSON_ArrayForEach(it, deleted) {
 		if (rc != ES_OK)
 			break;
-		rc = st_kn(st, "DELETE FROM desired WHERE kind = ?1 AND name = ?2"
-			   " AND (?3 IS NULL OR uid IS NULL OR uid = ?3)",
-			   str_member(it, "kind"), str_member(it, "name"), 1,
-			   str_member(it, "uid"));
+		rc = desired_forget(st, it);
 	}
 	cJSON_ArrayForEach(it, objects) {
 		if (rc != ES_OK)

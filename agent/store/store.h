@@ -25,10 +25,12 @@ typedef struct es_store es_store;
 
 /*
  * Opens or creates the database at path (its directory must exist) and
- * migrates it forward. A database with a newer user_version than this build
+ * migrates it forward, and gives it a report stream id when it has none
+ * (es_store_stream_id). A database with a newer user_version than this build
  * knows is refused (ES_ERR_UNSUPPORTED) and left untouched; a file that is
  * not a database is refused (ES_ERR_DB) and left untouched.
- * Errors: ES_ERR_DB, ES_ERR_UNSUPPORTED, ES_ERR_NOMEM; err names the path.
+ * Errors: ES_ERR_DB, ES_ERR_UNSUPPORTED, ES_ERR_NOMEM, ES_ERR_IO (no
+ * randomness for the stream id); err names the path.
  */
 es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz);
 /* Closes the database. NULL-safe. */
@@ -41,12 +43,27 @@ es_err es_store_get_int(es_store *st, const char *key, int64_t def, int64_t *out
 es_err es_store_set_int(es_store *st, const char *key, int64_t v);
 
 /*
+ * The id of this database's report stream (PROTOCOL.md, "hello": a UUID made
+ * at the first es_store_open of the file, kept with the cursors), copied to
+ * buf (at least 37 bytes). A database made anew has a new one, so the
+ * controller starts a new report cursor for it.
+ * Errors: ES_ERR_INVAL (sz 0), ES_ERR_NOTFOUND (none stored), ES_ERR_DB.
+ */
+es_err es_store_stream_id(es_store *st, char *buf, size_t sz);
+
+/*
  * Commits one `desired` message (PROTOCOL.md, "desired"; msg is the decoded
  * message) in one transaction: full=true replaces every cached object with
  * msg.objects; full=false upserts msg.objects and removes msg.deleted (by
- * kind and name); the status rows of removed objects go too; "desired_rv"
- * becomes msg.resourceVersion unless msg.more is true.
- * Errors: ES_ERR_INVAL (an object without kind or name), ES_ERR_DB.
+ * kind and name: the object of that uid, or of any uid when the entry's
+ * resourceVersion is newer than the cached object's, as PROTOCOL.md
+ * "desired" says); the status rows of removed objects go too; "desired_rv"
+ * becomes msg.resourceVersion unless msg.more is true. A change set
+ * (full=false) whose resourceVersion is not greater than "desired_rv" is
+ * not applied (PROTOCOL.md, "Desired state": desired state never goes
+ * back); a full list always is, also at a lower version.
+ * Errors: ES_ERR_INVAL (an object without kind or name), ES_ERR_CONFLICT
+ * (a change set at or below "desired_rv": nothing written), ES_ERR_DB.
  */
 es_err es_store_desired_commit(es_store *st, const cJSON *msg);
 

@@ -136,9 +136,17 @@ void sync__send_hello(es_sync *s)
 {
 	int64_t rv = 0, next = 1;
 	cJSON *labels, *msg, *caps;
+	char stream[64];
 
 	es_store_get_int(s->st, "desired_rv", 0, &rv);
 	es_store_get_int(s->st, "next_seq", 1, &next);
+	/* Without its stream id the hello is an older agent's: the controller
+	 * keeps one cursor for the node. */
+	if (es_store_stream_id(s->st, stream, sizeof(stream)) != ES_OK) {
+		es_log_warn("sync", "no report stream id in the agent database; "
+			    "hello without streamId", NULL);
+		stream[0] = '\0';
+	}
 	labels = cJSON_Duplicate(s->labels, 1);
 	if (!labels) {
 		sync__fail_conn(s, -1, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION,
@@ -146,7 +154,7 @@ void sync__send_hello(es_sync *s)
 		return;
 	}
 	msg = es_proto_hello(s->node, s->agent_version, s->boot_id, labels, rv,
-			     next < 1 ? 1 : next);
+			     next < 1 ? 1 : next, stream);
 	if (msg && !cJSON_GetObjectItemCaseSensitive(msg, "capabilities")) {
 		caps = cJSON_AddArrayToObject(msg, "capabilities");
 		if (!caps ||
@@ -200,17 +208,54 @@ static void on_welcome(es_sync *s, const cJSON *msg)
 	lws_callback_on_writable(s->wsi);
 }
 
+/*
+ * Desired state never goes back (PROTOCOL.md, "Desired state"): a change set
+ * at the version held is a duplicate, one below it is old; neither is
+ * applied, and the answer acknowledges the version held. A full list is the
+ * controller's whole state and is followed, but a lower version than the
+ * one held is said out loud.
+ */
+static void desired_order_log(int full, int64_t rv, int64_t held)
+{
+	char a[24], b[24];
+
+	snprintf(a, sizeof(a), "%lld", (long long)rv);
+	snprintf(b, sizeof(b), "%lld", (long long)held);
+	if (full)
+		es_log_warn("sync", "full desired list older than the state held "
+			    "(the controller's store was replaced or restored?); "
+			    "following the controller", "resourceVersion", a,
+			    "heldResourceVersion", b, NULL);
+	else if (rv < held)
+		es_log_warn("sync", "desired change set older than the state held, "
+			    "ignored", "resourceVersion", a, "heldResourceVersion",
+			    b, NULL);
+	else
+		es_log_debug("sync", "desired change set at the version held, "
+			     "nothing to apply", "resourceVersion", a, NULL);
+}
+
 static void on_desired(es_sync *s, const cJSON *msg)
 {
-	int64_t rv = 0;
-	int more = 0;
+	int64_t rv = 0, held = 0;
+	int more = 0, full = 0;
 	char err[160];
 	es_err rc;
 
 	es_json_get_int(msg, "desired", "resourceVersion", 0, 0, ES_JSON_MAX_INT,
 			&rv, NULL, 0);
 	es_json_get_bool(msg, "desired", "more", 0, &more, NULL, 0);
+	es_json_get_bool(msg, "desired", "full", 0, &full, NULL, 0);
+	es_store_get_int(s->st, "desired_rv", 0, &held);
 	rc = es_store_desired_commit(s->st, msg);
+	if (rc == ES_ERR_CONFLICT) {
+		desired_order_log(0, rv, held);
+		if (!more)
+			sync__queue_msg(s, es_proto_desired_ack(held));
+		return;
+	}
+	if (rc == ES_OK && full && !more && rv < held)
+		desired_order_log(1, rv, held);
 	if (rc == ES_ERR_INVAL) {
 		sync__proto_fail(s, ES_PC_INVALID, "desired.objects: an object without kind or metadata.name");
 		return;

@@ -83,10 +83,11 @@ static es_err batch_add(desired_batch *b, cJSON *item, int deleted)
 	return ES_OK;
 }
 
-static cJSON *deleted_ref(const cJSON *obj)
+/* The deletion of obj for a node, by the write at resourceVersion rv. */
+static cJSON *deleted_ref(const cJSON *obj, int64_t rv)
 {
 	return es_proto_deleted_ref(es_obj_kind_str(obj), es_obj_name(obj),
-				    es_obj_uid(obj));
+				    es_obj_uid(obj), rv);
 }
 
 /*
@@ -127,7 +128,7 @@ static es_err sync_desired(conn *c, int64_t since, int labels_changed)
 		if (es_obj_selects(it, c->labels)) {
 			rc = batch_add(&b, it, 0);
 		} else if (!b.full) {
-			cJSON *ref = deleted_ref(it);
+			cJSON *ref = deleted_ref(it, es_obj_resource_version(it));
 
 			cJSON_Delete(it);
 			rc = ref ? batch_add(&b, ref, 1) : ES_ERR_NOMEM;
@@ -139,7 +140,9 @@ static es_err sync_desired(conn *c, int64_t since, int labels_changed)
 		cJSON *ref = es_proto_deleted_ref(
 			cJSON_GetStringValue(cJSON_GetObjectItem(it, "kind")),
 			cJSON_GetStringValue(cJSON_GetObjectItem(it, "name")),
-			cJSON_GetStringValue(cJSON_GetObjectItem(it, "uid")));
+			cJSON_GetStringValue(cJSON_GetObjectItem(it, "uid")),
+			(int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(it,
+					"resourceVersion")));
 
 		rc = ref ? batch_add(&b, ref, 1) : ES_ERR_NOMEM;
 	}
@@ -171,7 +174,7 @@ void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 		if (cur && es_obj_selects(cur, c->labels)) {
 			item = cJSON_Duplicate(cur, 1);
 		} else if (prev && es_obj_selects(prev, c->labels)) {
-			item = deleted_ref(prev);
+			item = deleted_ref(prev, rv);
 			del = 1;
 		} else {
 			continue;
@@ -197,12 +200,36 @@ void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 
 /* ---- agents: messages ---- */
 
+/* Binds the node's report cursor to the hello's streamId (PROTOCOL.md,
+ * "hello"); *acked: the node's cursor before, then the one that applies. */
+static es_err hello_stream(conn *c, const char *stream, int64_t next_seq,
+			   int64_t *acked)
+{
+	char prev[ES_PROTO_STREAM_ID_MAX + 1], was[24], nxt[24];
+	int fresh = 0;
+	int64_t before = *acked;
+	es_err rc = es_db_node_stream(c->srv->db, c->node, stream, next_seq, acked,
+				      &fresh, prev, sizeof(prev));
+
+	if (rc != ES_OK || !fresh)
+		return rc;
+	snprintf(was, sizeof(was), "%lld", (long long)before);
+	snprintf(nxt, sizeof(nxt), "%lld", (long long)next_seq);
+	es_log_warn("server", "new report stream: the agent's database was made "
+		    "anew; its reports count from seq 1, the earlier ones stay in "
+		    "the history", "node", c->node, "streamId", stream,
+		    "previousStreamId", prev[0] ? prev : "(none)",
+		    "previousAckedSeq", was, "nextSeq", nxt, NULL);
+	return ES_OK;
+}
+
 static void on_hello(conn *c, const cJSON *msg)
 {
 	es_server *s = c->srv;
 	const char *node = cJSON_GetStringValue(cJSON_GetObjectItem(msg, "node"));
 	const cJSON *labels = cJSON_GetObjectItem(msg, "labels");
-	int64_t since = 0, acked = 0;
+	const char *stream = cJSON_GetStringValue(cJSON_GetObjectItem(msg, "streamId"));
+	int64_t since = 0, acked = 0, next_seq = 1;
 	int labels_changed = 0;
 	char e[512];
 
@@ -220,6 +247,8 @@ static void on_hello(conn *c, const cJSON *msg)
 	}
 	es_json_get_int(msg, "hello", "resourceVersion", 0, 0, ES_JSON_MAX_INT,
 			&since, NULL, 0);
+	es_json_get_int(msg, "hello", "nextSeq", 0, 1, ES_JSON_MAX_INT, &next_seq,
+			NULL, 0);
 	for (conn *o = s->conns; o; o = o->next) {
 		if (o == c || o->state != CS_READY || strcmp(o->node, c->node))
 			continue;
@@ -238,7 +267,8 @@ static void on_hello(conn *c, const cJSON *msg)
 	if (es_db_node_hello(s->db, c->node, c->labels,
 			     cJSON_GetStringValue(cJSON_GetObjectItem(msg, "agentVersion")),
 			     cJSON_GetStringValue(cJSON_GetObjectItem(msg, "bootId")),
-			     time(NULL), &acked, &labels_changed) != ES_OK) {
+			     time(NULL), &acked, &labels_changed) != ES_OK ||
+	    (stream && hello_stream(c, stream, next_seq, &acked) != ES_OK)) {
 		server__queue_error(c, ES_PC_INTERNAL,
 				    "the controller's store failed");
 		return;
@@ -254,12 +284,103 @@ static void on_hello(conn *c, const cJSON *msg)
 				    "could not compute the desired state");
 }
 
-static void on_report(conn *c, const cJSON *msg)
+/*
+ * The node a report speaks for, when it is not the connection's
+ * (PROTOCOL.md, "Reports"): a snapshot's or patch's Node metadata.name, an
+ * event's involvedObject of kind Node. NULL when it names none or c's node;
+ * "" for a name that is not a string.
+ */
+static const char *report_foreign_node(const conn *c, const cJSON *msg)
+{
+	const cJSON *body = cJSON_GetObjectItemCaseSensitive(msg, "body");
+	const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg,
+								"reportType"));
+	const cJSON *name;
+
+	if (type && strcmp(type, "event") == 0) {
+		const cJSON *io = cJSON_GetObjectItemCaseSensitive(body, "involvedObject");
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+			io, "kind"));
+
+		if (!kind || strcmp(kind, "Node") != 0)
+			return NULL;
+		name = cJSON_GetObjectItemCaseSensitive(io, "name");
+	} else {
+		name = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(body, "metadata"), "name");
+		if (!name)
+			return NULL;
+	}
+	if (cJSON_IsString(name) && strcmp(name->valuestring, c->node) == 0)
+		return NULL;
+	return cJSON_IsString(name) ? name->valuestring : "";
+}
+
+/*
+ * Drops from a snapshot's or patch's status.objects (a merge patch replaces
+ * the array whole) the entries for objects the controller has, with that
+ * uid, that do not target c's node; each is logged. Entries for objects the
+ * controller no longer has stay: the describe view shows them as still held
+ * by the agent. Errors: ES_ERR_DB, ES_ERR_NOMEM.
+ */
+static es_err drop_foreign_status(conn *c, cJSON *msg)
+{
+	cJSON *objs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(msg, "body"), "status"), "objects");
+	cJSON *e = cJSON_IsArray(objs) ? objs->child : NULL, *next;
+
+	for (; e; e = next) {
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "kind"));
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+		const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "uid"));
+		es_kind k = kind ? es_obj_kind_parse(kind) : ES_KIND_UNKNOWN;
+		cJSON *obj = NULL;
+		es_err rc;
+		int foreign;
+
+		next = e->next;
+		if (k < ES_KIND_COLLECTOR_CONFIG || strcmp(es_obj_kind_name(k), kind) != 0 ||
+		    !name)
+			continue;
+		rc = es_db_object_get(c->srv->db, k, name, &obj);
+		if (rc == ES_ERR_NOTFOUND)
+			continue;
+		if (rc != ES_OK)
+			return rc;
+		foreign = (!uid || (es_obj_uid(obj) && strcmp(uid, es_obj_uid(obj)) == 0)) &&
+			  !es_obj_selects(obj, c->labels);
+		cJSON_Delete(obj);
+		if (!foreign)
+			continue;
+		es_log_warn("server", "status of an object that does not target this "
+			    "node dropped", "node", c->node, "kind", kind, "name", name,
+			    NULL);
+		cJSON_Delete(cJSON_DetachItemViaPointer(objs, e));
+	}
+	return ES_OK;
+}
+
+static void on_report(conn *c, cJSON *msg)
 {
 	int64_t seq = 0;
 	int dup = 0, resync = 0;
+	const char *named;
+	char e[512], s[24];
 
 	es_json_get_int(msg, "report", "seq", 1, 1, ES_JSON_MAX_INT, &seq, NULL, 0);
+	if ((named = report_foreign_node(c, msg)) != NULL) {
+		snprintf(s, sizeof(s), "%lld", (long long)seq);
+		es_log_warn("server", "report for another node refused", "node", c->node,
+			    "named", named, "seq", s, NULL);
+		snprintf(e, sizeof(e), "report %s names node \"%.253s\", not the "
+			 "certificate's node \"%s\"", s, named, c->node);
+		server__queue_error(c, ES_PC_IDENTITY, e);
+		return;
+	}
+	if (drop_foreign_status(c, msg) != ES_OK) {
+		server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
+		return;
+	}
 	if (es_db_report_store(c->srv->db, c->node, msg, time(NULL), &dup,
 			       &resync) != ES_OK) {
 		server__queue_error(c, ES_PC_INTERNAL,

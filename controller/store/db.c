@@ -32,6 +32,20 @@ static const char *const migrations[ES_DB_SCHEMA_VERSION] = {
 	/* 2: a full list is owed to the node (its labels changed) until it
 	 * acknowledges one. */
 	"ALTER TABLE nodes ADD COLUMN full_pending INTEGER NOT NULL DEFAULT 0;",
+	/* 3: report streams (hello.streamId): the node's cursor belongs to
+	 * one stream ('' for agents that name none); reports are kept per
+	 * stream, in the order received (id). */
+	"ALTER TABLE nodes ADD COLUMN stream_id TEXT NOT NULL DEFAULT '';"
+	"CREATE TABLE reports3 (id INTEGER PRIMARY KEY, node TEXT NOT NULL,"
+	" stream TEXT NOT NULL DEFAULT '', seq INTEGER NOT NULL,"
+	" report_type TEXT NOT NULL, base_seq INTEGER, time TEXT,"
+	" received INTEGER NOT NULL, body TEXT, UNIQUE (node, stream, seq));"
+	"INSERT INTO reports3 (node, stream, seq, report_type, base_seq, time,"
+	" received, body) SELECT node, '', seq, report_type, base_seq, time,"
+	" received, body FROM reports ORDER BY node, seq;"
+	"DROP TABLE reports;"
+	"ALTER TABLE reports3 RENAME TO reports;"
+	"CREATE INDEX reports_by_node ON reports (node, id);",
 };
 
 static const es_sqlite_schema db_schema = {

@@ -25,10 +25,12 @@
 
 typedef struct es_db es_db;
 
-#define ES_DB_SCHEMA_VERSION 2
+#define ES_DB_SCHEMA_VERSION 3
 /* Deletion records kept by default (es_db_set_tombstones_kept). */
 #define ES_DB_TOMBSTONES_KEPT 10000
-/* Reports kept per node (older ones are pruned; the cursor is kept). */
+/* Reports kept per node and stream (older ones are pruned; the cursor is
+ * kept); when a new stream starts, the node's earlier streams keep their
+ * newest ES_DB_REPORTS_KEPT reports between them. */
 #define ES_DB_REPORTS_KEPT 10000
 
 /* Opens or creates the database at path; refuses a newer schema
@@ -41,7 +43,9 @@ void es_db_close(es_db *db); /* NULL-safe */
  * Creates or replaces a desired object (already validated with
  * es_obj_validate_desired; copied). On create: uid (UUID v4),
  * creationTimestamp, generation 1. On replace: uid and creationTimestamp
- * kept; generation + 1 only when spec differs; labels may change. A replace
+ * kept; generation + 1 only when spec differs; labels may change. Creating
+ * an object under a name reused after a deletion leaves that deletion's
+ * tombstone in place (one per uid). A replace
  * that changes nothing writes nothing (*changed = 0, same resourceVersion).
  * Any other write takes the next resourceVersion. *stored (may be NULL)
  * receives the stored object (caller owns); *previous (may be NULL) the
@@ -103,6 +107,27 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 			const char *agent_version, const char *boot_id,
 			time_t now, int64_t *acked_seq, int *labels_changed);
 
+/*
+ * Binds the node's report cursor to the agent's report stream (PROTOCOL.md,
+ * "hello": streamId, 1..64 characters; callers skip this for a hello without
+ * one, which keeps the node's cursor as it is). After es_db_node_hello.
+ * - The node's stream is stream_id: nothing changes.
+ * - The node has no stream yet (a new node, or one last seen with an agent
+ *   that sent no stream id) and next_seq (hello.nextSeq) is past its
+ *   cursor: the stream takes over the cursor (an upgraded agent).
+ * - Otherwise a new cursor starts for stream_id: the acknowledged and state
+ *   sequence numbers go to 0, so the agent sends its reports from seq 1 and
+ *   none of them counts as stored already; the earlier streams' reports
+ *   stay in the history (ES_DB_REPORTS_KEPT of them).
+ * *acked_seq: the cursor that applies now; *new_stream: 1 when a new cursor
+ * started; prev (prevsz bytes, may be NULL) gets the stream replaced ("" for
+ * none). Errors: ES_ERR_INVAL (a bad stream_id), ES_ERR_NOTFOUND (no such
+ * node), ES_ERR_DB.
+ */
+es_err es_db_node_stream(es_db *db, const char *node, const char *stream_id,
+			 int64_t next_seq, int64_t *acked_seq, int *new_stream,
+			 char *prev, size_t prevsz);
+
 /* Marks the node disconnected (connected=0) and records lastSeen. */
 es_err es_db_node_disconnected(es_db *db, const char *node, time_t now);
 /* The node acknowledged, at now, the full list owed after its labels
@@ -114,7 +139,8 @@ es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t no
 
 /*
  * Stores one report (PROTOCOL.md "report"; msg is the decoded message) in
- * one transaction. A seq <= the node's cursor is a duplicate: nothing is
+ * one transaction, under the node's current report stream
+ * (es_db_node_stream). A seq <= the node's cursor is a duplicate: nothing is
  * stored and *duplicate = 1. Otherwise the report row is kept, the cursor
  * moves to seq, and: a snapshot replaces the node's state; a patch whose
  * baseSeq equals the state's seq is applied with RFC 7386 (else
@@ -128,14 +154,15 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
  * A node as the admin API shows it: a Node object (metadata.name, labels,
  * the reported status as last applied) plus `status.sync`: connected,
  * lastSeen, ackedSeq, stateSeq, desiredResourceVersion, agentVersion,
- * bootId. ES_ERR_NOTFOUND.
+ * bootId, streamId (null when none). ES_ERR_NOTFOUND.
  */
 es_err es_db_node_get(es_db *db, const char *node, cJSON **out);
 /* All nodes as es_db_node_get shows them, ordered by name. */
 es_err es_db_node_list(es_db *db, cJSON **out);
 
-/* The node's stored reports, newest last, at most limit:
- * [{seq, reportType, time, receivedTime, baseSeq?, event?}]. */
+/* The node's stored reports in the order received, newest last, at most
+ * limit: [{seq, reportType, time, receivedTime, baseSeq?, event?,
+ * streamId?}] (streamId: the report stream, when the agent named one). */
 es_err es_db_reports_list(es_db *db, const char *node, int limit, cJSON **out);
 
 #endif

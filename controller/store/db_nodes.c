@@ -12,6 +12,7 @@
 #include "es_json.h"
 #include "es_log.h"
 #include "es_mpatch.h"
+#include "es_proto.h"
 #include "es_time.h"
 
 static void bind_str_or_null(sqlite3_stmt *st, int i, const char *s)
@@ -96,6 +97,110 @@ cleanup:
 	return rc;
 }
 
+/* Prepares sql, a SELECT of one nodes row bound with ?1 = node, into *st
+ * and steps to that row (the caller finalizes *st).
+ * Errors: ES_ERR_NOTFOUND (no such node), ES_ERR_DB (logged with op). */
+static es_err node_row(es_db *db, const char *sql, const char *node,
+		       sqlite3_stmt **st, const char *op)
+{
+	es_err rc = es_sqlite_prepare(db->sq, sql, st);
+	int s;
+
+	if (rc != ES_OK)
+		return rc;
+	sqlite3_bind_text(*st, 1, node, -1, SQLITE_STATIC);
+	s = sqlite3_step(*st);
+	if (s == SQLITE_ROW)
+		return ES_OK;
+	return s == SQLITE_DONE ? ES_ERR_NOTFOUND : es_sqlite_fail(db->sq, op);
+}
+
+/* Keeps the newest ES_DB_REPORTS_KEPT reports of node (in the order
+ * received), inside the caller's transaction. */
+static es_err reports_trim_node(es_db *db, const char *node)
+{
+	sqlite3_stmt *st = NULL;
+	es_err rc = es_sqlite_prepare(db->sq, "DELETE FROM reports WHERE node = ?1 AND"
+			" id <= (SELECT id FROM reports WHERE node = ?1"
+			" ORDER BY id DESC LIMIT 1 OFFSET ?2)", &st);
+
+	if (rc != ES_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, ES_DB_REPORTS_KEPT);
+	rc = es_sqlite_step_done(db->sq, st, "reports trim");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+es_err es_db_node_stream(es_db *db, const char *node, const char *stream_id,
+			 int64_t next_seq, int64_t *acked_seq, int *new_stream,
+			 char *prev, size_t prevsz)
+{
+	sqlite3_stmt *st = NULL;
+	char old[ES_PROTO_STREAM_ID_MAX + 1] = "";
+	int64_t acked = 0;
+	int fresh = 0;
+	es_err rc;
+
+	if (!node || !stream_id || !*stream_id ||
+	    strlen(stream_id) > ES_PROTO_STREAM_ID_MAX)
+		return ES_ERR_INVAL;
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+		return rc;
+	if ((rc = node_row(db, "SELECT stream_id, acked_seq FROM nodes WHERE name = ?1",
+			   node, &st, "node stream")) != ES_OK)
+		goto cleanup;
+	snprintf(old, sizeof(old), "%s", sqlite3_column_text(st, 0) ?
+		 (const char *)sqlite3_column_text(st, 0) : "");
+	acked = sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (strcmp(old, stream_id) == 0)
+		goto done;
+	/* The first stream id of a node whose agent made at least every report
+	 * stored: the same reports, now named. */
+	fresh = old[0] || next_seq <= acked;
+	if (fresh) {
+		acked = 0;
+		rc = reports_trim_node(db, node);
+	} else {
+		rc = es_sqlite_prepare(db->sq, "UPDATE reports SET stream = ?1"
+				       " WHERE node = ?2 AND stream = ''", &st);
+		if (rc == ES_OK) {
+			sqlite3_bind_text(st, 1, stream_id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+			rc = es_sqlite_step_done(db->sq, st, "reports stream");
+		}
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (rc != ES_OK)
+		goto cleanup;
+	if ((rc = es_sqlite_prepare(db->sq, fresh ?
+			"UPDATE nodes SET stream_id = ?1, acked_seq = 0, state_seq = 0"
+			" WHERE name = ?2" :
+			"UPDATE nodes SET stream_id = ?1 WHERE name = ?2", &st)) != ES_OK)
+		goto cleanup;
+	sqlite3_bind_text(st, 1, stream_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+	if ((rc = es_sqlite_step_done(db->sq, st, "node stream")) != ES_OK)
+		goto cleanup;
+	if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
+		goto cleanup;
+done:
+	if (acked_seq)
+		*acked_seq = acked;
+	if (new_stream)
+		*new_stream = fresh;
+	if (prev && prevsz)
+		snprintf(prev, prevsz, "%s", old);
+cleanup:
+	sqlite3_finalize(st);
+	es_sqlite_rollback(db->sq);
+	return rc;
+}
+
 /* Runs an UPDATE of one node row bound with (int64 a, time now, node);
  * ES_ERR_NOTFOUND when no row changed. */
 static es_err node_update(es_db *db, const char *sql, int64_t a, time_t now,
@@ -174,8 +279,8 @@ static es_err report_parse(const cJSON *msg, report_in *r)
 	return ES_OK;
 }
 
-static es_err report_insert(es_db *db, const char *node, const report_in *r,
-			    time_t now)
+static es_err report_insert(es_db *db, const char *node, const char *stream,
+			    const report_in *r, time_t now)
 {
 	sqlite3_stmt *st = NULL;
 	char *text = es_json_print(r->body);
@@ -184,7 +289,7 @@ static es_err report_insert(es_db *db, const char *node, const report_in *r,
 	if (!text)
 		return ES_ERR_NOMEM;
 	rc = es_sqlite_prepare(db->sq, "INSERT INTO reports (node, seq, report_type, base_seq,"
-			   " time, received, body) VALUES (?,?,?,?,?,?,?)", &st);
+			   " time, received, body, stream) VALUES (?,?,?,?,?,?,?,?)", &st);
 	if (rc != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
@@ -197,17 +302,21 @@ static es_err report_insert(es_db *db, const char *node, const report_in *r,
 	bind_str_or_null(st, 5, r->time);
 	sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 7, text, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 8, stream, -1, SQLITE_STATIC);
 	if ((rc = es_sqlite_step_done(db->sq, st, "report insert")) != ES_OK)
 		goto cleanup;
 	sqlite3_finalize(st);
 	st = NULL;
-	/* Keep the reports of the last ES_DB_REPORTS_KEPT sequence numbers (at
-	 * most that many rows; fewer where the agent dropped events). */
-	rc = es_sqlite_prepare(db->sq, "DELETE FROM reports WHERE node = ? AND seq <= ?", &st);
+	/* Keep the stream's reports of its last ES_DB_REPORTS_KEPT sequence
+	 * numbers (at most that many rows; fewer where the agent dropped
+	 * events). */
+	rc = es_sqlite_prepare(db->sq, "DELETE FROM reports WHERE node = ? AND stream = ?"
+			       " AND seq <= ?", &st);
 	if (rc != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, r->seq - ES_DB_REPORTS_KEPT);
+	sqlite3_bind_text(st, 2, stream, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, r->seq - ES_DB_REPORTS_KEPT);
 	rc = es_sqlite_step_done(db->sq, st, "report prune");
 cleanup:
 	sqlite3_finalize(st);
@@ -220,9 +329,9 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 {
 	sqlite3_stmt *st = NULL;
 	cJSON *state = NULL;
-	char *text = NULL;
+	char *text = NULL, stream[ES_PROTO_STREAM_ID_MAX + 1];
 	int64_t acked, state_seq;
-	int state_changed = 0, s;
+	int state_changed = 0;
 	report_in r;
 	es_err rc;
 
@@ -236,20 +345,13 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 		return ES_ERR_INVAL;
 	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
 		return rc;
-	if ((rc = es_sqlite_prepare(db->sq, "SELECT acked_seq, state_seq, state FROM nodes"
-				" WHERE name = ?", &st)) != ES_OK)
+	if ((rc = node_row(db, "SELECT acked_seq, state_seq, state, stream_id FROM nodes"
+			   " WHERE name = ?1", node, &st, "report store")) != ES_OK)
 		goto cleanup;
-	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	s = sqlite3_step(st);
-	if (s == SQLITE_DONE) {
-		rc = ES_ERR_NOTFOUND;
-		goto cleanup;
-	} else if (s != SQLITE_ROW) {
-		rc = es_sqlite_fail(db->sq, "report store");
-		goto cleanup;
-	}
 	acked = sqlite3_column_int64(st, 0);
 	state_seq = sqlite3_column_int64(st, 1);
+	snprintf(stream, sizeof(stream), "%s", sqlite3_column_text(st, 3) ?
+		 (const char *)sqlite3_column_text(st, 3) : "");
 	if (r.seq <= acked) {
 		if (duplicate)
 			*duplicate = 1;
@@ -276,7 +378,7 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if ((rc = report_insert(db, node, &r, now)) != ES_OK)
+	if ((rc = report_insert(db, node, stream, &r, now)) != ES_OK)
 		goto cleanup;
 	if (state_changed && !(text = es_json_print(state))) {
 		rc = ES_ERR_NOMEM;
@@ -307,7 +409,7 @@ cleanup:
 }
 
 #define NODE_COLS "name, labels, agent_version, boot_id, connected, last_seen," \
-	" acked_seq, state_seq, state, desired_ack_rv, created"
+	" acked_seq, state_seq, state, desired_ack_rv, created, NULLIF(stream_id, '')"
 
 static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
 {
@@ -405,7 +507,8 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 	    !es_json_add_int(sync, "stateSeq", sqlite3_column_int64(st, 7)) ||
 	    !es_json_add_int(sync, "desiredResourceVersion", sqlite3_column_int64(st, 9)) ||
 	    !add_opt_str(sync, "agentVersion", sqlite3_column_text(st, 2)) ||
-	    !add_opt_str(sync, "bootId", sqlite3_column_text(st, 3)))
+	    !add_opt_str(sync, "bootId", sqlite3_column_text(st, 3)) ||
+	    !add_opt_str(sync, "streamId", sqlite3_column_text(st, 11)))
 		goto cleanup;
 	if (!sqlite3_column_int(st, 4) &&
 	    mark_ready_unknown(cJSON_GetObjectItemCaseSensitive(status, "conditions"),
@@ -478,6 +581,10 @@ static es_err report_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 	if (sqlite3_column_type(st, 2) != SQLITE_NULL &&
 	    !es_json_add_int(item, "baseSeq", sqlite3_column_int64(st, 2)))
 		goto cleanup;
+	if (sqlite3_column_type(st, 6) != SQLITE_NULL &&
+	    !cJSON_AddStringToObject(item, "streamId",
+				     (const char *)sqlite3_column_text(st, 6)))
+		goto cleanup;
 	if (type && strcmp(type, "event") == 0) {
 		rc = es_sqlite_column_json(db->sq, st, 5, "reports list", &ev);
 		if (rc != ES_OK)
@@ -512,9 +619,10 @@ es_err es_db_reports_list(es_db *db, const char *node, int limit, cJSON **out)
 		return ES_ERR_NOTFOUND;
 	if (s != SQLITE_ROW)
 		return es_sqlite_fail(db->sq, "reports list");
-	if ((rc = es_sqlite_prepare(db->sq, "SELECT seq, report_type, base_seq, time, received, body"
-				" FROM (SELECT * FROM reports WHERE node = ?"
-				" ORDER BY seq DESC LIMIT ?) ORDER BY seq", &st)) != ES_OK)
+	if ((rc = es_sqlite_prepare(db->sq, "SELECT seq, report_type, base_seq, time, received,"
+				" body, NULLIF(stream, '') FROM (SELECT * FROM reports"
+				" WHERE node = ? ORDER BY id DESC LIMIT ?) ORDER BY id",
+				&st)) != ES_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, limit > 0 ? limit : ES_DB_REPORTS_KEPT);

@@ -178,13 +178,10 @@ es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(cur, "metadata"),
 			"resourceVersion"), (double)rv);
+		/* The deletion records of earlier objects of this name stay:
+		 * an agent that still holds one of them learns of its deletion
+		 * even when the new object does not target it. */
 		if ((rc = object_write(db, cur)) != ES_OK)
-			goto cleanup;
-		/* A re-created object supersedes the deletion record of its
-		 * predecessor: a change set then carries only the new object. */
-		if (is_new && (rc = exec_kind_name(db, "DELETE FROM tombstones"
-				" WHERE kind = ? AND name = ?", kind, name,
-				"tombstone drop")) != ES_OK)
 			goto cleanup;
 		if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
 			goto cleanup;

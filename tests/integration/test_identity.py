@@ -206,5 +206,106 @@ class IdentityTest(unittest.TestCase):
         self.assertIn("check the clock", st["sync"]["lastError"])
 
 
+T = "2026-01-01T00:00:00Z"
+
+
+def node_doc(name, objects=()):
+    return {"apiVersion": "edgesync.io/v1alpha1", "kind": "Node",
+            "metadata": {"name": name}, "status": {"objects": list(objects)}}
+
+
+class ReportIdentityTest(unittest.TestCase):
+    """A connection reports for its own node only (PROTOCOL.md, "Reports"):
+    node-a's certificate cannot send node-b's state or events, and status
+    entries for objects that only target node-b are not stored."""
+
+    def setUp(self):
+        self.c = Cluster(self, nodes=["node-a", "node-b"])
+        self.c.start_controller()
+
+    def session(self):
+        ws = self.c.ws(*self.c.node_cert("node-a"))
+        ws.send_json(hello("node-a", labels={"site": "a"}))
+        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        while True:
+            _, m = ws.recv()
+            if m["type"] == "desired" and not m.get("more"):
+                return ws
+
+    def refused(self, report, named):
+        ws = self.session()
+        ws.send_json(report)
+        msgs, code = ws.recv_until_close()
+        ws.close()
+        self.assertEqual([m["type"] for m in msgs], ["error"], msgs)
+        self.assertEqual(msgs[0]["code"], "IdentityMismatch")
+        self.assertIn(named, msgs[0]["message"])
+        self.assertEqual(code, 1008)
+        self.assertEqual(self.c.reports("node-a"), [])
+        self.assertIsNone(self.c.node("node-b"))
+        line = [x for x in self.c.controller.output().splitlines()
+                if "report for another node refused" in x
+                and f"seq={report['seq']}" in x]
+        self.assertEqual(len(line), 1, line)
+        self.assertIn("level=warn", line[0])
+        self.assertIn("node=node-a", line[0])
+        self.assertIn(f"named={named}", line[0])
+
+    def test_snapshot_for_another_node_refused(self):
+        self.refused({"type": "report", "seq": 1, "time": T,
+                      "reportType": "snapshot", "body": node_doc("node-b")},
+                     "node-b")
+
+    def test_patch_for_another_node_refused(self):
+        self.refused({"type": "report", "seq": 2, "time": T, "reportType": "patch",
+                      "baseSeq": 1, "body": {"metadata": {"name": "node-b"}}},
+                     "node-b")
+
+    def test_event_for_another_node_refused(self):
+        self.refused({"type": "report", "seq": 3, "time": T, "reportType": "event",
+                      "body": {"type": "Warning", "reason": "Fake", "message": "m",
+                               "time": T, "involvedObject": {"kind": "Node",
+                                                             "name": "node-b"}}},
+                     "node-b")
+
+    def test_status_of_another_nodes_object_dropped(self):
+        c = self.c
+        c.ctl("apply", "-f", "-", stdin=(
+            "apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
+            "metadata: {name: only-b}\nspec: {nodeSelector: {matchLabels: "
+            "{site: b}}}\n---\napiVersion: edgesync.io/v1alpha1\n"
+            "kind: CollectorConfig\nmetadata: {name: all}\nspec: {}\n"))
+        uids = {n: c.ctl_json("get", "collectorconfig", n)["metadata"]["uid"]
+                for n in ("only-b", "all")}
+
+        def entry(name, uid):
+            return {"kind": "CollectorConfig", "name": name, "uid": uid,
+                    "generation": 1, "observedGeneration": 1, "conditions": []}
+        ws = self.session()
+        ws.send_json({"type": "report", "seq": 1, "time": T, "reportType": "snapshot",
+                      "body": node_doc("node-a", [
+                          entry("only-b", uids["only-b"]), entry("all", uids["all"]),
+                          entry("gone", "0d9c8b7a-0000-4000-8000-000000000000")])})
+        _, m = ws.recv()
+        self.assertEqual(m, {"type": "ack", "seq": 1})
+        # The session goes on: a patch with the same entry is acknowledged.
+        ws.send_json({"type": "report", "seq": 2, "time": T, "reportType": "patch",
+                      "baseSeq": 1, "body": {"status": {"objects": [
+                          entry("all", uids["all"]), entry("only-b", uids["only-b"])]}}})
+        _, m = ws.recv()
+        self.assertEqual(m, {"type": "ack", "seq": 2})
+        ws.close()
+        names = [o["name"] for o in c.node("node-a")["status"]["objects"]]
+        self.assertEqual(names, ["all"])
+        self.assertEqual(len([r for r in c.reports("node-a")]), 2)
+        lines = [x for x in c.controller.output().splitlines()
+                 if "does not target this node" in x]
+        self.assertEqual(len(lines), 2, lines)
+        for x in lines:
+            self.assertIn("level=warn", x)
+            self.assertIn("node=node-a", x)
+            self.assertIn("name=only-b", x)
+
+
 if __name__ == "__main__":
     main()

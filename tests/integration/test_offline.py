@@ -9,13 +9,48 @@ import threading
 import time
 import unittest
 
-from harness import Cluster, free_port, main, wait_for
+from harness import Cluster, free_port, hello, main, wait_for
 
 CC = """apiVersion: edgesync.io/v1alpha1
 kind: CollectorConfig
 metadata: {name: offline}
 spec: {intervalSeconds: 1, collectors: [cpu, memory]}
 """
+
+
+def event_report(seq, node, reason="Fake"):
+    t = "2026-01-01T00:00:00Z"
+    return {"type": "report", "seq": seq, "time": t, "reportType": "event",
+            "body": {"type": "Normal", "reason": reason, "message": "m",
+                     "time": t, "involvedObject": {"kind": "Node", "name": node}}}
+
+
+def session(c, node, stream=None, next_seq=1):
+    """A raw agent connection that said hello (with streamId when given) and
+    read the desired sync; returns (ws, welcome.ackedSeq)."""
+    ws = c.ws(*c.node_cert(node))
+    h = hello(node, next_seq=next_seq)
+    if stream:
+        h["streamId"] = stream
+    ws.send_json(h)
+    _, w = ws.recv()
+    assert w["type"] == "welcome", w
+    while True:
+        _, m = ws.recv()
+        if m["type"] == "desired" and not m.get("more"):
+            return ws, w["ackedSeq"]
+
+
+def send_events(ws, node, seqs, reason="Fake"):
+    """Sends event reports; returns the last ack's seq."""
+    for s in seqs:
+        ws.send_json(event_report(s, node, reason))
+    last = None
+    while last != seqs[-1]:
+        _, m = ws.recv()
+        if m["type"] == "ack":
+            last = m["seq"]
+    return last
 
 
 def obj_status(state, name):
@@ -99,6 +134,68 @@ class OfflineTest(unittest.TestCase):
         # The node's state was rebuilt from the snapshot sent after connect.
         self.assertTrue(c.node()["status"]["sync"]["connected"])
 
+
+    def test_fresh_database_reports_arrive(self):
+        """A new agent database starts a new report stream: the controller
+        acknowledges none of it in advance (welcome ackedSeq 0), so the
+        first reports of the new database (AgentStarted) are stored, and
+        the old stream's reports stay in the history."""
+        c = Cluster(self, nodes=["n1"])
+        c.start_controller()
+        ws, acked = session(c, "n1")
+        self.assertEqual(acked, 0)
+        self.assertEqual(send_events(ws, "n1", list(range(1, 36))), 35)
+        ws.close()
+        c.start_agent("n1")
+        try:
+            started = wait_for("AgentStarted stored", lambda: [
+                r for r in c.reports("n1") if r["reportType"] == "event"
+                and r["event"]["reason"] == "AgentStarted"])
+            self.assertEqual(started[0]["seq"], 1)
+            reasons = [r["event"]["reason"] for r in c.reports("n1")
+                       if r["reportType"] == "event"]
+            self.assertEqual(reasons.count("Fake"), 35)
+            sync = c.node("n1")["status"]["sync"]
+            self.assertTrue(sync["streamId"])
+            self.assertLess(sync["ackedSeq"], 35)
+            self.assertIn("new report stream", c.controller.output())
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+
+    def test_previous_version_agent_still_syncs(self):
+        """An agent without streamId keeps the one cursor per node; one that
+        first names a stream adopts it with the cursor; another stream
+        starts a new cursor, and duplicates are dropped per stream."""
+        c = Cluster(self, nodes=["n1"])
+        c.start_controller()
+        ws, acked = session(c, "n1")
+        self.assertEqual(acked, 0)
+        send_events(ws, "n1", [1, 2, 3])
+        ws.close()
+        ws, acked = session(c, "n1", next_seq=4)
+        self.assertEqual(acked, 3)
+        send_events(ws, "n1", [3, 4])  # 3 again: a duplicate
+        ws.close()
+        self.assertEqual([r["seq"] for r in c.reports("n1")], [1, 2, 3, 4])
+        self.assertIsNone(c.node("n1")["status"]["sync"]["streamId"])
+        # The agent upgraded: its first stream id takes over the cursor.
+        ws, acked = session(c, "n1", stream="s-one", next_seq=5)
+        self.assertEqual(acked, 4)
+        send_events(ws, "n1", [5])
+        ws.close()
+        # Its database made anew: another stream, a cursor from 0.
+        ws, acked = session(c, "n1", stream="s-two", next_seq=1)
+        self.assertEqual(acked, 0)
+        send_events(ws, "n1", [1, 2])
+        send_events(ws, "n1", [2])  # a duplicate within the new stream
+        ws.close()
+        self.assertEqual([r["seq"] for r in c.reports("n1")], [1, 2, 3, 4, 5, 1, 2])
+        sync = c.node("n1")["status"]["sync"]
+        self.assertEqual((sync["streamId"], sync["ackedSeq"]), ("s-two", 2))
+        # An old agent again (no streamId): the node's current cursor.
+        ws, acked = session(c, "n1", next_seq=3)
+        self.assertEqual(acked, 2)
+        ws.close()
 
     def test_one_agent_per_state_directory(self):
         c = Cluster(self)

@@ -5,7 +5,7 @@ the controller keeps (PROTOCOL.md, "Desired state")."""
 
 import unittest
 
-from harness import Cluster, hello, main, wait_for
+from harness import Cluster, FakeController, hello, main, wait_for, welcome
 
 
 def cc(name):
@@ -53,6 +53,122 @@ class ResyncTest(unittest.TestCase):
             rv = c.ctl_json("get", "collectorconfig", "d")["metadata"]["resourceVersion"]
             wait_for("the agent at the controller's version", lambda:
                      c.node()["status"]["sync"]["desiredResourceVersion"] == rv)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+
+
+HR = """apiVersion: edgesync.io/v1alpha1
+kind: HealthRule
+metadata: {{name: x}}
+spec: {{metric: load.load1, operator: Ge, threshold: 0, conditionType: LoadKnown{sel}}}
+"""
+
+
+class NameReusedOfflineTest(unittest.TestCase):
+    """A deletion is not lost when the name is reused while the agent is
+    away: the object the agent holds goes, also when the new object of that
+    name does not target the node (PROTOCOL.md, "desired")."""
+
+    def test_deleted_then_recreated_elsewhere(self):
+        c = Cluster(self)
+        c.start_controller()
+        agent = c.start_agent()
+
+        def held():
+            return [(d["kind"], d["metadata"]["name"], d["metadata"]["uid"])
+                    for d in c.agent_state()["desired"]]
+
+        try:
+            c.ctl("apply", "-f", "-", stdin=HR.format(sel=""))
+            u1 = c.ctl_json("get", "healthrule", "x")["metadata"]["uid"]
+            wait_for("x held", lambda: held() == [("HealthRule", "x", u1)])
+            agent.stop()
+            c.ctl("delete", "healthrule", "x")
+            c.ctl("apply", "-f", "-", stdin=HR.format(
+                sel=", nodeSelector: {matchLabels: {site: elsewhere}}"))
+            x2 = c.ctl_json("get", "healthrule", "x")["metadata"]
+            self.assertNotEqual(x2["uid"], u1)
+            agent = c.start_agent()
+            wait_for("the agent at the controller's version", lambda:
+                     c.node()["status"]["sync"]["desiredResourceVersion"]
+                     == x2["resourceVersion"])
+            self.assertEqual(held(), [])
+            # And so after a restart, and in what the controller shows.
+            agent.stop()
+            agent = c.start_agent()
+            wait_for("the agent reporting again", lambda: c.agent_state()
+                     ["sync"]["connected"])
+            self.assertEqual(held(), [])
+            wait_for("no object in the node's status", lambda: not [
+                o for o in c.node()["status"].get("objects", [])
+                if o["name"] == "x"])
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+
+
+def desired_msg(full, rv, gen):
+    obj = {"apiVersion": "edgesync.io/v1alpha1", "kind": "CollectorConfig",
+           "metadata": {"name": "a", "uid": "u-a", "generation": gen,
+                        "resourceVersion": rv},
+           "spec": {"intervalSeconds": 5 + gen}}
+    return {"type": "desired", "full": full, "resourceVersion": rv,
+            "objects": [obj], "deleted": []}
+
+
+class DesiredOrderTest(unittest.TestCase):
+    """Desired state never goes back (PROTOCOL.md, "Desired state"): a hand-
+    driven controller sends an older change set after a full list; the
+    agent keeps the newer object and its version, acknowledges the version
+    it holds and says so in its log. A full list at a lower version is
+    followed, with a warning."""
+
+    def acked(self, ws):
+        while True:
+            kind, msg = ws.recv()
+            if msg["type"] == "desiredAck":
+                return msg["resourceVersion"]
+
+    def test_older_change_set_ignored(self):
+        c = Cluster(self, nodes=["n1"])
+        c.start_controller()
+        c.stop_controller()
+        fake = FakeController(c)
+        agent = c.start_agent("n1")
+
+        def held():
+            st = c.agent_state("n1")
+            return ([(d["metadata"]["name"], d["metadata"]["generation"])
+                     for d in st["desired"]],
+                    st["node"]["status"]["agent"]["desiredResourceVersion"]
+                    if st["node"] else None)
+
+        try:
+            ws = fake.accept()
+            self.assertEqual(ws.recv()[1]["type"], "hello")
+            ws.send_json(welcome("n1"))
+            ws.send_json(desired_msg(True, 10, 2))
+            self.assertEqual(self.acked(ws), 10)
+            ws.send_json(desired_msg(False, 5, 1))
+            self.assertEqual(self.acked(ws), 10)
+            # A duplicate of the version held: acknowledged, not logged.
+            ws.send_json(desired_msg(False, 10, 1))
+            self.assertEqual(self.acked(ws), 10)
+            wait_for("the agent's report of version 10",
+                     lambda: held() == ([("a", 2)], 10))
+            log = agent.output()
+            self.assertIn("desired change set older than the state held", log)
+            line = [x for x in log.splitlines() if "older than the state held" in x]
+            self.assertEqual(len(line), 1, line)
+            self.assertIn("level=warn", line[0])
+            self.assertIn("resourceVersion=5", line[0])
+            self.assertIn("heldResourceVersion=10", line[0])
+            # A controller restored from an older backup: followed, said.
+            ws.send_json(desired_msg(True, 4, 1))
+            self.assertEqual(self.acked(ws), 4)
+            wait_for("the agent at version 4", lambda: held() == ([("a", 1)], 4))
+            self.assertIn("full desired list older than the state held",
+                          agent.output())
+            ws.close()
         except AssertionError as e:
             raise AssertionError(f"{e}\n{c.logs()}") from e
 

@@ -28,6 +28,7 @@ typedef struct fx {
 	cJSON *events;
 	es_collector_cfg eff;
 	int applied, skipped;
+	int rv; /* the resourceVersion of the last change set committed */
 } fx;
 
 static int setup(void **state)
@@ -76,7 +77,8 @@ static void commit(fx *f, const char *text)
 	cJSON_Delete(msg);
 }
 
-/* Commits one object of kind/name/uid/generation with a spec. */
+/* Commits one object of kind/name/uid/generation with a spec, in a change
+ * set past the last one (the store ignores one that is not). */
 static void put_obj(fx *f, const char *kind, const char *name, const char *uid,
 		    int gen, const char *spec)
 {
@@ -87,7 +89,8 @@ static void put_obj(fx *f, const char *kind, const char *name, const char *uid,
 		 "{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"%s\","
 		 "\"metadata\":{\"name\":\"%s\",\"uid\":\"%s\",\"generation\":%d,"
 		 "\"resourceVersion\":%d},\"spec\":%s}]}",
-		 gen, kind, name, uid, gen, gen, spec);
+		 f->rv + 1, kind, name, uid, gen, f->rv + 1, spec);
+	f->rv++;
 	commit(f, text);
 }
 
@@ -96,9 +99,9 @@ static void del_obj(fx *f, const char *kind, const char *name, const char *uid)
 	char text[512];
 
 	snprintf(text, sizeof(text),
-		 "{\"full\":false,\"resourceVersion\":99,\"objects\":[],"
+		 "{\"full\":false,\"resourceVersion\":%d,\"objects\":[],"
 		 "\"deleted\":[{\"kind\":\"%s\",\"name\":\"%s\",\"uid\":\"%s\"}]}",
-		 kind, name, uid);
+		 ++f->rv, kind, name, uid);
 	commit(f, text);
 }
 

@@ -236,6 +236,135 @@ static void test_desired_uid_and_refusals(void **state)
 	}
 }
 
+#define OBJ_RV(kind, name, uid, rv) \
+	"{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":\"" kind "\"," \
+	"\"metadata\":{\"name\":\"" name "\",\"uid\":\"" uid "\"," \
+	"\"generation\":1,\"resourceVersion\":" #rv "},\"spec\":{}}"
+#define DEL_RV(kind, name, uid, rv) \
+	"{\"kind\":\"" kind "\",\"name\":\"" name "\",\"uid\":\"" uid "\"," \
+	"\"resourceVersion\":" #rv "}"
+
+/* The name reused while the agent was away (PROTOCOL.md, "desired"): a
+ * deletion newer than the cached object removes it whatever its uid; an
+ * older one (an earlier object of the name) does not. */
+static void test_desired_name_reused(void **state)
+{
+	fx *f = *state;
+	char names[256];
+
+	commit(f->st, "{\"full\":true,\"resourceVersion\":5,\"objects\":["
+	       OBJ_RV("HealthRule", "x", "u1", 4) ","
+	       OBJ_RV("HealthRule", "y", "u5", 5) "]}", ES_OK);
+	put_status(f->st, "HealthRule", "x", "{\"uid\":\"u1\"}");
+	/* x deleted (rv 6), then re-created as u2 for other nodes (rv 7): the
+	 * change set names u2, which no longer targets the node. */
+	commit(f->st, "{\"full\":false,\"resourceVersion\":7,\"objects\":[],"
+	       "\"deleted\":[" DEL_RV("HealthRule", "x", "u2", 7) "]}", ES_OK);
+	list_names(f->st, names, sizeof(names));
+	assert_string_equal(names, "HealthRule/y");
+	assert_false(has_status(f->st, "HealthRule", "x"));
+
+	/* A late deletion of an earlier object of the name keeps the newer
+	 * cached one. */
+	commit(f->st, "{\"full\":false,\"resourceVersion\":9,\"objects\":[],"
+	       "\"deleted\":[" DEL_RV("HealthRule", "y", "u0", 3) "]}", ES_OK);
+	list_names(f->st, names, sizeof(names));
+	assert_string_equal(names, "HealthRule/y");
+
+	/* A change set split in two: the re-created object first, the old
+	 * one's deletion (older than it) after: the new one stays. */
+	commit(f->st, "{\"full\":false,\"resourceVersion\":12,\"more\":true,"
+	       "\"objects\":[" OBJ_RV("HealthRule", "y", "u6", 11) "]}", ES_OK);
+	put_status(f->st, "HealthRule", "y", "{\"uid\":\"u6\"}");
+	commit(f->st, "{\"full\":false,\"resourceVersion\":12,\"objects\":[],"
+	       "\"deleted\":[" DEL_RV("HealthRule", "y", "u5", 10) "]}", ES_OK);
+	list_names(f->st, names, sizeof(names));
+	assert_string_equal(names, "HealthRule/y");
+	assert_true(has_status(f->st, "HealthRule", "y"));
+
+	/* A full list replaces an object of the same name and another uid,
+	 * and its status. */
+	commit(f->st, "{\"full\":true,\"resourceVersion\":14,\"objects\":["
+	       OBJ_RV("HealthRule", "y", "u7", 14) "]}", ES_OK);
+	list_names(f->st, names, sizeof(names));
+	assert_string_equal(names, "HealthRule/y");
+	assert_false(has_status(f->st, "HealthRule", "y"));
+}
+
+/* The generation of the one cached object. */
+static int64_t cached_generation(es_store *st)
+{
+	cJSON *list = NULL;
+	int64_t g;
+
+	assert_int_equal(es_store_desired_list(st, &list), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(list), 1);
+	g = (int64_t)cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0),
+							     "metadata"), "generation")->valuedouble;
+	cJSON_Delete(list);
+	return g;
+}
+
+/* Desired state never goes back (PROTOCOL.md, "Desired state"): a change
+ * set at or below the version held is not applied; a full list is the
+ * controller's whole state and is followed, also to a lower version. */
+static void test_desired_never_goes_back(void **state)
+{
+	fx *f = *state;
+
+	commit(f->st, "{\"full\":true,\"resourceVersion\":10,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 2) "]}", ES_OK);
+	put_status(f->st, "CollectorConfig", "a", "{\"uid\":\"u1\"}");
+	commit(f->st, "{\"full\":false,\"resourceVersion\":5,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 1) "]}", ES_ERR_CONFLICT);
+	commit(f->st, "{\"full\":false,\"resourceVersion\":9,\"objects\":[],"
+	       "\"deleted\":[{\"kind\":\"CollectorConfig\",\"name\":\"a\","
+	       "\"uid\":\"u1\"}]}", ES_ERR_CONFLICT);
+	commit(f->st, "{\"full\":false,\"resourceVersion\":10,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 1) "]}", ES_ERR_CONFLICT);
+	assert_int_equal(cached_generation(f->st), 2);
+	assert_true(has_status(f->st, "CollectorConfig", "a"));
+	assert_int_equal(get_int(f->st, "desired_rv"), 10);
+
+	commit(f->st, "{\"full\":false,\"resourceVersion\":11,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 3) "]}", ES_OK);
+	assert_int_equal(cached_generation(f->st), 3);
+	assert_int_equal(get_int(f->st, "desired_rv"), 11);
+
+	/* A controller restored from an older backup: its full list rules. */
+	commit(f->st, "{\"full\":true,\"resourceVersion\":4,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 1) "]}", ES_OK);
+	assert_int_equal(cached_generation(f->st), 1);
+	assert_int_equal(get_int(f->st, "desired_rv"), 4);
+	commit(f->st, "{\"full\":false,\"resourceVersion\":5,\"objects\":["
+	       OBJ("CollectorConfig", "a", "u1", 2) "]}", ES_OK);
+	assert_int_equal(get_int(f->st, "desired_rv"), 5);
+}
+
+/* The report stream id (PROTOCOL.md, "hello"): made with the database,
+ * kept across opens, another one for a database made anew. */
+static void test_stream_id(void **state)
+{
+	fx *f = *state;
+	char a[64], b[64], small[8];
+
+	assert_int_equal(es_store_stream_id(f->st, a, sizeof(a)), ES_OK);
+	assert_int_equal(strlen(a), 36);
+	assert_int_equal(es_store_stream_id(f->st, small, sizeof(small)), ES_ERR_DB);
+	reopen(f);
+	assert_int_equal(es_store_stream_id(f->st, b, sizeof(b)), ES_OK);
+	assert_string_equal(a, b);
+	es_store_close(f->st);
+	f->st = NULL;
+	assert_int_equal(unlink(f->path), 0);
+	reopen(f);
+	assert_int_equal(es_store_stream_id(f->st, b, sizeof(b)), ES_OK);
+	assert_string_not_equal(a, b);
+	/* The other cursors are integers beside it. */
+	assert_int_equal(es_store_set_int(f->st, "next_seq", 3), ES_OK);
+	assert_int_equal(get_int(f->st, "next_seq"), 3);
+}
+
 static void test_survives_reopen(void **state)
 {
 	fx *f = *state;
@@ -611,6 +740,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_desired_full_delta_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_desired_more, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_desired_uid_and_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_desired_name_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_desired_never_goes_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stream_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_stays_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),

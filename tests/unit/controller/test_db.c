@@ -229,11 +229,14 @@ static void test_tombstones_bounded(void **state)
 	cJSON_Delete(tombs);
 }
 
-static void test_recreate_supersedes_tombstone(void **state)
+/* A re-created object does not replace the deletion record of the one
+ * before it: an agent that still holds the first object learns of its
+ * deletion, also when the new one does not target it. */
+static void test_recreate_keeps_tombstone(void **state)
 {
 	fx *f = *state;
 	cJSON *s = NULL, *objs = NULL, *tombs = NULL;
-	char uid1[64];
+	char uid1[64], uid2[64];
 
 	put(f->db, cc("a", 10, "{}"), &s, NULL, NULL);
 	snprintf(uid1, sizeof(uid1), "%s", es_obj_uid(s));
@@ -243,10 +246,23 @@ static void test_recreate_supersedes_tombstone(void **state)
 	assert_string_not_equal(es_obj_uid(s), uid1);
 	assert_int_equal(es_obj_generation(s), 1);
 	assert_int_equal(es_obj_resource_version(s), 3);
+	snprintf(uid2, sizeof(uid2), "%s", es_obj_uid(s));
 	cJSON_Delete(s);
 	assert_int_equal(es_db_changes_since(f->db, 0, &objs, &tombs), ES_OK);
 	assert_int_equal(cJSON_GetArraySize(objs), 1);
-	assert_int_equal(cJSON_GetArraySize(tombs), 0);
+	assert_int_equal(cJSON_GetArraySize(tombs), 1);
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 0), "uid"), uid1);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(tombs, 0),
+					     "resourceVersion")->valuedouble, 2);
+	cJSON_Delete(objs);
+	cJSON_Delete(tombs);
+	/* Deleted and re-created again: one record per uid. */
+	assert_int_equal(es_db_object_delete(f->db, ES_KIND_COLLECTOR_CONFIG, "a", NULL), ES_OK);
+	put(f->db, cc("a", 10, "{}"), NULL, NULL, NULL);
+	assert_int_equal(es_db_changes_since(f->db, 0, &objs, &tombs), ES_OK);
+	assert_int_equal(cJSON_GetArraySize(tombs), 2);
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 0), "uid"), uid1);
+	assert_string_equal(member_str(cJSON_GetArrayItem(tombs, 1), "uid"), uid2);
 	cJSON_Delete(objs);
 	cJSON_Delete(tombs);
 }
@@ -519,16 +535,136 @@ static void test_refuse_newer_and_foreign(void **state)
 	assert_refused_untouched(path, ES_ERR_DB, "not an edgesync");
 }
 
+static int64_t stream(es_db *db, const char *node, const char *id, int64_t next,
+		      int want_new, const char *want_prev)
+{
+	int64_t acked = -1;
+	int fresh = -1;
+	char prev[80] = "?";
+
+	assert_int_equal(es_db_node_stream(db, node, id, next, &acked, &fresh, prev,
+					   sizeof(prev)), ES_OK);
+	assert_int_equal(fresh, want_new);
+	assert_string_equal(prev, want_prev);
+	return acked;
+}
+
+/* The seqs and stream ids of n1's reports, "1 2 3/s1 ...". */
+static void report_seqs(es_db *db, char *buf, size_t sz)
+{
+	cJSON *list = NULL;
+	const cJSON *r;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	assert_int_equal(es_db_reports_list(db, "n1", 0, &list), ES_OK);
+	cJSON_ArrayForEach(r, list) {
+		const cJSON *s = cJSON_GetObjectItem(r, "streamId");
+
+		n += (size_t)snprintf(buf + n, sz - n, "%s%.0f%s%s", n ? " " : "",
+				      cJSON_GetObjectItem(r, "seq")->valuedouble,
+				      s ? "/" : "", s ? s->valuestring : "");
+	}
+	cJSON_Delete(list);
+}
+
+#define EVENT "{\"type\":\"Normal\",\"reason\":\"R\",\"message\":\"m\"," \
+	"\"time\":\"2026-01-01T00:00:00Z\",\"involvedObject\":{\"kind\":\"Node\"," \
+	"\"name\":\"n1\"}}"
+
+/* Report streams (PROTOCOL.md, "hello"): the first stream id of a node
+ * takes over its cursor; another one starts a new cursor, and duplicates
+ * are dropped per stream. */
+static void test_report_streams(void **state)
+{
+	fx *f = *state;
+	char seqs[256];
+	int64_t acked = -1;
+	cJSON *n = NULL;
+
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "v", "b", 1000, &acked, NULL), ES_OK);
+	for (int i = 1; i <= 3; i++)
+		store(f->db, report(i, "event", 0, EVENT), 0, 0);
+	assert_int_equal(stream(f->db, "n1", "s1", 4, 0, ""), 3);
+	store(f->db, report(3, "event", 0, EVENT), 1, 0);
+	store(f->db, report(4, "event", 0, EVENT), 0, 0);
+	report_seqs(f->db, seqs, sizeof(seqs));
+	assert_string_equal(seqs, "1/s1 2/s1 3/s1 4/s1");
+	assert_int_equal(stream(f->db, "n1", "s1", 5, 0, "s1"), 4);
+
+	/* The database made anew: from 0, the history kept. */
+	assert_int_equal(stream(f->db, "n1", "s2", 1, 1, "s1"), 0);
+	store(f->db, report(1, "event", 0, EVENT), 0, 0);
+	store(f->db, report(1, "event", 0, EVENT), 1, 0);
+	store(f->db, report(2, "snapshot", 0, SNAP), 0, 0);
+	report_seqs(f->db, seqs, sizeof(seqs));
+	assert_string_equal(seqs, "1/s1 2/s1 3/s1 4/s1 1/s2 2/s2");
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "v", "b", 1000, &acked, NULL), ES_OK);
+	assert_int_equal(acked, 2);
+	assert_int_equal(es_db_node_get(f->db, "n1", &n), ES_OK);
+	{
+		cJSON *sync = cJSON_GetObjectItem(cJSON_GetObjectItem(n, "status"), "sync");
+
+		assert_string_equal(member_str(sync, "streamId"), "s2");
+		assert_int_equal(cJSON_GetObjectItem(sync, "stateSeq")->valuedouble, 2);
+	}
+	cJSON_Delete(n);
+	/* Another stream, however far its sequence numbers. */
+	assert_int_equal(stream(f->db, "n1", "s3", 100, 1, "s2"), 0);
+
+	/* A first stream id from an agent that made fewer reports than are
+	 * stored cannot be the same reports. */
+	assert_int_equal(es_db_node_hello(f->db, "n2", NULL, "v", "b", 1000, &acked, NULL), ES_OK);
+	{
+		cJSON *r = report(1, "event", 0, EVENT);
+
+		assert_int_equal(es_db_report_store(f->db, "n2", r, 2000, NULL, NULL), ES_OK);
+		cJSON_Delete(r);
+	}
+	assert_int_equal(stream(f->db, "n2", "x", 1, 1, ""), 0);
+	assert_int_equal(es_db_node_stream(f->db, "nope", "x", 1, &acked, NULL, NULL, 0),
+			 ES_ERR_NOTFOUND);
+	assert_int_equal(es_db_node_stream(f->db, "n1", "", 1, &acked, NULL, NULL, 0),
+			 ES_ERR_INVAL);
+}
+
+/* A store of schema version 2 (one report cursor per node) migrates with
+ * its reports and cursor. */
+static void test_migrate_from_v2(void **state)
+{
+	fx *f = *state;
+	char err[256], seqs[128], *sql;
+	int64_t acked = -1;
+
+	es_db_close(f->db);
+	f->db = NULL;
+	assert_int_equal(unlink(f->path), 0);
+	sql = es_test_slurp(ES_FIXTURES "/db/controller-v2.sql", NULL);
+	exec_sql(f->path, sql);
+	free(sql);
+	assert_int_equal(es_db_open(f->path, &f->db, err, sizeof(err)), ES_OK);
+	report_seqs(f->db, seqs, sizeof(seqs));
+	assert_string_equal(seqs, "7 8");
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "v", "b", 1000, &acked, NULL), ES_OK);
+	assert_int_equal(acked, 8);
+	store(f->db, report(8, "event", 0, EVENT), 1, 0);
+	store(f->db, report(9, "event", 0, EVENT), 0, 0);
+	report_seqs(f->db, seqs, sizeof(seqs));
+	assert_string_equal(seqs, "7 8 9");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_put_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_changes_compact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tombstones_bounded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recreate_supersedes_tombstone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recreate_keeps_tombstone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_hello, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reports, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_large_number, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report_streams, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_from_v2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_newer_and_foreign, setup, teardown),
 	};

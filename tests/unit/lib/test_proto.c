@@ -74,7 +74,9 @@ static cJSON *reencode(es_msg_type t, const cJSON *m)
 	case ES_MSG_HELLO:
 		return es_proto_hello(get_str(m, "node"), get_str(m, "agentVersion"),
 				      get_str(m, "bootId"), dup_member(m, "labels"),
-				      get_int(m, "resourceVersion"), get_int(m, "nextSeq"));
+				      get_int(m, "resourceVersion"), get_int(m, "nextSeq"),
+				      cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+					      m, "streamId")));
 	case ES_MSG_WELCOME:
 		return es_proto_welcome(get_str(m, "node"), get_str(m, "controllerVersion"),
 					get_int(m, "ackedSeq"));
@@ -85,8 +87,10 @@ static cJSON *reencode(es_msg_type t, const cJSON *m)
 
 		assert_non_null(del);
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(m, "deleted")) {
+			const cJSON *rv = cJSON_GetObjectItemCaseSensitive(it, "resourceVersion");
 			cJSON *r = es_proto_deleted_ref(get_str(it, "kind"), get_str(it, "name"),
-							get_str(it, "uid"));
+							get_str(it, "uid"),
+							rv ? get_int(it, "resourceVersion") : 0);
 			assert_non_null(r);
 			cJSON_AddItemToArray(del, r);
 		}
@@ -270,8 +274,12 @@ static const struct {
 	{"hello-version-string.json", ES_PC_INVALID, "hello.protocolVersion"},
 	{"hello-label-number.json", ES_PC_INVALID, "hello.labels.site"},
 	{"hello-capability-number.json", ES_PC_INVALID, "hello.capabilities[1]"},
+	{"hello-stream-empty.json", ES_PC_INVALID, "hello.streamId"},
+	{"hello-stream-slash.json", ES_PC_INVALID, "hello.streamId"},
+	{"hello-stream-number.json", ES_PC_INVALID, "hello.streamId"},
 	{"desired-object-number.json", ES_PC_INVALID, "desired.objects[0]"},
 	{"desired-deleted-no-uid.json", ES_PC_INVALID, "desired.deleted[0]"},
+	{"desired-deleted-rv-string.json", ES_PC_INVALID, "desired.deleted[0].resourceVersion"},
 	{"desired-full-string.json", ES_PC_INVALID, "desired.full"},
 	{"desired-more-number.json", ES_PC_INVALID, "desired.more"},
 	{"welcome-acked-negative.json", ES_PC_INVALID, "welcome.ackedSeq"},
@@ -450,7 +458,7 @@ static cJSON *build_one(int which)
 
 		if (labels)
 			cJSON_AddStringToObject(labels, "site", "lab");
-		return es_proto_hello("edge-01", "0.1.0", "b", labels, 3, 4);
+		return es_proto_hello("edge-01", "0.1.0", "b", labels, 3, 4, "s");
 	}
 	case 1:
 		return es_proto_desired(1, 3, cJSON_CreateArray(), cJSON_CreateArray(), 1);
