@@ -104,7 +104,8 @@ static void check_time(const char *s)
 static cJSON *reencode(es_msg_type type, const cJSON *msg, const char *const **keys)
 {
 	static const char *const hello[] = {"type", "protocolVersion", "node",
-		"agentVersion", "bootId", "labels", "resourceVersion", "nextSeq", NULL};
+		"agentVersion", "bootId", "labels", "resourceVersion", "nextSeq", "streamId",
+		NULL};
 	static const char *const welcome[] = {"type", "node", "controllerVersion",
 		"ackedSeq", NULL};
 	static const char *const desired[] = {"type", "full", "resourceVersion",
@@ -126,7 +127,7 @@ static cJSON *reencode(es_msg_type type, const cJSON *msg, const char *const **k
 		return es_proto_hello(str_member(msg, "node"), str_member(msg, "agentVersion"),
 				      str_member(msg, "bootId"), dup_member(msg, "labels"),
 				      int_member(msg, "resourceVersion"),
-				      int_member(msg, "nextSeq"));
+				      int_member(msg, "nextSeq"), str_member(msg, "streamId"));
 	case ES_MSG_WELCOME:
 		*keys = welcome;
 		return es_proto_welcome(str_member(msg, "node"),
@@ -173,6 +174,7 @@ static cJSON *reencode(es_msg_type type, const cJSON *msg, const char *const **k
  * entries and event bodies, rebuilt and compared. */
 static void check_parts(es_msg_type type, const cJSON *msg)
 {
+	/* resourceVersion 0 is accepted and written as absent: not compared. */
 	static const char *const ref_keys[] = {"kind", "name", "uid", NULL};
 	static const char *const ev_keys[] = {"type", "reason", "message", "time", NULL};
 	static const char *const io_keys[] = {"kind", "name", "uid", NULL};
@@ -182,7 +184,8 @@ static void check_parts(es_msg_type type, const cJSON *msg)
 	if (type == ES_MSG_DESIRED) {
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(msg, "deleted")) {
 			again = es_proto_deleted_ref(str_member(it, "kind"), str_member(it, "name"),
-						     str_member(it, "uid"));
+						     str_member(it, "uid"),
+						     int_member(it, "resourceVersion"));
 			if (!again)
 				return;
 			same_members(it, again, ref_keys, "deleted ref");
