@@ -11,9 +11,11 @@ import errno
 import http.client
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -253,6 +255,54 @@ class StoreFaultsTest(unittest.TestCase):
             self.assertIn("agent database replaced", agent.output())
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.c.logs()}") from e
+
+    def test_newer_db_refused_exit_2(self):
+        """A newer database (a downgrade) is not damaged: refused, left as
+        it is, exit 2, which the systemd unit does not restart."""
+        self.c.start_controller()
+        agent = self.c.start_agent(extra=["--controller-url", ""])
+        wait_for("the offline agent collecting", lambda: self.state()["node"])
+        agent.stop()
+        conn = sqlite3.connect(self.db)
+        conn.execute("PRAGMA user_version = 99")
+        conn.close()
+        with open(self.db, "rb") as f:
+            before = f.read()
+        r = subprocess.run(agent.argv, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("newer than this build", r.stderr)
+        with open(self.db, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(aside(self.state_dir), [])
+
+    def test_status_names_the_store_problem(self):
+        """`edgesync-agent status` against an agent answering 503 with a
+        Status object prints its message."""
+        self.c.start_controller()
+        agent = self.c.start_agent(extra=["--controller-url", ""])
+        srv = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(srv.close)
+        body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                           "reason": "StoreUnavailable", "code": 503,
+                           "message": "the agent database x cannot be read: "
+                                      "database disk image is malformed"}).encode()
+
+        def answer():
+            conn, _ = srv.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+                             b"application/json\r\nContent-Length: %d\r\n\r\n"
+                             % len(body) + body)
+        t = threading.Thread(target=answer, daemon=True)
+        t.start()
+        r = subprocess.run([agent.argv[0], "status", "--http-listen",
+                            f"127.0.0.1:{srv.getsockname()[1]}"],
+                           capture_output=True, text=True, timeout=30)
+        t.join(10)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("the agent answered HTTP 503: the agent database x cannot be"
+                      " read: database disk image is malformed", r.stderr)
 
     # -- writes that cannot be done now ------------------------------------
 
