@@ -107,7 +107,10 @@ static int cmd_run(int argc, char **argv)
 	rc = es_agent_new(&cfg, &a, err, sizeof(err));
 	if (rc != ES_OK) {
 		es_log_error("agent", "cannot start", "error", err, NULL);
-		code = rc == ES_ERR_INVAL ? 2 : 1;
+		/* A database newer than this build or of another program is not
+		 * damaged and is not replaced: restarting cannot fix it either. */
+		code = (rc == ES_ERR_INVAL || rc == ES_ERR_TLS ||
+			rc == ES_ERR_UNSUPPORTED) ? 2 : 1;
 		goto cleanup;
 	}
 	if (es_agent_run(a, &stop_flag) != ES_OK) {
@@ -256,7 +259,15 @@ static int cmd_status(int argc, char **argv)
 		goto cleanup;
 	}
 	if (resp.status != 200) {
-		fprintf(stderr, PROG ": the agent answered HTTP %d\n", resp.status);
+		/* A Status object names the problem (a 503 while its database
+		 * cannot be read). */
+		const char *why = NULL;
+
+		if (es_json_parse(resp.body, resp.body_len, ES_JSON_MAX_DEPTH, &doc,
+				  NULL, 0) == ES_OK)
+			why = jstr(doc, "message");
+		fprintf(stderr, PROG ": the agent answered HTTP %d%s%s\n", resp.status,
+			why && *why ? ": " : "", why ? why : "");
 		code = 1;
 		goto cleanup;
 	}

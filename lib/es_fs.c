@@ -1,13 +1,15 @@
 /*
- * es_fs.c - small file system helpers: mkdir -p, bounded line reading
- * (es_fs.h).
+ * es_fs.c - small file system helpers: mkdir -p, syncing a directory,
+ * bounded line reading (es_fs.h).
  */
 #include "es_fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 /* mkdir(2) of one component: ES_OK when p is a directory afterwards. */
@@ -53,6 +55,38 @@ es_err es_fs_mkdir_p(const char *path, mode_t mode, char *err, size_t errsz)
 			p[i] = '/';
 	}
 	return ES_OK;
+}
+
+es_err es_fs_sync_parent(const char *path, char *err, size_t errsz)
+{
+	char dir[PATH_MAX];
+	size_t n = strlen(path);
+	char *slash;
+	int fd, e;
+
+	if (n == 0 || n >= sizeof(dir))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "\"%.64s\": bad path (empty or longer than %d bytes)",
+			       path, PATH_MAX - 1);
+	memcpy(dir, path, n + 1);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		strcpy(dir, ".");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && fsync(fd) == 0) {
+		close(fd);
+		return ES_OK;
+	}
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	es_errf(ES_ERR_IO, err, errsz, "%s: fsync of directory: %s", dir, strerror(e));
+	errno = e;
+	return ES_ERR_IO;
 }
 
 es_err es_fs_lines_open(es_fs_lines *lf, const char *path, char *err, size_t errsz)

@@ -1,6 +1,7 @@
 /*
  * es_fs.h - small file system helpers shared by the programs: mkdir -p,
- * and bounded line reading of the text files of /proc and /etc.
+ * syncing a directory, and bounded line reading of the text files of /proc
+ * and /etc.
  */
 #ifndef ES_FS_H
 #define ES_FS_H
@@ -21,6 +22,16 @@
  * <strerror>", errno kept, ENOTDIR for the latter).
  */
 es_err es_fs_mkdir_p(const char *path, mode_t mode, char *err, size_t errsz);
+
+/*
+ * fsync(2) of the directory that holds path (borrowed): its parent, "." for
+ * a name without a slash, "/" for one directly under the root; so that a
+ * rename or an unlink in it survives a crash (rename(2), fsync(2)).
+ * Errors: ES_ERR_INVAL (path empty or PATH_MAX bytes or longer); ES_ERR_IO
+ * (the directory cannot be opened or synced: err "<dir>: fsync of directory:
+ * <strerror>", errno kept).
+ */
+es_err es_fs_sync_parent(const char *path, char *err, size_t errsz);
 
 /* Longest line kept, newline excluded, plus 1; longer lines are returned
  * cut, with `overlong` set. */

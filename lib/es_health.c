@@ -509,6 +509,10 @@ es_err es_health_rule_parse(const cJSON *spec, es_health_rule *out, char *err,
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "spec.conditionType: Ready summarises the other conditions "
 			       "and cannot be set by a rule");
+	if (strcmp(s, "StoreDegraded") == 0)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "spec.conditionType: StoreDegraded is the agent's own "
+			       "database and cannot be set by a rule");
 	snprintf(r.condition_type, sizeof(r.condition_type), "%s", s);
 
 	rc = get_string(spec, "severity", 0, "Warning or Critical", &s, err, errsz);

@@ -24,17 +24,15 @@
 es_err es_pki_write_file_atomic(const char *path, const char *data, size_t len,
 				unsigned mode, char *err, size_t errsz)
 {
-	char tmp[PATH_MAX], dir[PATH_MAX];
-	char *slash;
-	int fd = -1, dfd = -1;
+	char tmp[PATH_MAX];
+	int fd = -1;
 	size_t off = 0;
 	es_err rc;
 
 	tmp[0] = '\0';
 	if (!path || (!data && len > 0))
 		return es_errf(ES_ERR_INVAL, err, errsz, "write file: missing argument");
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp) ||
-	    snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp)) {
 		tmp[0] = '\0';
 		rc = es_errf(ES_ERR_INVAL, err, errsz, "%s: path too long", path);
 		goto cleanup;
@@ -76,25 +74,10 @@ es_err es_pki_write_file_atomic(const char *path, const char *data, size_t len,
 		goto cleanup;
 	}
 	tmp[0] = '\0';
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		dir[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-	else
-		strcpy(dir, ".");
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || fsync(dfd) != 0) {
-		rc = es_errf(ES_ERR_IO, err, errsz, "%s: fsync of directory: %s", dir,
-			     strerror(errno));
-		goto cleanup;
-	}
-	rc = ES_OK;
+	rc = es_fs_sync_parent(path, err, errsz);
 cleanup:
 	if (fd >= 0)
 		close(fd);
-	if (dfd >= 0)
-		close(dfd);
 	if (tmp[0])
 		unlink(tmp);
 	return rc;

@@ -20,15 +20,23 @@ typedef struct sq_state {
 	int64_t version, app, tables;
 } sq_state;
 
+/* Tells the owner of db of a failure with primary result code code. */
+static void tell_fail(es_sqlite *db, int code)
+{
+	if (db && db->fail_fn)
+		db->fail_fn(db->fail_ud, code);
+}
+
 es_err es_sqlite_fail(es_sqlite *db, const char *op)
 {
 	sqlite3 *h = db ? db->h : NULL;
+	int code = h ? sqlite3_errcode(h) & 0xff : SQLITE_MISUSE;
 
 	es_log_error(db && db->log ? db->log : "sqlite", "database operation failed",
 		     "path", db && db->path ? db->path : "", "op", op, "error",
 		     h ? sqlite3_errmsg(h) : "no connection", NULL);
-	return h && (sqlite3_errcode(h) & 0xff) == SQLITE_NOMEM ? ES_ERR_NOMEM :
-								   ES_ERR_DB;
+	tell_fail(db, code);
+	return code == SQLITE_NOMEM ? ES_ERR_NOMEM : ES_ERR_DB;
 }
 
 es_err es_sqlite_exec(es_sqlite *db, const char *sql)
@@ -103,6 +111,7 @@ es_err es_sqlite_column_json(es_sqlite *db, sqlite3_stmt *s, int col,
 		return rc;
 	es_log_error(db->log, "stored document is corrupt", "path", db->path,
 		     "what", what, "error", msg, NULL);
+	tell_fail(db, SQLITE_CORRUPT);
 	return ES_ERR_DB;
 }
 
@@ -121,8 +130,10 @@ es_err es_sqlite_collect(es_sqlite *db, sqlite3_stmt *s, es_sqlite_row_fn row_fn
 			rc = row_fn(ud, s, &item);
 		else
 			rc = es_sqlite_column_json(db, s, 0, op, &item);
-		if (rc == ES_OK && !item)
+		if (rc == ES_OK && !item) {
+			tell_fail(db, SQLITE_CORRUPT);
 			rc = ES_ERR_DB;
+		}
 		if (rc == ES_OK && !cJSON_AddItemToArray(arr, item)) {
 			cJSON_Delete(item);
 			rc = ES_ERR_NOMEM;
@@ -145,8 +156,8 @@ cleanup:
 /* Refuses (ES_ERR_DB) a path that exists and is not a regular file, or is
  * not empty and does not start with the SQLite header ("SQLite format 3\0",
  * SQLite file format, section 1.3), before SQLite opens it and could write
- * to it. */
-static es_err check_header(const char *path, char *err, size_t errsz)
+ * to it. *code: es_sqlite_open_code's. */
+static es_err check_header(const char *path, int *code, char *err, size_t errsz)
 {
 	static const char magic[16] = "SQLite format 3";
 	char buf[16];
@@ -160,22 +171,29 @@ static es_err check_header(const char *path, char *err, size_t errsz)
 		return es_errf(ES_ERR_DB, err, errsz, "%s: not a regular file", path);
 	if (sb.st_size == 0)
 		return ES_OK;
+	*code = SQLITE_CANTOPEN;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return es_errf(ES_ERR_DB, err, errsz, "%s: %s", path, strerror(errno));
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
+	if (n < 0)
+		return es_errf(ES_ERR_DB, err, errsz, "%s: %s", path, strerror(errno));
+	*code = SQLITE_NOTADB;
 	if (n != (ssize_t)sizeof(buf) || memcmp(buf, magic, sizeof(buf)) != 0)
 		return es_errf(ES_ERR_DB, err, errsz,
 			       "%s: not an SQLite database (refusing to touch it)", path);
+	*code = SQLITE_OK;
 	return ES_OK;
 }
 
-/* The message of the connection's last error, naming the path. */
+/* The message of the connection's last error, naming the path; its code
+ * goes to db->fail_fn (es_sqlite_open_code's *code while opening). */
 static es_err open_fail(es_sqlite *db, const char *what, char *err, size_t errsz)
 {
 	int code = sqlite3_errcode(db->h) & 0xff;
 
+	tell_fail(db, code);
 	if (code == SQLITE_NOMEM)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", db->path);
 	if (code == SQLITE_NOTADB)
@@ -299,6 +317,15 @@ static es_err migrate(es_sqlite *db, const es_sqlite_schema *sc, char *err,
 	return rc;
 }
 
+/* es_sqlite_open_code's fail_fn: keeps the first code in *(int *)ud. */
+static void record_code(void *ud, int code)
+{
+	int *out = ud;
+
+	if (*out == SQLITE_OK)
+		*out = code;
+}
+
 /* Before SQLite initializes (its first open in this process): no up-front
  * page cache block per pager. SQLite's default preallocates 20 pages
  * (SQLITE_DEFAULT_PCACHE_INITSZ, about 87 KiB) for each database a
@@ -319,6 +346,14 @@ static void config_once(void)
 es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 		      es_sqlite **out, char *err, size_t errsz)
 {
+	int code = SQLITE_OK;
+
+	return es_sqlite_open_code(path, schema, out, &code, err, errsz);
+}
+
+es_err es_sqlite_open_code(const char *path, const es_sqlite_schema *schema,
+			   es_sqlite **out, int *code, char *err, size_t errsz)
+{
 	es_sqlite *db = NULL;
 	sq_state st = { 0 };
 	es_err rc;
@@ -326,10 +361,11 @@ es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 
 	if (out)
 		*out = NULL;
+	*code = SQLITE_OK;
 	if (!out || !schema || !path || !*path)
 		return es_errf(ES_ERR_INVAL, err, errsz, "%s: no database path",
 			       schema && schema->log ? schema->log : "sqlite");
-	rc = check_header(path, err, errsz);
+	rc = check_header(path, code, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	db = calloc(1, sizeof(*db));
@@ -338,6 +374,9 @@ es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 		goto cleanup;
 	}
 	db->log = schema->log;
+	/* Until it returns, open_fail leaves SQLite's code in *code. */
+	db->fail_fn = record_code;
+	db->fail_ud = code;
 	config_once();
 	r = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
 			    NULL);
@@ -347,7 +386,8 @@ es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 		goto cleanup;
 	}
 	sqlite3_extended_result_codes(db->h, 1);
-	sqlite3_busy_timeout(db->h, ES_SQLITE_BUSY_MS);
+	sqlite3_busy_timeout(db->h, schema->busy_ms > 0 ? schema->busy_ms :
+							  ES_SQLITE_BUSY_MS);
 	rc = read_state(db, schema, &st, err, errsz);
 	if (rc == ES_OK)
 		rc = set_wal(db, err, errsz);
@@ -381,8 +421,20 @@ es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 	*out = db;
 	db = NULL;
 cleanup:
-	es_sqlite_close(db);
+	if (db) {
+		db->fail_fn = NULL;
+		db->fail_ud = NULL;
+	}
+	/* A refused file keeps its write-ahead log as it is. */
+	es_sqlite_close_as_is(db);
 	return rc;
+}
+
+void es_sqlite_close_as_is(es_sqlite *db)
+{
+	if (db && db->h)
+		sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	es_sqlite_close(db);
 }
 
 void es_sqlite_close(es_sqlite *db)

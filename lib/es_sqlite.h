@@ -5,9 +5,9 @@
  * with logged errors, and JSON read back from columns.
  *
  * Durability rules (docs/ARCHITECTURE.md, "Durability"):
- * WAL journal, synchronous=FULL, a busy timeout of ES_SQLITE_BUSY_MS, every
- * write in one BEGIN IMMEDIATE transaction committed before the caller
- * acknowledges anything. foreign_keys is ON. A connection is used from one
+ * WAL journal, synchronous=FULL, a busy timeout (ES_SQLITE_BUSY_MS unless
+ * the schema sets one), every write in one BEGIN IMMEDIATE transaction
+ * committed before the caller acknowledges anything. foreign_keys is ON. A connection is used from one
  * thread only.
  *
  * Each store keeps its own schema, application_id and names in an
@@ -22,7 +22,7 @@
 #include <cjson/cJSON.h>
 #include "es_err.h"
 
-/* Busy timeout of every connection, in milliseconds. */
+/* Busy timeout of a connection whose schema sets none, in milliseconds. */
 #define ES_SQLITE_BUSY_MS 5000
 
 /* What one store's database file is (all members static, owned by the
@@ -55,14 +55,28 @@ typedef struct es_sqlite_schema {
 	 * SQLite's defaults (a checkpoint every 1000 pages, the file never
 	 * shrinks). sqlite.org/pragma.html, sqlite.org/wal.html. */
 	int wal_kib;
+	/* How long a statement waits for another connection's lock before it
+	 * fails with SQLITE_BUSY, ms (sqlite3_busy_timeout); 0 means
+	 * ES_SQLITE_BUSY_MS. A program whose event loop must not stall sets
+	 * it short and retries later. */
+	int busy_ms;
 } es_sqlite_schema;
 
-/* An open connection. Members are read-only for users: h for sqlite3_*
- * calls, path (owned copy) and log for messages. */
+/* Told of every failure es_sqlite_fail logs, with its primary SQLite
+ * result code (SQLITE_BUSY, SQLITE_FULL, SQLITE_IOERR, SQLITE_CORRUPT,
+ * ...), and of a stored document that does not parse (SQLITE_CORRUPT: the
+ * file holds what this program did not write). ud is es_sqlite.fail_ud. */
+typedef void (*es_sqlite_fail_fn)(void *ud, int code);
+
+/* An open connection. Members are read-only for users (h for sqlite3_*
+ * calls, path (owned copy) and log for messages), except fail_fn and
+ * fail_ud, which the owner may set after opening (NULL: nobody is told). */
 typedef struct es_sqlite {
 	sqlite3 *h;
 	char *path;
 	const char *log;
+	es_sqlite_fail_fn fail_fn;
+	void *fail_ud;
 } es_sqlite;
 
 /*
@@ -97,12 +111,33 @@ typedef struct es_sqlite {
 es_err es_sqlite_open(const char *path, const es_sqlite_schema *schema,
 		      es_sqlite **out, char *err, size_t errsz);
 
+/*
+ * es_sqlite_open, telling why a refusal happened: on error *code (not NULL)
+ * is the primary SQLite result code behind it: SQLITE_NOTADB for a file
+ * whose header is not SQLite's, the code SQLite returned while opening,
+ * reading or migrating the file (SQLITE_CORRUPT, SQLITE_NOTADB,
+ * SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_BUSY, ...; SQLITE_CANTOPEN also
+ * when the file cannot be read to check its header), and SQLITE_OK for a
+ * refusal that is not SQLite's (a newer or foreign database, a path that is
+ * not a regular file, an allocation of this module failing). SQLITE_OK on
+ * success. code must not be NULL.
+ */
+es_err es_sqlite_open_code(const char *path, const es_sqlite_schema *schema,
+			   es_sqlite **out, int *code, char *err, size_t errsz);
+
 /* Closes the connection (logs when SQLite refuses) and frees db. NULL-safe. */
 void es_sqlite_close(es_sqlite *db);
 
+/* es_sqlite_close without the checkpoint SQLite runs when the last
+ * connection to a WAL database closes (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE):
+ * the -wal and -shm files stay as they are, for a file that is refused or
+ * damaged. NULL-safe. */
+void es_sqlite_close_as_is(es_sqlite *db);
+
 /* Logs the connection's last SQLite error with op (a short name of the
- * operation, or the SQL). Returns ES_ERR_NOMEM when that error was
- * SQLITE_NOMEM, else ES_ERR_DB. db and db->h may be NULL. */
+ * operation, or the SQL) and tells db->fail_fn its primary code. Returns
+ * ES_ERR_NOMEM when that error was SQLITE_NOMEM, else ES_ERR_DB. db and
+ * db->h may be NULL. */
 es_err es_sqlite_fail(es_sqlite *db, const char *op);
 
 /* Runs SQL that binds no values. Errors: es_sqlite_fail's (logged). */
@@ -139,7 +174,7 @@ es_err es_sqlite_end(es_sqlite *db, es_err rc);
  * caller owns. SQL NULL gives ES_OK with *out NULL. what names the data in
  * the log message of a corrupt row.
  * Errors: ES_ERR_DB (the text does not parse: logged with what and the
- * path), ES_ERR_NOMEM.
+ * path, db->fail_fn told SQLITE_CORRUPT), ES_ERR_NOMEM.
  */
 es_err es_sqlite_column_json(es_sqlite *db, sqlite3_stmt *s, int col,
 			     const char *what, cJSON **out);
@@ -154,7 +189,7 @@ typedef es_err (*es_sqlite_row_fn)(void *ud, sqlite3_stmt *s, cJSON **item);
  * a new array (caller owns *out) of one item per row, in row order: the
  * item row_fn(ud, s, &item) builds, or with row_fn NULL the stored JSON of
  * column 0 (es_sqlite_column_json; SQL NULL there is a corrupt row,
- * ES_ERR_DB). s stays the caller's to finalize. op names the query in log
+ * ES_ERR_DB, told to db->fail_fn as SQLITE_CORRUPT). s stays the caller's to finalize. op names the query in log
  * messages. On error *out is NULL.
  * Errors: row_fn's, ES_ERR_DB (corrupt row), ES_ERR_NOMEM, es_sqlite_fail's
  * (a step failed; logged).

@@ -56,26 +56,32 @@ int es_httpd_respond(const es_httpd_source *src, const char *method,
 	} else if (!strcmp(path, "/healthz")) {
 		r = text_body("ok\n", body, body_len);
 	} else if (!strcmp(path, "/readyz")) {
-		if (src->ready && src->ready(src->user)) {
+		char why[300] = "not ready: ";
+		size_t n = strlen(why);
+
+		if (src->ready && src->ready(src->user, why + n, sizeof(why) - n - 1)) {
 			r = text_body("ready\n", body, body_len);
 		} else {
 			status = 503;
-			r = text_body("not ready: the first collection has not finished\n",
-				      body, body_len);
+			if (!why[n])
+				snprintf(why + n, sizeof(why) - n, "no agent");
+			strcat(why, "\n");
+			r = text_body(why, body, body_len);
 		}
 	} else if (!strcmp(path, "/v1/state")) {
-		cJSON *st = src->state ? src->state(src->user) : NULL;
+		cJSON *st = NULL;
 
+		status = src->state ? src->state(src->user, &st) : -1;
 		r = -1;
-		if (st) {
+		if (status > 0 && st) {
 			*body = es_json_print(st);
-			cJSON_Delete(st);
 			if (*body) {
 				*body_len = strlen(*body);
 				*ctype = CT_JSON;
 				r = 0;
 			}
 		}
+		cJSON_Delete(st);
 	} else if (!strcmp(path, "/metrics")) {
 		r = -1;
 		if (src->metrics && src->metrics(src->user, body, body_len) == 0) {
@@ -91,6 +97,8 @@ int es_httpd_respond(const es_httpd_source *src, const char *method,
 		*body = NULL;
 		*body_len = 0;
 		*ctype = CT_TEXT;
+		text_body("internal error: out of memory (see the agent's log)\n", body,
+			  body_len);
 		return 500;
 	}
 	return status;

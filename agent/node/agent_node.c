@@ -2,7 +2,8 @@
  * agent_node.c - the Node object the agent reports each round (agent.h;
  * PROTOCOL.md "Node") and its node conditions (Ready, MemoryPressure,
  * DiskPressure, PIDPressure, NetworkUnavailable) with kubelet's eviction
- * thresholds, which HealthRules (health.h) override and extend; Ready
+ * thresholds, which HealthRules (health.h) override and extend, and
+ * StoreDegraded from the agent's own database (store.h, "Faults"); Ready
  * summarises them.
  */
 #include <stdio.h>
@@ -45,6 +46,10 @@ static void append_name(char *list, size_t listsz, const char *name)
 		return;
 	snprintf(list + len, listsz - len, "%s%s", len ? ", " : "", name);
 }
+
+/* The built-in conditions: Ready, the four defaults a HealthRule may
+ * replace (1..4), StoreDegraded. */
+#define N_BUILTIN 6
 
 typedef struct cond_spec {
 	const char *type, *status, *reason;
@@ -162,12 +167,65 @@ static void compute_conditions(const cJSON *status, const es_sample *s,
 	}
 }
 
+/* What each fault episode is called, by es_store_fault. */
+static const struct {
+	const char *reason, *what;
+} store_faults[] = {
+	[ES_STORE_FAULT_NONE] = { "StoreWritable", "" },
+	[ES_STORE_FAULT_BUSY] = { "StoreBusy", "another process holds its write lock" },
+	[ES_STORE_FAULT_FULL] = { "StoreFull", "its filesystem is full" },
+	[ES_STORE_FAULT_IO] = { "StoreIOError", "I/O errors" },
+	[ES_STORE_FAULT_CORRUPT] = { "StoreCorrupt", "it is damaged; it is being replaced" },
+};
+
+/* StoreDegraded (PROTOCOL.md "Node conditions"): True while the agent's
+ * database cannot be written, is damaged, or was replaced by an empty one
+ * and the controller has not yet sent the full desired state; Unknown
+ * without a store. */
+static void store_condition(const es_store *st, cond_spec *c)
+{
+	char t[ES_TIME_RFC3339_LEN];
+	es_store_health h;
+
+	c->type = "StoreDegraded";
+	c->blocks_ready = 1;
+	if (!st) {
+		c->status = "Unknown";
+		c->reason = "StoreNotOpen";
+		snprintf(c->message, sizeof(c->message), "the agent database is not open");
+		return;
+	}
+	es_store_health_get(st, &h);
+	if (h.fault != ES_STORE_FAULT_NONE) {
+		c->status = "True";
+		c->reason = store_faults[h.fault].reason;
+		snprintf(c->message, sizeof(c->message),
+			 "%s cannot be written since %s: %s (%s); %zu report(s) held in"
+			 " memory, %lld dropped from memory", h.path,
+			 es_time_rfc3339(h.since, t), store_faults[h.fault].what,
+			 h.error, h.held_events + (h.held_state ? 1 : 0),
+			 (long long)h.held_dropped);
+	} else if (h.rebuilt) {
+		c->status = "True";
+		c->reason = "StoreRebuilt";
+		snprintf(c->message, sizeof(c->message),
+			 "%s was damaged (%s) and was moved to %s at %s; the new empty"
+			 " database holds no desired object until the controller sends"
+			 " them", h.path, h.rebuilt_why, h.moved_to,
+			 es_time_rfc3339(h.rebuilt_at, t));
+	} else {
+		c->status = "False";
+		c->reason = "StoreWritable";
+		snprintf(c->message, sizeof(c->message), "%s takes writes", h.path);
+	}
+}
+
 /* Applies HealthRule results (health.h) over the built-in defaults in c[1..4]
- * (a rule of the same type replaces its default) and after them; returns
- * the number of entries of c in use. */
+ * (a rule of the same type replaces its default) and after the built-in
+ * conditions; returns the number of entries of c in use. */
 static size_t apply_rules(cond_spec *c, const es_health_result *res, size_t nres)
 {
-	size_t n = 5, i, j;
+	size_t n = N_BUILTIN, i, j;
 
 	for (i = 1; i < 5; i++)
 		c[i].blocks_ready = 1;
@@ -273,13 +331,14 @@ void agent__update_conditions(es_agent *a, const cJSON *status,
 
 	nres = es_health_eval_run(a->health, sample, es_time_mono_ms(),
 				  a->conditions, &res);
-	c = calloc(5 + nres, sizeof(*c));
+	c = calloc(N_BUILTIN + nres, sizeof(*c));
 	if (!c) {
 		es_log_error("agent", "cannot compute the node conditions", "error",
 			     "out of memory", NULL);
 		return;
 	}
 	compute_conditions(status, sample, c);
+	store_condition(a->st, &c[5]);
 	n = apply_rules(c, res, nres);
 	summarise_ready(c, n);
 	for (i = 0; i < n; i++) {

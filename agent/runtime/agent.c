@@ -29,6 +29,13 @@
 #include "sync/sync.h"
 
 static void collect_now(es_agent *a);
+static void reconcile_now(es_agent *a);
+static void store_timer(lws_sorted_usec_list_t *sul);
+
+/* The store's retry timer (store.h, "Faults"): the first try after a
+ * fault, doubling up to the last. */
+#define STORE_RETRY_FIRST_MS 250
+#define STORE_RETRY_MAX_MS 5000
 
 static void read_boot_id(char *buf, size_t sz)
 {
@@ -44,9 +51,12 @@ static void read_boot_id(char *buf, size_t sz)
 
 static void put_event(es_agent *a, const cJSON *ev)
 {
-	if (es_store_outbox_put_event(a->st, ev, time(NULL),
-				      (size_t)a->cfg->max_events, NULL) != ES_OK)
-		es_log_error("agent", "cannot queue an event", NULL);
+	es_err rc = es_store_outbox_put_event(a->st, ev, time(NULL),
+					      (size_t)a->cfg->max_events, NULL);
+
+	if (rc != ES_OK)
+		es_log_error("agent", "cannot queue an event", "error",
+			     es_strerror(rc), NULL);
 }
 
 /* Queues every event of the array events (borrowed) in the outbox. */
@@ -64,6 +74,93 @@ void agent__queue_event(es_agent *a, cJSON *ev)
 		return;
 	put_event(a, ev);
 	cJSON_Delete(ev);
+}
+
+/* The StoreRebuilt event of the store's last rebuild. */
+static void queue_rebuilt_event(es_agent *a)
+{
+	char t[ES_TIME_RFC3339_LEN], msg[600];
+	es_store_health h;
+
+	es_store_health_get(a->st, &h);
+	snprintf(msg, sizeof(msg), "the agent database %s was damaged (%s): moved to"
+		 " %s and replaced with a new empty one; the desired state is"
+		 " fetched again from the controller", h.path, h.rebuilt_why,
+		 h.moved_to);
+	agent__queue_event(a, es_proto_event("Warning", "StoreRebuilt", msg, "Node",
+					     a->cfg->node_name, NULL,
+					     es_time_now_rfc3339(t)));
+}
+
+static void store_arm(es_agent *a, int64_t ms)
+{
+	a->store_armed = 1;
+	lws_sul_schedule(a->ctx, 0, &a->sul_store, store_timer,
+			 (lws_usec_t)ms * LWS_US_PER_MS);
+}
+
+/* es_store_notify_fn: a fault episode began or the file is damaged. Runs
+ * inside a store call: only arms the timer. */
+static void store_notify(void *user)
+{
+	es_agent *a = user;
+	es_store_health h;
+
+	es_store_health_get(a->st, &h);
+	if (h.fault == ES_STORE_FAULT_CORRUPT) {
+		store_arm(a, 0);
+	} else if (!a->store_armed) {
+		a->store_retry_ms = STORE_RETRY_FIRST_MS;
+		store_arm(a, a->store_retry_ms);
+	}
+}
+
+/* Ends the store's fault episode (es_store_flush), or replaces a damaged
+ * file (es_store_rebuild: the StoreRebuilt event, the sync connection
+ * restarted, the desired objects reconciled again), else tries again
+ * later, the delay doubling up to STORE_RETRY_MAX_MS. */
+static void store_timer(lws_sorted_usec_list_t *sul)
+{
+	es_agent *a = lws_container_of(sul, es_agent, sul_store);
+	es_store_health h;
+	uint64_t rebuilds;
+	char err[512];
+	es_err rc;
+
+	a->store_armed = 0;
+	es_store_health_get(a->st, &h);
+	rebuilds = h.rebuilds;
+	rc = es_store_flush(a->st);
+	if (rc == ES_ERR_STATE) {
+		rc = es_store_rebuild(a->st, NULL, err, sizeof(err));
+		if (rc != ES_OK)
+			es_log_error("agent", "cannot replace the damaged database",
+				     "error", err, NULL);
+		else
+			rc = es_store_flush(a->st);
+	}
+	es_store_health_get(a->st, &h);
+	if (h.rebuilds != rebuilds) {
+		/* What was derived from the old file goes with it. */
+		queue_rebuilt_event(a);
+		es_sync_restart(a->sync, "agent database replaced");
+		a->reconcile_due = 1;
+		if (rc == ES_OK)
+			rc = es_store_flush(a->st);
+	}
+	if (rc != ES_OK) {
+		a->store_retry_ms = a->store_retry_ms ? a->store_retry_ms * 2 :
+							 STORE_RETRY_FIRST_MS;
+		if (a->store_retry_ms > STORE_RETRY_MAX_MS)
+			a->store_retry_ms = STORE_RETRY_MAX_MS;
+		if (!a->store_armed)
+			store_arm(a, a->store_retry_ms);
+		return;
+	}
+	a->store_retry_ms = 0;
+	if (a->reconcile_due)
+		reconcile_now(a);
+	es_sync_kick(a->sync);
 }
 
 static void collect_timer(lws_sorted_usec_list_t *sul)
@@ -150,8 +247,14 @@ static void reconcile_now(es_agent *a)
 					(double)(t1.tv_sec - t0.tv_sec) +
 					(double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	if (rc != ES_OK) {
+		es_store_health h;
+
 		es_log_error("agent", "reconcile failed", "error", es_strerror(rc), NULL);
+		/* Once the store takes writes again (store_timer). */
+		es_store_health_get(a->st, &h);
+		a->reconcile_due = h.fault != ES_STORE_FAULT_NONE;
 	} else {
+		a->reconcile_due = 0;
 		queue_events(a, events);
 		a->has_cc = 0;
 		if (es_store_desired_list(a->st, &list) == ES_OK) {
@@ -203,16 +306,62 @@ static void hook_desired(void *user)
 	reconcile_now(user);
 }
 
-static int src_ready(void *user)
+static int src_ready(void *user, char *why, size_t whysz)
 {
 	es_agent *a = user;
+	es_store_health h;
 
-	return a->st && a->ready;
+	if (!a->st) {
+		snprintf(why, whysz, "the agent database is not open");
+		return 0;
+	}
+	es_store_health_get(a->st, &h);
+	if (h.fault != ES_STORE_FAULT_NONE) {
+		snprintf(why, whysz, "the agent database %s cannot be written (%s)",
+			 h.path, h.error);
+		return 0;
+	}
+	if (!a->ready) {
+		snprintf(why, whysz, "the first collection has not finished");
+		return 0;
+	}
+	return 1;
 }
 
-static cJSON *src_state(void *user)
+/* A Kubernetes Status object (the admin API's error shape): 503, reason
+ * StoreUnavailable, the message naming the database and its fault. */
+static cJSON *store_unavailable(es_agent *a)
 {
-	return es_agent_state_json(user);
+	cJSON *st = cJSON_CreateObject();
+	es_store_health h;
+	char msg[600];
+
+	es_store_health_get(a->st, &h);
+	snprintf(msg, sizeof(msg), "the agent database %s cannot be read: %s", h.path,
+		 *h.error ? h.error : "a query failed (see the agent's log)");
+	if (!st || !cJSON_AddStringToObject(st, "kind", "Status") ||
+	    !cJSON_AddStringToObject(st, "apiVersion", "v1") ||
+	    !cJSON_AddStringToObject(st, "status", "Failure") ||
+	    !cJSON_AddStringToObject(st, "reason", "StoreUnavailable") ||
+	    !cJSON_AddStringToObject(st, "message", msg) ||
+	    !es_json_add_int(st, "code", 503)) {
+		cJSON_Delete(st);
+		return NULL;
+	}
+	return st;
+}
+
+static int src_state(void *user, cJSON **doc)
+{
+	es_agent *a = user;
+	es_err rc = es_agent_state_json(a, doc);
+
+	if (rc == ES_OK)
+		return 200;
+	if (rc != ES_ERR_DB)
+		return -1;
+	*doc = store_unavailable(a);
+	return *doc ? 503 : -1;
 }
 
 static int src_metrics(void *user, char **body, size_t *len)
@@ -242,21 +391,28 @@ done:
 	return rc;
 }
 
-cJSON *es_agent_state_json(es_agent *a)
+es_err es_agent_state_json(es_agent *a, cJSON **out)
 {
 	cJSON *root = cJSON_CreateObject(), *list = NULL, *o, *s = NULL, *tmp;
 	int64_t acked = 0, next = 1, depth = 0, dropped = 0;
+	es_err rc = ES_ERR_NOMEM, r;
 
+	*out = NULL;
 	if (!root)
-		return NULL;
+		return ES_ERR_NOMEM;
 	tmp = a->node_json ? cJSON_Parse(a->node_json) : cJSON_CreateNull();
 	if (!tmp || !cJSON_AddItemToObject(root, "node", tmp))
 		goto fail;
-	if (es_store_desired_list(a->st, &list) != ES_OK)
+	if ((rc = es_store_desired_list(a->st, &list)) != ES_OK)
 		goto fail;
+	rc = ES_ERR_NOMEM;
 	cJSON_ArrayForEach(o, list) {
-		if (es_store_status_get(a->st, es_obj_kind_str(o), es_obj_name(o),
-					&s) == ES_OK && s) {
+		r = es_store_status_get(a->st, es_obj_kind_str(o), es_obj_name(o), &s);
+		if (r != ES_OK && r != ES_ERR_NOTFOUND) {
+			rc = r;
+			goto fail;
+		}
+		if (s) {
 			cJSON_DeleteItemFromObjectCaseSensitive(o, "status");
 			cJSON_AddItemToObject(o, "status", s);
 			s = NULL;
@@ -277,21 +433,23 @@ cJSON *es_agent_state_json(es_agent *a)
 	}
 	if (!tmp || !cJSON_AddItemToObject(root, "sync", tmp))
 		goto fail;
-	if (es_store_get_int(a->st, "acked_seq", 0, &acked) != ES_OK ||
-	    es_store_get_int(a->st, "next_seq", 1, &next) != ES_OK ||
-	    es_store_outbox_depth(a->st, &depth) != ES_OK ||
-	    es_store_dropped(a->st, &dropped) != ES_OK)
+	if ((rc = es_store_get_int(a->st, "acked_seq", 0, &acked)) != ES_OK ||
+	    (rc = es_store_get_int(a->st, "next_seq", 1, &next)) != ES_OK ||
+	    (rc = es_store_outbox_depth(a->st, &depth)) != ES_OK ||
+	    (rc = es_store_dropped(a->st, &dropped)) != ES_OK)
 		goto fail;
+	rc = ES_ERR_NOMEM;
 	if (!es_json_add_int(tmp, "ackedSeq", acked) ||
 	    !es_json_add_int(tmp, "nextSeq", next) ||
 	    !es_json_add_int(tmp, "outboxDepth", depth) ||
 	    !es_json_add_int(tmp, "reportsDropped", dropped))
 		goto fail;
-	return root;
+	*out = root;
+	return ES_OK;
 fail:
 	cJSON_Delete(list);
 	cJSON_Delete(root);
-	return NULL;
+	return rc;
 }
 
 es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
@@ -330,7 +488,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	if (rc != ES_OK)
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/agent.db", cfg->state_dir);
-	rc = es_store_open(path, &a->st, err, errsz);
+	rc = es_store_open_repair(path, &a->st, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	agent__seed_conditions(a);
@@ -355,6 +513,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "cannot create the event loop");
 		goto cleanup;
 	}
+	es_store_set_notify(a->st, store_notify, a);
 	agent__kc_start(a);
 	{
 		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
@@ -421,6 +580,16 @@ es_err es_agent_run(es_agent *a, volatile sig_atomic_t *stop)
 						     "Node", a->cfg->node_name, NULL,
 						     es_time_now_rfc3339(t)));
 	}
+	{
+		es_store_health h;
+
+		/* es_store_open_repair replaced a damaged file. */
+		es_store_health_get(a->st, &h);
+		if (h.rebuilt)
+			queue_rebuilt_event(a);
+		if (h.fault != ES_STORE_FAULT_NONE)
+			store_notify(a);
+	}
 	reconcile_now(a);
 	es_sync_start(a->sync);
 	{
@@ -449,8 +618,15 @@ void es_agent_free(es_agent *a)
 	es_egress_free(a->egress);
 	if (a->ctx) {
 		lws_sul_cancel(&a->sul_collect);
+		lws_sul_cancel(&a->sul_store);
 		lws_context_destroy(a->ctx);
 	}
+	/* What the store holds in memory gets one last chance, with no timer
+	 * left to arm. */
+	es_store_set_notify(a->st, NULL, NULL);
+	if (a->st && es_store_flush(a->st) == ES_ERR_STATE)
+		es_log_warn("agent", "the agent database is damaged; it is replaced at"
+			    " the next start", NULL);
 	es_sync_free(a->sync);
 	es_httpd_free(a->httpd);
 	es_agent_metrics_free(a->metrics);

@@ -38,7 +38,8 @@ typedef struct es_agent es_agent;
 
 /*
  * Builds the agent from a validated configuration (borrowed: it must outlive
- * the agent): creates state-dir (mode 0700) and opens state-dir/agent.db,
+ * the agent): creates state-dir (mode 0700) and opens state-dir/agent.db
+ * (es_store_open_repair: a damaged file is moved aside and replaced),
  * the lws context, the HTTP endpoint (unless http-listen is "") and the sync
  * client (unless controller-url is "").
  * Unusable credential files are not an error: the agent runs offline and
@@ -61,8 +62,9 @@ es_err es_agent_run(es_agent *a, volatile sig_atomic_t *stop);
 /* Stops everything and closes the store. NULL-safe. */
 void es_agent_free(es_agent *a);
 
-/* The /v1/state document {node, desired, sync} as a new tree, or NULL on
- * allocation failure or a database error. */
-cJSON *es_agent_state_json(es_agent *a);
+/* The /v1/state document {node, desired, sync} as a new tree into *out
+ * (NULL on error). Errors: ES_ERR_DB (the store cannot be read;
+ * es_store_health_get says why), ES_ERR_NOMEM. */
+es_err es_agent_state_json(es_agent *a, cJSON **out);
 
 #endif

@@ -32,6 +32,11 @@ struct es_agent {
 	es_httpd *httpd;
 	es_agent_metrics *metrics; /* /metrics (metrics.h) */
 	lws_sorted_usec_list_t sul_collect;
+	/* The store's retry timer (agent.c): armed, its last delay. */
+	lws_sorted_usec_list_t sul_store;
+	int store_armed;
+	int64_t store_retry_ms;
+	int reconcile_due;  /* reconcile once the store takes writes again */
 	cJSON *labels;
 	cJSON *conditions;  /* node conditions, kept across rounds */
 	/* The latest Node object as compact JSON text (es_json_print), NULL

@@ -1,7 +1,8 @@
 /*
  * store.c - the agent's SQLite database (store.h): schema and opening (the
- * SQLite plumbing is lib/es_sqlite.c), cursors, desired objects and their status. The outbox is in
- * store_outbox.c.
+ * SQLite plumbing is lib/es_sqlite.c), cursors, desired objects and their
+ * status. The outbox is in store_outbox.c, faults and rebuilds in
+ * store_fault.c.
  *
  * Invariants kept here:
  * - meta holds the integer cursors "desired_rv", "next_seq" and
@@ -57,6 +58,9 @@ static const es_sqlite_schema st_schema = {
 	/* The state directory may be in RAM (/var on OpenWrt) or on flash:
 	 * no 4 MiB write-ahead log (SQLite's default checkpoint size). */
 	.wal_kib = 1024,
+	/* The event loop writes: it holds what it cannot write now and
+	 * tries again later instead of waiting (store.h, "Faults"). */
+	.busy_ms = ES_STORE_BUSY_MS,
 };
 
 /* Gives the store its report stream id (a random UUID) unless it has one:
@@ -87,7 +91,38 @@ cleanup:
 	return rc;
 }
 
-es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)
+es_err store__open_db(es_store *st, int *code, char *err, size_t errsz)
+{
+	es_err rc = es_sqlite_open_code(st->path, &st_schema, &st->db, code, err,
+					errsz);
+
+	if (rc != ES_OK)
+		return rc;
+	if (sqlite3_exec(st->db->h, "CREATE TEMP TABLE full_seen(kind TEXT NOT NULL,"
+			 " name TEXT NOT NULL, PRIMARY KEY(kind, name))", NULL, NULL,
+			 NULL) != SQLITE_OK) {
+		*code = sqlite3_errcode(st->db->h) & 0xff;
+		rc = es_errf(ES_ERR_DB, err, errsz, "%s: %s", st->path,
+			     sqlite3_errmsg(st->db->h));
+		es_sqlite_close(st->db);
+		st->db = NULL;
+		return rc;
+	}
+	/* A new database, a rebuilt one included, is a new report stream. */
+	rc = stream_id_init(st, err, errsz);
+	if (rc != ES_OK) {
+		*code = sqlite3_errcode(st->db->h) & 0xff;
+		es_sqlite_close(st->db);
+		st->db = NULL;
+		return rc;
+	}
+	st->db->fail_fn = store__fault;
+	st->db->fail_ud = st;
+	return ES_OK;
+}
+
+static es_err st_open(const char *path, int repair, es_store **out, char *err,
+		      size_t errsz)
 {
 	es_store *st = NULL;
 	es_err rc;
@@ -96,20 +131,14 @@ es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)
 		return es_errf(ES_ERR_INVAL, err, errsz, "store: no database path");
 	*out = NULL;
 	st = calloc(1, sizeof(*st));
-	if (!st)
-		return es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
-	rc = es_sqlite_open(path, &st_schema, &st->db, err, errsz);
-	if (rc == ES_OK)
-		rc = stream_id_init(st, err, errsz);
-	if (rc != ES_OK)
-		goto cleanup;
-	if (sqlite3_exec(st->db->h, "CREATE TEMP TABLE full_seen(kind TEXT NOT NULL,"
-			 " name TEXT NOT NULL, PRIMARY KEY(kind, name))", NULL, NULL,
-			 NULL) != SQLITE_OK) {
-		rc = es_errf(ES_ERR_DB, err, errsz, "%s: %s", path,
-			     sqlite3_errmsg(st->db->h));
+	if (!st || !(st->path = strdup(path))) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
 		goto cleanup;
 	}
+	st->fault_error = "";
+	rc = store__connect(st, repair, repair, err, errsz);
+	if (rc != ES_OK)
+		goto cleanup;
 	*out = st;
 	st = NULL;
 cleanup:
@@ -117,11 +146,34 @@ cleanup:
 	return rc;
 }
 
+es_err es_store_open(const char *path, es_store **out, char *err, size_t errsz)
+{
+	return st_open(path, 0, out, err, errsz);
+}
+
+es_err es_store_open_repair(const char *path, es_store **out, char *err,
+			    size_t errsz)
+{
+	return st_open(path, 1, out, err, errsz);
+}
+
 void es_store_close(es_store *st)
 {
+	char n[24];
+
 	if (!st)
 		return;
+	if (st->held_n || st->held_state) {
+		snprintf(n, sizeof(n), "%zu", st->held_n + (st->held_state ? 1 : 0));
+		es_log_warn("store", "reports held in memory are lost: the database"
+			    " could not be written", "path", st->path, "reports", n,
+			    NULL);
+	}
+	store__held_clear(st);
 	es_sqlite_close(st->db);
+	free(st->path);
+	free(st->rebuilt_why);
+	free(st->moved_to);
 	free(st);
 }
 
@@ -144,6 +196,7 @@ es_err store__meta_get(es_store *st, const char *key, int64_t def, int64_t *out)
 		if (sqlite3_column_type(s, 0) != SQLITE_INTEGER) {
 			es_log_error("store", "meta value is not an integer",
 				     "path", st->db->path, "key", key, NULL);
+			store__fault(st, SQLITE_CORRUPT);
 			rc = ES_ERR_DB;
 			goto cleanup;
 		}
@@ -180,6 +233,10 @@ es_err es_store_get_int(es_store *st, const char *key, int64_t def, int64_t *out
 {
 	if (!st || !key || !out)
 		return ES_ERR_INVAL;
+	if (!st->db) {
+		*out = def;
+		return ES_ERR_DB;
+	}
 	return store__meta_get(st, key, def, out);
 }
 
@@ -218,7 +275,7 @@ es_err es_store_set_int(es_store *st, const char *key, int64_t v)
 {
 	if (!st || !key)
 		return ES_ERR_INVAL;
-	if (es_sqlite_begin(st->db) != ES_OK)
+	if (!store__writable(st) || es_sqlite_begin(st->db) != ES_OK)
 		return ES_ERR_DB;
 	return es_sqlite_end(st->db, store__meta_set(st, key, v));
 }
@@ -371,6 +428,10 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 	}
 	full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "full"));
 	more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "more"));
+	if (!store__writable(st)) {
+		st->changes++;
+		return ES_ERR_DB;
+	}
 	rc = es_sqlite_begin(st->db);
 	if (rc != ES_OK)
 		return rc;
@@ -410,6 +471,9 @@ es_err es_store_desired_commit(es_store *st, const cJSON *msg)
 	st->changes++;
 	if (rc == ES_OK)
 		st->full_pending = full && more;
+	/* The controller's full list is what a rebuilt store waited for. */
+	if (rc == ES_OK && full && !more)
+		st->rebuilt = 0;
 	return rc;
 }
 
@@ -421,6 +485,8 @@ es_err es_store_desired_list(es_store *st, cJSON **out)
 	if (!st || !out)
 		return ES_ERR_INVAL;
 	*out = NULL;
+	if (!st->db)
+		return ES_ERR_DB;
 	rc = es_sqlite_prepare(st->db, "SELECT body FROM desired ORDER BY kind, name", &s);
 	if (rc == ES_OK)
 		rc = es_sqlite_collect(st->db, s, NULL, NULL, "desired", out);
@@ -438,6 +504,8 @@ es_err es_store_status_get(es_store *st, const char *kind, const char *name,
 	if (!st || !kind || !name || !out)
 		return ES_ERR_INVAL;
 	*out = NULL;
+	if (!st->db)
+		return ES_ERR_DB;
 	rc = es_sqlite_prepare(st->db, "SELECT body FROM status WHERE kind = ?1 AND name = ?2", &s);
 	if (rc != ES_OK)
 		goto cleanup;
@@ -468,6 +536,10 @@ es_err es_store_status_put(es_store *st, const char *kind, const char *name,
 
 	if (!st || !kind || !name || !status)
 		return ES_ERR_INVAL;
+	if (!store__writable(st)) {
+		st->changes++;
+		return ES_ERR_DB;
+	}
 	body = es_json_print(status);
 	if (!body)
 		return ES_ERR_NOMEM;

@@ -301,6 +301,18 @@ void es_sync_kick(es_sync *s)
 		lws_callback_on_writable(s->wsi);
 }
 
+void es_sync_restart(es_sync *s, const char *why)
+{
+	if (!s)
+		return;
+	s->last_acked_seq = 0;
+	es_store_get_int(s->st, "acked_seq", 0, &s->last_acked_seq);
+	s->sent_after = 0;
+	s->state_inflight = 0;
+	s->snapshot_sent = 0;
+	sync__fail_conn(s, -1, LWS_CLOSE_STATUS_GOINGAWAY, why);
+}
+
 void es_sync_get_info(const es_sync *s, es_sync_info *info)
 {
 	memset(info, 0, sizeof(*info));

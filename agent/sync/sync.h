@@ -80,6 +80,13 @@ void es_sync_start(es_sync *s);
 /* Tells the client new outbox rows are queued (sends when ready). */
 void es_sync_kick(es_sync *s);
 
+/* The store was replaced by a new empty one (es_store_rebuild): forgets
+ * what the client knew of the old one and closes the connection (why is
+ * its reason), so that the next hello carries the new store's
+ * resourceVersion (0: the controller sends the full list) and nextSeq.
+ * NULL-safe. */
+void es_sync_restart(es_sync *s, const char *why);
+
 /* Fills *info; its strings are borrowed from s and valid until the next
  * call into s. */
 void es_sync_get_info(const es_sync *s, es_sync_info *info);

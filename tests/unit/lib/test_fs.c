@@ -2,8 +2,9 @@
  * test_fs.c - lib/es_fs.c: mkdir -p on a nested path, on what exists, with
  * a file in the way, through a symbolic link, with the mode and umask, and
  * without the permission to create (as an unprivileged user when the test
- * runs as root); the bounded line reader (line numbers, a last line without
- * a newline, overlong lines, the file size bound).
+ * runs as root); syncing the directory of a path; the bounded line reader
+ * (line numbers, a last line without a newline, overlong lines, the file
+ * size bound).
  */
 #define _XOPEN_SOURCE 700
 #include <setjmp.h>
@@ -203,6 +204,22 @@ static void write_file(const char *p, const char *text, size_t n)
 	close(fd);
 }
 
+static void test_sync_parent(void **state)
+{
+	char p[128], err[256] = "";
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/file", base);
+	assert_int_equal(es_fs_sync_parent(p, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_fs_sync_parent("/etc", err, sizeof(err)), ES_OK);
+	assert_int_equal(es_fs_sync_parent("bare-name", err, sizeof(err)), ES_OK);
+	snprintf(p, sizeof(p), "%s/missing/file", base);
+	assert_int_equal(es_fs_sync_parent(p, err, sizeof(err)), ES_ERR_IO);
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(err, "/missing: fsync of directory: "));
+	assert_int_equal(es_fs_sync_parent("", err, sizeof(err)), ES_ERR_INVAL);
+}
+
 static void test_lines(void **state)
 {
 	size_t big = ES_FS_FILE_MAX + 1;
@@ -269,6 +286,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_file_in_the_way, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_permission, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sync_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
 	};
 

@@ -236,6 +236,8 @@ static void test_rule_parse_errors(void **state)
 			  "spec.conditionType: \"many_processes\" is not a CamelCase");
 	expect_rule_error(R("\"conditionType\":\"Ready\""),
 			  "spec.conditionType: Ready summarises");
+	expect_rule_error(R("\"conditionType\":\"StoreDegraded\""),
+			  "spec.conditionType: StoreDegraded is the agent's own");
 	expect_rule_error(R("\"conditionType\":\"A123456789012345678901234567890"
 			    "1234567890123456789012345678901234\""),
 			  "spec.conditionType: ");
