@@ -1,12 +1,19 @@
 """Helpers shared by the bench/ scripts: the loopback harness of the
 integration tests (tests/integration/harness.py, re-exported as
 `benchlib.harness`), pointed at a build tree, a cleanup owner for its
-Cluster outside unittest, and /proc readings. Figures only: nothing here
-passes or fails.
+Cluster outside unittest, /proc readings, and for the soak and fault
+scripts: restarting a killed program, the agent's endpoint, Prometheus
+text, read-only SQLite checks, mounts. Figures only: nothing here passes
+or fails.
 """
 
+import http.client
 import os
+import signal
+import sqlite3
+import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
@@ -46,3 +53,130 @@ def proc_status(pid, key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])  # kB
     return None
+
+
+# -- helpers of the soak and fault scripts (soak_kill.py, fault_store.py) ----
+
+def http_get(port, path, timeout=10.0):
+    """GET http://127.0.0.1:<port><path> (an agent's local endpoint).
+    Returns (status, body text); raises OSError (refused, timed out)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, r.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def parse_metrics(text):
+    """{'name{labels}': value} of a Prometheus text exposition (comments and
+    unparsable lines left out)."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, _, val = line.rpartition(" ")
+        try:
+            out[key] = float(val)
+        except ValueError:
+            pass
+    return out
+
+
+def db_ro(path):
+    """A read-only sqlite3 connection to path (the writers are stopped, or
+    hold their own locks: nothing here writes)."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+
+
+def integrity(path):
+    """`PRAGMA integrity_check` of the database at path, opened read-only:
+    "ok", the first problems it lists, or why it could not be opened."""
+    if not os.path.exists(path):
+        return "missing"
+    try:
+        con = db_ro(path)
+        try:
+            rows = [r[0] for r in con.execute("PRAGMA integrity_check").fetchall()]
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        return f"error: {e}"
+    if rows == ["ok"]:
+        return "ok"
+    return f"{len(rows)} problem(s): " + "; ".join(rows[:3])
+
+
+def table_columns(con, table):
+    """The column names of table ([] when there is no such table)."""
+    return [r[1] for r in con.execute(f"PRAGMA table_info({table})").fetchall()]
+
+
+def stream_column(columns):
+    """The column among columns that names a report stream (stream_id,
+    stream, ...), or None when the schema has none."""
+    for c in ("stream_id", "stream", "stream_uid"):
+        if c in columns:
+            return c
+    return next((c for c in columns if c.startswith("stream")), None)
+
+
+def stop_quietly(proc, sig=signal.SIGTERM, timeout=20):
+    """Stops a harness.Proc like Proc.stop but never raises: returns its
+    exit status (None when it could not be reaped) and, when it did not stop
+    cleanly, what went wrong (else None)."""
+    try:
+        return proc.stop(sig, timeout), None
+    except AssertionError as e:
+        first = str(e).split("\n", 1)[0]
+        return proc.p.returncode, first
+
+
+def mounts_under(path):
+    """Mount points at or below path, deepest first (from /proc/self/mounts)."""
+    path = os.path.realpath(path)
+    out = []
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            mp = line.split()[1].encode().decode("unicode_escape")
+            if mp == path or mp.startswith(path + "/"):
+                out.append(mp)
+    return sorted(out, key=len, reverse=True)
+
+
+def unmount_under(path):
+    """Unmounts every mount at or below path (lazily when busy). Returns the
+    mount points it could not unmount."""
+    left = []
+    for mp in mounts_under(path):
+        if subprocess.run(["umount", mp], capture_output=True).returncode != 0 and \
+                subprocess.run(["umount", "-l", mp], capture_output=True).returncode != 0:
+            left.append(mp)
+    return left
+
+
+def respawn(cluster, who, timeout=30.0):
+    """Starts again, with the same command line and log file, the
+    controller (who == "controller") or the agent of node who of a
+    harness.Cluster that ran it before (its old process must have exited).
+    Waits until it listens (the controller on both ports), or exits, or
+    timeout seconds pass. Returns True when it listens; the new harness.Proc
+    replaces the old one in the cluster either way."""
+    old = cluster.controller if who == "controller" else cluster.agents[who]
+    p = harness.Proc(old.name, old.argv, old.log_path)
+    cluster.procs.append(p)
+    if who == "controller":
+        cluster.controller = p
+        ports = (cluster.admin_port, cluster.port)
+    else:
+        cluster.agents[who] = p
+        ports = (cluster.agent_ports[who],)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not p.alive():
+            return False
+        if all(cluster._listening(port) for port in ports):
+            return True
+        time.sleep(0.05)
+    return False
