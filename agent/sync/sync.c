@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sync/backoff.h"
+#include "sync/connerr.h"
 #include "runtime/config.h"
 #include "es_json.h"
 #include "es_log.h"
@@ -183,17 +184,20 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 	if (!s || s->stopping)
 		return 0;
 	switch (reason) {
-	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-		if (in && !strncmp(in, "conn fail: ", 11) && atoi((const char *)in + 11) > 0)
-			snprintf(why, sizeof(why), "connection failed: %s",
-				 strerror(atoi((const char *)in + 11)));
-		else
-			snprintf(why, sizeof(why), "connection failed: %s",
-				 in ? (const char *)in : "unknown");
+	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
+		char what[sizeof(why) - 20];
+
+		/* libwebsockets' reason, checked against the socket and the
+		 * name (connerr.h): a refused or reset connection is not a
+		 * certificate problem, an unresolved name is named. */
+		es_connerr_explain(in, len, s->u.host, lws_get_socket_fd(wsi), what,
+				   sizeof(what));
+		snprintf(why, sizeof(why), "connection failed: %s", what);
 		if (s->state != ST_IDLE)
 			sync__set_error(s, why, NULL);
 		conn_down(s, NULL);
 		break;
+	}
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		s->wsi = wsi;
 		s->state = ST_HANDSHAKING;
