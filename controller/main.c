@@ -120,9 +120,11 @@ static int dev_setup(const es_ccfg *cfg, int listen_port, int admin_port)
 			 "controller-url = wss://localhost:%d\n"
 			 "node-name = %s\n"
 			 "cert = %s/nodes/%s.crt\nkey = %s/nodes/%s.key\nca = %s/ca.crt\n"
-			 "state-dir = %s/agent-%s\n",
+			 "# state-dir: the agent's default (edgesync-agent --help), which\n"
+			 "# its systemd unit can write; pass --state-dir DIR to run it\n"
+			 "# elsewhere (as another user, or beside another agent).\n",
 			 nodes[i], listen_port, nodes[i], dir, nodes[i], dir,
-			 nodes[i], dir, sdir, nodes[i]);
+			 nodes[i], dir);
 		if (write_conf(path, text))
 			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "edgesync-agent run --config %s", path);

@@ -6,7 +6,18 @@
 # It also adds a deb-src entry for Debian 13 (trixie): the build fetches the
 # mbedTLS 3.6 and libwebsockets 4.3 sources from there with
 # `apt-get source --download-only NAME/trixie` (see cmake/EsThirdParty.cmake).
+#
+# It also installs the tools of the platform tests (tests/platform/):
+# podman with runc (crun refuses hybrid cgroup v1 hosts), mmdebstrap and
+# systemd-nspawn (systemd-container). As root, podman and mmdebstrap need
+# no subordinate ids (uidmap). `--build-only` leaves those out (the
+# container image's build stage uses it).
 set -euo pipefail
+
+build_only=0
+if [[ ${1:-} == --build-only ]]; then
+    build_only=1
+fi
 
 if [[ ${EUID} -ne 0 ]]; then
     echo "install-deps.sh: run as root" >&2
@@ -20,6 +31,9 @@ PACKAGES=(
     iproute2 dpkg-dev prometheus nftables libnftables-dev
     libclang-rt-14-dev
 )
+if [[ ${build_only} == 0 ]]; then
+    PACKAGES+=(podman runc mmdebstrap systemd-container)
+fi
 
 SRC_FILE=/etc/apt/sources.list.d/trixie-src.sources
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg

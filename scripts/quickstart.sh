@@ -77,8 +77,10 @@ if [[ ! -f ${dev}/agent-${node}.conf ]]; then
     exit 1
 fi
 
+# The dev config leaves state-dir at the agent's default (/var/lib/edgesync,
+# what its systemd unit uses): keep this agent's database here instead.
 "${bin}/edgesync-agent" run --config "${dev}/agent-${node}.conf" \
-    --http-listen "${http}" >"${dir}/agent.log" 2>&1 &
+    --state-dir "${dir}/agent" --http-listen "${http}" >"${dir}/agent.log" 2>&1 &
 echo $! >"${dir}/agent.pid"
 
 ctl() { "${bin}/edgesyncctl" --config "${ctlconf}" "$@"; }

@@ -206,8 +206,9 @@ int es_check_run(FILE *out, const es_agent_config *cfg)
 			 "not mounted: run mounts it at" : "mounted at", in.tracefs_path);
 		row(out, "tracefs", RES_OK, d);
 	} else {
-		row(out, "tracefs", RES_MISSING,
-		    "not mounted (mount -t tracefs tracefs /sys/kernel/tracing)");
+		snprintf(d, sizeof(d), "%s (mount -t tracefs tracefs "
+			 "/sys/kernel/tracing)", in.tracefs_reason);
+		row(out, "tracefs", RES_MISSING, d);
 	}
 
 	if (es_cgroot_find(cfg->cgroup_root, NULL, 0, where, sizeof(where), &mnt, d,

@@ -6,6 +6,7 @@
 #include "kcollect/kcollect.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,23 +68,63 @@ static int private_mount_ns(void)
 	return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
 }
 
+int es_kenv_tracefs_usable(const char *dir)
+{
+	char path[PATH_MAX];
+	int n;
+
+	if (!dir) {
+		errno = EINVAL;
+		return 0;
+	}
+	n = snprintf(path, sizeof(path), "%s/" ES_KENV_TRACEFS_PROBE, dir);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return 0;
+	}
+	return access(path, R_OK) == 0;
+}
+
+/* A tracefs that the mount table lists and that shows its tracepoints,
+ * else one mounted as may_mount allows. A listed one whose tracepoints are
+ * hidden counts as missing: libbpf would find no tracepoint ids there. */
 static void probe_tracefs(es_kenv *env, int may_mount)
 {
+	char hidden[200] = "";
+
 	if (es_kenv_find_tracefs(NULL, env->tracefs_path, sizeof(env->tracefs_path))) {
-		env->tracefs = 1;
-		return;
+		if (es_kenv_tracefs_usable(env->tracefs_path)) {
+			env->tracefs = 1;
+			return;
+		}
+		snprintf(hidden, sizeof(hidden), "tracefs at %s shows no tracepoints ("
+			 ES_KENV_TRACEFS_PROBE ": %s)", env->tracefs_path,
+			 strerror(errno));
+		env->tracefs_path[0] = '\0';
 	}
 	if (may_mount == ES_KENV_MOUNT_NONE) {
-		snprintf(env->tracefs_reason, sizeof(env->tracefs_reason),
-			 "tracefs is not mounted (the agent mounts it at "
-			 TRACEFS_MAIN " when it runs as root)");
+		if (hidden[0])
+			snprintf(env->tracefs_reason, sizeof(env->tracefs_reason),
+				 "%s", hidden);
+		else
+			snprintf(env->tracefs_reason, sizeof(env->tracefs_reason),
+				 "tracefs is not mounted (the agent mounts it at "
+				 TRACEFS_MAIN " when it runs as root)");
 		return;
 	}
 	if ((may_mount == ES_KENV_MOUNT_PRIVATE && private_mount_ns() != 0) ||
 	    mount("tracefs", TRACEFS_MAIN, "tracefs", 0, NULL) != 0) {
 		snprintf(env->tracefs_reason, sizeof(env->tracefs_reason),
-			 "tracefs is not mounted and mounting it at " TRACEFS_MAIN
-			 " failed: %s", strerror(errno));
+			 "%s and mounting it at " TRACEFS_MAIN " failed: %s",
+			 hidden[0] ? hidden : "tracefs is not mounted",
+			 strerror(errno));
+		return;
+	}
+	if (!es_kenv_tracefs_usable(TRACEFS_MAIN)) {
+		snprintf(env->tracefs_reason, sizeof(env->tracefs_reason),
+			 "tracefs mounted at " TRACEFS_MAIN " shows no tracepoints ("
+			 ES_KENV_TRACEFS_PROBE ": %s)", strerror(errno));
+		umount2(TRACEFS_MAIN, MNT_DETACH);
 		return;
 	}
 	env->tracefs = 1;
@@ -91,8 +132,9 @@ static void probe_tracefs(es_kenv *env, int may_mount)
 	env->private_tracefs = may_mount == ES_KENV_MOUNT_PRIVATE;
 	snprintf(env->tracefs_path, sizeof(env->tracefs_path), TRACEFS_MAIN);
 	if (!env->private_tracefs)
-		es_log_info("kcollect", "mounted tracefs (it was not mounted)", "path",
-			    TRACEFS_MAIN, NULL);
+		es_log_info("kcollect", hidden[0] ? "mounted tracefs (the one listed "
+			    "shows no tracepoints)" : "mounted tracefs (it was not mounted)",
+			    "path", TRACEFS_MAIN, NULL);
 }
 
 static void probe_cgroup2(es_kenv *env, int may_mount)

@@ -46,7 +46,8 @@ typedef struct es_kenv {
 	int tracepoint;    /* 1: BPF_PROG_TYPE_TRACEPOINT loads */
 	int raw_tracepoint; /* 1: BPF_PROG_TYPE_RAW_TRACEPOINT loads */
 	int cgroup_skb;    /* 1: BPF_PROG_TYPE_CGROUP_SKB loads */
-	int tracefs;       /* 1: tracefs is mounted (tracefs_path) */
+	int tracefs;       /* 1: tracefs is mounted and shows its tracepoints
+			    * (tracefs_path; es_kenv_tracefs_usable) */
 	int cgroup_v2;     /* 1: a cgroup v2 hierarchy is mounted (cgroup2_path) */
 	char tracefs_path[128];  /* where tracefs is (mounted by the agent when missing and allowed) */
 	char cgroup2_path[256];  /* the cgroup v2 hierarchy: cgroup-root, the host's, or <state-dir>/cgroup2 */
@@ -54,7 +55,7 @@ typedef struct es_kenv {
 	int private_tracefs;     /* 1: mounted_tracefs, in this process's own
 				  * mount namespace (ES_KENV_MOUNT_PRIVATE) */
 	char ebpf_reason[256];   /* why eBPF is not usable at all; "" when it is */
-	char tracefs_reason[160]; /* why tracefs is missing; "" when present */
+	char tracefs_reason[256]; /* why tracefs is missing; "" when present */
 	char cgroup2_reason[160]; /* why cgroup v2 is missing; "" when present */
 	/* Inputs, set by the caller before es_kenv_probe: */
 	int force_procfs;        /* setting collector-backend=procfs */
@@ -77,7 +78,9 @@ typedef struct es_kenv {
  * Probes the host into env (its input members set by the caller, the rest
  * overwritten): the bpf() syscall (a tiny BPF_MAP_CREATE), BTF, the ring
  * buffer map type and the tracepoint, raw tracepoint and cgroup_skb program
- * types (libbpf_probe_bpf_*), tracefs (es_kenv_find_tracefs) and cgroup v2
+ * types (libbpf_probe_bpf_*), tracefs (es_kenv_find_tracefs, then
+ * es_kenv_tracefs_usable: a listed tracefs whose tracepoints cannot be seen
+ * counts as missing) and cgroup v2
  * (env->cgroup_root when set, else /proc/self/mountinfo; es_cgroot_find in
  * cgroot.h). When the bpf() syscall works and collector-backend is not
  * procfs, may_mount (ES_KENV_MOUNT_*) says what is mounted when missing:
@@ -99,6 +102,19 @@ es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz);
  * (also when the table cannot be read).
  */
 int es_kenv_find_tracefs(const char *mounts, char *where, size_t wsz);
+
+/* The tracepoint whose id file es_kenv_tracefs_usable looks for, relative
+ * to the tracefs mount point (the process collector attaches to it). */
+#define ES_KENV_TRACEFS_PROBE "events/sched/sched_process_exec/id"
+
+/*
+ * 1 when the tracefs at dir shows its tracepoints: dir/ES_KENV_TRACEFS_PROBE
+ * is readable, so libbpf can resolve tracepoint ids there. A mount table
+ * entry alone does not say so: a mount over a parent directory hides the
+ * tracefs it lists (systemd-nspawn mounts sysfs over /sys/kernel). Else 0,
+ * with errno set by access(2) (ENOENT: nothing there).
+ */
+int es_kenv_tracefs_usable(const char *dir);
 
 /*
  * Unmounts what es_kenv_probe mounted in the host's mount namespace

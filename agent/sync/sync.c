@@ -6,10 +6,12 @@
  */
 #include "sync/sync.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sync/backoff.h"
+#include "sync/connerr.h"
 #include "runtime/config.h"
 #include "es_json.h"
 #include "es_log.h"
@@ -186,13 +188,29 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 	if (!s || s->stopping)
 		return 0;
 	switch (reason) {
-	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-		sync__tls_conn_error(s, in, why, sizeof(why));
+	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
+		char what[sizeof(why) - 20];
+		size_t n = in ? strnlen(in, len) : 0;
+
+		/* libwebsockets' reason, checked against the socket and the
+		 * name (connerr.h): a refused or reset connection is not a
+		 * certificate problem, an unresolved name is named. When that
+		 * finds nothing to add, a certificate problem is said in full
+		 * (sync_tls.c). */
+		es_connerr_explain(in, len, s->u.host, lws_get_socket_fd(wsi), what,
+				   sizeof(what));
+		while (n > 0 && isspace((unsigned char)((const char *)in)[n - 1]))
+			n--;
+		if (n > 0 && strlen(what) == n && !strncmp(what, in, n))
+			sync__tls_conn_error(s, in, why, sizeof(why));
+		else
+			snprintf(why, sizeof(why), "connection failed: %s", what);
 		if (s->state != ST_IDLE && !s->peer_refused)
 			sync__set_error(s, why, NULL);
 		s->peer_refused = 0;
 		conn_down(s, NULL);
 		break;
+	}
 	case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
 		return sync__tls_check_peer(s, wsi);
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:

@@ -69,11 +69,11 @@ class TestContainerfile(unittest.TestCase):
             env = dict(os.environ, DESTDIR=os.path.join(stage, sub))
             pkgtest.run(["cmake", "--install", pkgtest.BUILD_DIR, "--component", comp,
                          "--prefix", prefix, "--strip"], env=env)
-        deps = re.findall(r"packaging/runtime-deps.sh /stage/(\S+) >/stage/(\S+)", run)
+        deps = re.findall(r"packaging/runtime-deps.sh ((?:/stage/\S+ )+)>/stage/(\S+)", run)
         self.assertEqual(len(deps), 2)
-        for binary, out in deps:
-            r = pkgtest.run([os.path.join(pkgtest.PACKAGING, "runtime-deps.sh"),
-                             os.path.join(stage, binary)])
+        for binaries, out in deps:
+            r = pkgtest.run([os.path.join(pkgtest.PACKAGING, "runtime-deps.sh")] +
+                            [os.path.join(stage, b[len("/stage/"):]) for b in binaries.split()])
             with open(os.path.join(stage, out), "w") as f:
                 f.write(r.stdout)
 
@@ -97,18 +97,24 @@ class TestContainerfile(unittest.TestCase):
                         self.assertRegex(v, r"^edgesync\S* \d+\.\d+\.\d+")
         self.assertGreaterEqual(copied, 5)
 
-        # The package list covers every library the agent links: each
-        # DT_NEEDED soname is in a file of one of the listed packages.
-        with open(os.path.join(stage, "agent", "runtime-packages")) as f:
-            pkgs = f.read().split()
-        self.assertIn("libc6", pkgs)
-        files = pkgtest.run(["dpkg-query", "-L"] + pkgs).stdout.split()
-        names = {os.path.basename(p) for p in files}
-        needed = re.findall(r"\(NEEDED\).*\[(.+)\]", pkgtest.run(
-            ["readelf", "-d", os.path.join(stage, "agent", "usr", "bin", "edgesync-agent")]).stdout)
-        self.assertTrue(needed)
-        for soname in needed:
-            self.assertIn(soname, names, f"{soname} is in none of {pkgs}")
+        # Each image's package list covers every library each binary it
+        # copies links (edgesyncctl beside the controller): each DT_NEEDED
+        # soname is in a file of one of the listed packages.
+        for name in ("agent", "controller"):
+            with open(os.path.join(stage, name, "runtime-packages")) as f:
+                pkgs = f.read().split()
+            self.assertIn("libc6", pkgs)
+            files = pkgtest.run(["dpkg-query", "-L"] + pkgs).stdout.split()
+            names = {os.path.basename(p) for p in files}
+            bins = [r.split()[-2] for w, r in self.stages[name]["ins"]
+                    if w == "COPY" and "/usr/bin/" in r]
+            self.assertTrue(bins, name)
+            for b in bins:
+                needed = re.findall(r"\(NEEDED\).*\[(.+)\]", pkgtest.run(
+                    ["readelf", "-d", os.path.join(stage, b[len("/stage/"):])]).stdout)
+                self.assertTrue(needed, b)
+                for soname in needed:
+                    self.assertIn(soname, names, f"{name}: {b} needs {soname}, in none of {pkgs}")
 
     def test_runtime_stages_install_only_the_list(self):
         for name in ("agent", "controller"):

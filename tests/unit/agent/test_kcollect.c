@@ -1,8 +1,8 @@
 /*
  * test_kcollect.c - the kernel-collector framework's pure parts
  * (agent/kcollect/kcollect.h): names and masks, backend names, the eBPF-usable
- * decision, the probe table format and the tracefs lookup (on fixtures in
- * tests/fixtures/mounts/). The collectors themselves are
+ * decision, the probe table format, the tracefs lookup (on fixtures in
+ * tests/fixtures/mounts/) and the tracepoint check (on a fake tracefs). The collectors themselves are
  * exercised on real hooks by tests/integration/test_bpf_*.py (label bpf).
  */
 #define _GNU_SOURCE
@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "kcollect/kcollect.h"
 
@@ -133,6 +137,45 @@ static void test_find_tracefs(void **state)
 	assert_int_equal(es_kenv_find_tracefs("/nonexistent", where, sizeof(where)), 0);
 }
 
+/* A tracefs counts when its tracepoint files are there, not when a mount
+ * line names it: a fake tracefs in a temporary directory, without then
+ * with events/sched/sched_process_exec/id. */
+static void test_tracefs_usable(void **state)
+{
+	char root[] = "/tmp/es-tracefs-XXXXXX", path[256];
+	const char *dirs[] = { "/events", "/events/sched",
+			       "/events/sched/sched_process_exec" };
+	size_t i;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	/* An empty directory: what a mount over a parent leaves visible. */
+	errno = 0;
+	assert_int_equal(es_kenv_tracefs_usable(root), 0);
+	assert_int_equal(errno, ENOENT);
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", root, dirs[i]);
+		assert_int_equal(mkdir(path, 0700), 0);
+	}
+	assert_int_equal(es_kenv_tracefs_usable(root), 0);
+	snprintf(path, sizeof(path), "%s/" ES_KENV_TRACEFS_PROBE, root);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "1234\n", 5), 5);
+	close(fd);
+	assert_int_equal(es_kenv_tracefs_usable(root), 1);
+	assert_int_equal(es_kenv_tracefs_usable(NULL), 0);
+	assert_int_equal(errno, EINVAL);
+
+	unlink(path);
+	for (i = sizeof(dirs) / sizeof(dirs[0]); i-- > 0;) {
+		snprintf(path, sizeof(path), "%s%s", root, dirs[i]);
+		rmdir(path);
+	}
+	assert_int_equal(rmdir(root), 0);
+}
+
 /* `check` says when it mounted tracefs privately, as `run` would for real. */
 static void test_print_private_tracefs(void **state)
 {
@@ -205,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_ebpf_ok),
 		cmocka_unit_test(test_print),
 		cmocka_unit_test(test_find_tracefs),
+		cmocka_unit_test(test_tracefs_usable),
 		cmocka_unit_test(test_print_private_tracefs),
 		cmocka_unit_test(test_report_null_set),
 		cmocka_unit_test(test_forced_fallback_set),
