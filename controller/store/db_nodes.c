@@ -64,7 +64,7 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	changed = is_new || !old || !cJSON_Compare(old, cur, 1);
+	changed = is_new || !old || es_json_equal(old, cur) != 1;
 	rc = es_sqlite_prepare(db->sq, is_new ?
 		"INSERT INTO nodes (labels, agent_version, boot_id, connected,"
 		" last_seen, name, created, full_pending) VALUES (?, ?, ?, 1, ?4, ?, ?4, 1)" :

@@ -161,8 +161,10 @@ es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 		snprintf(uid, sizeof(uid), "%s", es_obj_uid(prev) ? es_obj_uid(prev) : "");
 		ctime = cJSON_IsString(ts) ? ts->valuestring : es_time_now_rfc3339(now);
 		gen = es_obj_generation(prev);
-		if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(prev, "spec"),
-				   cJSON_GetObjectItemCaseSensitive(obj, "spec"), 1))
+		/* es_json_equal: in proportion to the spec's size, numbers
+		 * exact; out of memory (-1) counts as a change. */
+		if (es_json_equal(cJSON_GetObjectItemCaseSensitive(prev, "spec"),
+				  cJSON_GetObjectItemCaseSensitive(obj, "spec")) != 1)
 			gen++;
 		rv = es_obj_resource_version(prev);
 	}
@@ -170,7 +172,7 @@ es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
-	if (!is_new && cJSON_Compare(prev, cur, 1))
+	if (!is_new && es_json_equal(prev, cur) == 1)
 		differs = 0;
 	if (differs) {
 		if ((rc = es_db_next_rv(db, &rv)) != ES_OK)
