@@ -104,7 +104,9 @@ static void dial(lws_sorted_usec_list_t *sul)
 	i.path = s->u.path;
 	i.host = s->host_hdr;
 	i.origin = s->host_hdr;
-	i.ssl_connection = LCCSCF_USE_SSL;
+	/* A redirect is refused, not followed: the controller is the URL
+	 * configured, and following one freed the connection under lws. */
+	i.ssl_connection = LCCSCF_USE_SSL | LCCSCF_HTTP_NO_FOLLOW_REDIRECT;
 	i.protocol = ES_PROTO_SUBPROTOCOL;
 	i.local_protocol_name = ES_PROTO_SUBPROTOCOL;
 	i.ietf_version_or_minus_one = -1;

@@ -477,6 +477,22 @@ class FakeController:
         self.ls.settimeout(timeout)
         cluster.test.addCleanup(self.close)
 
+    def accept_answer(self, response):
+        """Waits for the agent's connection, reads its upgrade request and
+        answers it with the raw bytes response (an HTTP response that is
+        not an upgrade), then closes the connection."""
+        raw, _ = self.ls.accept()
+        raw.settimeout(self.ls.gettimeout())
+        s = self.ctx.wrap_socket(raw, server_side=True)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+        s.sendall(response)
+        s.close()
+
     def accept(self):
         """Waits for the agent's connection and answers its upgrade. Returns
         the session (a WSPeer that sends unmasked frames)."""

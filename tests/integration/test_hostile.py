@@ -4,6 +4,7 @@ connected at the same time. The agent, facing a hand-driven controller,
 refuses a binary message the same way and redials."""
 
 import json
+import socket
 import unittest
 
 from harness import ClassScope, Cluster, FakeController, hello, main, wait_for, welcome
@@ -166,6 +167,29 @@ class AgentHostileTest(unittest.TestCase):
         self.assertEqual([m["code"] for m in msgs if m.get("type") == "error"],
                          ["MalformedMessage"], msgs)
         self.assertEqual(close, 1007)
+        self.assertTrue(c.agents["target"].alive(), c.logs())
+
+    def test_redirect_not_followed(self):
+        """A controller URL that answers its upgrade with a redirect: the
+        agent refuses it and dials the configured URL again; it never
+        dials the place the redirect names."""
+        c = Cluster(self, nodes=["target"])
+        c.start_controller()
+        c.stop_controller()
+        fake = FakeController(c)
+        elsewhere = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(elsewhere.close)
+        elsewhere.settimeout(0.5)
+        c.start_agent("target")
+        fake.accept_answer(
+            ("HTTP/1.1 302 Found\r\nLocation: https://127.0.0.1:%d/v1/sync\r\n"
+             "Content-Length: 0\r\n\r\n" % elsewhere.getsockname()[1]).encode())
+        ws = fake.accept()
+        kind, msg = ws.recv()
+        self.assertEqual(msg["type"], "hello")
+        ws.close()
+        with self.assertRaises(socket.timeout):
+            elsewhere.accept()
         self.assertTrue(c.agents["target"].alive(), c.logs())
 
 
