@@ -191,6 +191,13 @@ static int cmd_run(int argc, char **argv)
 	es_log_route_lws();
 
 	rc = 1;
+	/* libwebsockets retries a bind to an address this host does not have
+	 * forever: refuse it here. */
+	if (es_addr_check_listen("listen", &laddr, err, sizeof(err)) != ES_OK ||
+	    es_addr_check_listen("admin-listen", &aaddr, err, sizeof(err)) != ES_OK) {
+		es_log_error("main", "cannot listen", "error", err, NULL);
+		goto cleanup;
+	}
 	if (es_fs_mkdir_p(cfg.state_dir, 0700, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot create the state directory",
 			     "state-dir", cfg.state_dir, "error", err, NULL);

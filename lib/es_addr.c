@@ -5,8 +5,13 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
 
 /* The forms accepted, for "expected ..." messages. */
 static const char *forms(unsigned flags)
@@ -189,4 +194,50 @@ es_err es_addr_parse(const char *key, const char *s, unsigned flags,
 	if (key)
 		return es_errf(ES_ERR_INVAL, err, errsz, "%s: \"%s\": %s", key, s, why);
 	return es_errf(ES_ERR_INVAL, err, errsz, "%s", why);
+}
+
+es_err es_addr_check_listen(const char *key, const es_addr *a, char *err,
+			    size_t errsz)
+{
+	struct addrinfo hints, *res = NULL;
+	char port[8];
+	int fd, on = 1, rc, e;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(port, sizeof(port), "%d", a->port);
+	rc = getaddrinfo(a->host, port, &hints, &res);
+	if (rc != 0 || !res)
+		return es_errf(ES_ERR_IO, err, errsz, "%s: %s:%d: cannot resolve: %s",
+			       key, a->host, a->port, gai_strerror(rc));
+	if (res->ai_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)(void *)res->ai_addr)->sin6_addr)) {
+		freeaddrinfo(res);
+		return es_errf(ES_ERR_IO, err, errsz, "%s: %s:%d: an IPv4-mapped IPv6 "
+			       "address: give the IPv4 address", key, a->host, a->port);
+	}
+	fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+	if (fd < 0) {
+		e = errno;
+		freeaddrinfo(res);
+		return es_errf(ES_ERR_IO, err, errsz, "%s: %s:%d: %s", key, a->host,
+			       a->port, strerror(e));
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	rc = bind(fd, res->ai_addr, res->ai_addrlen);
+	e = errno;
+	close(fd);
+	freeaddrinfo(res);
+	if (rc == 0)
+		return ES_OK;
+	if (e == EADDRNOTAVAIL || e == EINVAL || e == EAFNOSUPPORT)
+		return es_errf(ES_ERR_IO, err, errsz, "%s: %s:%d: not an address of "
+			       "this host", key, a->host, a->port);
+	if (e == EADDRINUSE)
+		return es_errf(ES_ERR_IO, err, errsz, "%s: %s:%d: in use", key,
+			       a->host, a->port);
+	return es_errf(ES_ERR_IO, err, errsz, "%s: %s:%d: %s", key, a->host,
+		       a->port, strerror(e));
 }
