@@ -191,13 +191,6 @@ static int cmd_run(int argc, char **argv)
 	es_log_route_lws();
 
 	rc = 1;
-	/* libwebsockets retries a bind to an address this host does not have
-	 * forever: refuse it here. */
-	if (es_addr_check_listen("listen", &laddr, err, sizeof(err)) != ES_OK ||
-	    es_addr_check_listen("admin-listen", &aaddr, err, sizeof(err)) != ES_OK) {
-		es_log_error("main", "cannot listen", "error", err, NULL);
-		goto cleanup;
-	}
 	if (es_fs_mkdir_p(cfg.state_dir, 0700, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot create the state directory",
 			     "state-dir", cfg.state_dir, "error", err, NULL);
@@ -207,6 +200,14 @@ static int cmd_run(int argc, char **argv)
 	if (es_lockfile_acquire(lockpath, &lock_fd, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot lock the state directory", "error", err,
 			     NULL);
+		goto cleanup;
+	}
+	/* libwebsockets retries a bind to an address this host does not have
+	 * forever: refuse it here (after the lock, so a second controller on
+	 * this state directory says that first). */
+	if (es_addr_check_listen("listen", &laddr, err, sizeof(err)) != ES_OK ||
+	    es_addr_check_listen("admin-listen", &aaddr, err, sizeof(err)) != ES_OK) {
+		es_log_error("main", "cannot listen", "error", err, NULL);
 		goto cleanup;
 	}
 	if (cfg.dev) {
