@@ -76,6 +76,24 @@ def meminfo_total_bytes():
     raise AssertionError("no MemTotal in /proc/meminfo")
 
 
+def https_json(host, port, ctx, method, path, body=None, timeout=15):
+    """One HTTPS request to host:port with the SSL context ctx, body (when
+    not None) sent as JSON. Returns (status, parsed JSON or text)."""
+    conn = http.client.HTTPSConnection(host, port, context=ctx, timeout=timeout)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data,
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        raw = r.read().decode()
+        try:
+            return r.status, json.loads(raw)
+        except ValueError:
+            return r.status, raw
+    finally:
+        conn.close()
+
+
 class Proc:
     """A started program whose output goes to a log file."""
 
@@ -256,21 +274,8 @@ class Cluster:
     def admin(self, method, path, body=None, ctx=None):
         """One admin API request with the dev admin certificate.
         Returns (status, parsed JSON or text)."""
-        conn = http.client.HTTPSConnection("localhost", self.admin_port,
-                                           context=ctx or self.admin_ssl(),
-                                           timeout=15)
-        try:
-            data = json.dumps(body).encode() if body is not None else None
-            conn.request(method, path, body=data,
-                         headers={"Content-Type": "application/json"})
-            r = conn.getresponse()
-            raw = r.read().decode()
-            try:
-                return r.status, json.loads(raw)
-            except ValueError:
-                return r.status, raw
-        finally:
-            conn.close()
+        return https_json("localhost", self.admin_port, ctx or self.admin_ssl(),
+                          method, path, body)
 
     def node(self, name=None):
         st, body = self.admin("GET", f"{API}/nodes/{name or self.nodes[0]}")

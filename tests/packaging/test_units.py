@@ -37,20 +37,6 @@ def directives(text):
     return out
 
 
-def unit_values(text, section, key):
-    """The values of key in section ("[Unit]", ...), in order."""
-    out, cur = [], None
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("["):
-            cur = line
-        elif cur == section and line.split("=", 1)[0] == key:
-            out.append(line.split("=", 1)[1])
-    return out
-
-
 def values(text, key):
     return [v for k, v in directives(text) if k == key]
 
@@ -125,11 +111,18 @@ class TestUnits(unittest.TestCase):
         creds = {v.split(":", 1)[0] for v in values(ctl, "LoadCredential")}
         used = set(re.findall(r"%d/([\w.-]+)", values(ctl, "ExecStart")[0]))
         self.assertEqual(creds, used)
-        # A missing credential file stops the start with a message naming
-        # it (an assertion), not with an opaque credential error.
-        sources = {v.split(":", 1)[1] for v in values(ctl, "LoadCredential")}
-        asserted = set(unit_values(ctl, "[Unit]", "AssertPathExists"))
-        self.assertEqual(sources, asserted)
+        # A missing credential file fails the start with a message naming
+        # it, from a check that runs before credentials are set up (an
+        # ExecCondition exiting 255: a failure, not a skip), not with an
+        # opaque credential error.
+        cond = values(ctl, "ExecCondition")
+        self.assertEqual(len(cond), 1)
+        self.assertTrue(cond[0].startswith("+/bin/sh -c "), cond)
+        self.assertIn("exit 255", cond[0])
+        for v in values(ctl, "LoadCredential"):
+            path = v.split(":", 1)[1]
+            self.assertIn(os.path.basename(path), cond[0])
+            self.assertIn(os.path.dirname(path) + "/$$f", cond[0])
 
     def test_conffiles_parse(self):
         """The shipped config files hold only settings of their program."""
