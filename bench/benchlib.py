@@ -7,6 +7,7 @@ text, read-only SQLite checks, mounts. Figures only: nothing here passes
 or fails.
 """
 
+import argparse
 import http.client
 import os
 import signal
@@ -180,3 +181,26 @@ def respawn(cluster, who, timeout=30.0):
             return True
         time.sleep(0.05)
     return False
+
+
+def fault_parser(doc):
+    """An argparse.ArgumentParser described by doc's first line, with the
+    options the soak and fault scripts share: --build, --backend (the
+    agents' collector-backend), --seed, --keep."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--backend", default="procfs", help="the agents' collector-backend")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
+    return ap
+
+
+def fault_args(ap):
+    """Parses the command line with ap (from fault_parser), points the
+    harness at --build and, with --keep, keeps the clusters' temporary
+    directories. Returns the arguments."""
+    args = ap.parse_args()
+    use_build(args.build)
+    if args.keep:
+        os.environ["ES_KEEP_TMP"] = "1"
+    return args

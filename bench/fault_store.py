@@ -37,7 +37,6 @@ Usage: bench/fault_store.py [--build DIR] [--cases busy,full,corrupt]
        [--fault-seconds S] [--hold S] [--flip-threads N] [--keep]
 """
 
-import argparse
 import collections
 import json
 import os
@@ -48,8 +47,8 @@ import sys
 import threading
 import time
 
-from benchlib import (HERE, Owner, db_ro, harness, http_get, integrity,
-                      parse_metrics, respawn, stop_quietly, unmount_under, use_build)
+from benchlib import (Owner, db_ro, fault_args, fault_parser, harness, http_get,
+                      integrity, parse_metrics, respawn, stop_quietly, unmount_under)
 
 FLIP_TYPE = "StoreFaultFlip"
 RULE = "store-fault-flip"
@@ -492,8 +491,7 @@ def run_case(case, args, rng):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap = fault_parser(__doc__)
     ap.add_argument("--cases", default="busy,full,corrupt",
                     help="comma-separated: busy, full, corrupt (all three), "
                          + ", ".join(CORRUPTIONS))
@@ -502,13 +500,7 @@ def main():
     ap.add_argument("--hold", type=float, default=3, help="seconds per flip")
     ap.add_argument("--flip-threads", type=int, default=800)
     ap.add_argument("--max-restarts", type=int, default=5)
-    ap.add_argument("--backend", default="procfs", help="agent collector-backend")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
-    args = ap.parse_args()
-    use_build(args.build)
-    if args.keep:
-        os.environ["ES_KEEP_TMP"] = "1"
+    args = fault_args(ap)
     rng = random.Random(args.seed)
     cases = []
     for name in args.cases.split(","):

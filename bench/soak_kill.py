@@ -31,7 +31,6 @@ Usage: bench/soak_kill.py [--build DIR] [--agents N] [--cycles C]
        [--mode alternate|random] [--seed S] [--keep]
 """
 
-import argparse
 import collections
 import json
 import os
@@ -43,9 +42,9 @@ import sys
 import threading
 import time
 
-from benchlib import (HERE, Owner, db_ro, harness, http_get, integrity,
-                      parse_metrics, respawn, stop_quietly, stream_column,
-                      table_columns, use_build)
+from benchlib import (Owner, db_ro, fault_args, fault_parser, harness, http_get,
+                      integrity, parse_metrics, respawn, stop_quietly, stream_column,
+                      table_columns)
 
 RULE = "soak-flip"
 REPORTS_KEPT = 10000  # the controller keeps this many reports per node (ES_DB_REPORTS_KEPT)
@@ -210,20 +209,13 @@ def check_stream(rows, agent):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap = fault_parser(__doc__)
     ap.add_argument("--agents", type=int, default=3)
     ap.add_argument("--cycles", type=int, default=20)
     ap.add_argument("--mode", choices=("alternate", "random"), default="alternate")
-    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--interval", type=int, default=1, help="agent collection interval, s")
     ap.add_argument("--workload-period", type=float, default=0.5)
-    ap.add_argument("--backend", default="procfs", help="agent collector-backend")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    args = ap.parse_args()
-    use_build(args.build)
-    if args.keep:
-        os.environ["ES_KEEP_TMP"] = "1"
+    args = fault_args(ap)
     rng = random.Random(args.seed)
     nodes = [f"soak-{i}" for i in range(args.agents)]
     agent_extra = ["--interval", str(args.interval), "--log-level", "info",
