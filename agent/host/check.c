@@ -185,22 +185,27 @@ int es_check_run(FILE *out, const es_agent_config *cfg)
 		snprintf(d, sizeof(d), "BPF_MAP_TYPE_RINGBUF maps work");
 	row(out, "bpf-ringbuf", e ? RES_FAIL : RES_OK, d);
 
-	if (stat("/sys/kernel/btf/vmlinux", &sb) == 0 &&
-	    access("/sys/kernel/btf/vmlinux", R_OK) == 0) {
-		snprintf(d, sizeof(d), "/sys/kernel/btf/vmlinux (%lld bytes)",
-			 (long long)sb.st_size);
-		row(out, "btf", RES_OK, d);
-	} else {
-		snprintf(d, sizeof(d), "/sys/kernel/btf/vmlinux: %s", strerror(errno));
-		row(out, "btf", RES_MISSING, d);
-	}
-
 	/* The probe of `run`, mounting what `run` would mount privately. */
 	memset(&in, 0, sizeof(in));
 	in.force_procfs = cfg->collector_backend == ES_AGENT_KC_PROCFS;
 	in.ringbuf_bytes = (unsigned)cfg->ringbuf_bytes;
 	in.cgroup_root = cfg->cgroup_root;
+	in.btf_path = cfg->btf_path;
 	es_kenv_probe(&in, ES_KENV_MOUNT_PRIVATE, NULL, 0);
+	if (stat(ES_KENV_BTF_VMLINUX, &sb) == 0 && access(ES_KENV_BTF_VMLINUX, R_OK) == 0) {
+		snprintf(d, sizeof(d), ES_KENV_BTF_VMLINUX " (%lld bytes)",
+			 (long long)sb.st_size);
+		row(out, "btf", RES_OK, d);
+	} else if (in.btf_file[0]) {
+		snprintf(d, sizeof(d), "%.600s (btf-path; the kernel has none)",
+			 in.btf_file);
+		row(out, "btf", RES_OK, d);
+	} else {
+		snprintf(d, sizeof(d), ES_KENV_BTF_VMLINUX ": %s%s%s",
+			 strerror(ENOENT), cfg->btf_path[0] ? "; " : "",
+			 cfg->btf_path[0] ? in.ebpf_reason : "");
+		row(out, "btf", RES_MISSING, d);
+	}
 	if (in.tracefs) {
 		snprintf(d, sizeof(d), "%s %s", in.private_tracefs ?
 			 "not mounted: run mounts it at" : "mounted at", in.tracefs_path);

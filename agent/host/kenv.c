@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <bpf/btf.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -23,7 +25,83 @@
 
 #define TRACEFS_MAIN "/sys/kernel/tracing"
 #define TRACEFS_DEBUG "/sys/kernel/debug/tracing"
-#define BTF_VMLINUX "/sys/kernel/btf/vmlinux"
+#define BTF_VMLINUX ES_KENV_BTF_VMLINUX
+
+es_err es_kenv_btf_resolve(const char *btf_path, const char *release,
+			   char *out, size_t outsz, char *err, size_t errsz)
+{
+	struct stat st;
+	struct btf *btf;
+	int n;
+
+	if (!btf_path || !btf_path[0] || !release || !release[0] || !out ||
+	    outsz == 0)
+		return es_errf(ES_ERR_INVAL, err, errsz, "btf-path: missing argument");
+	if (stat(btf_path, &st) != 0)
+		return es_errf(ES_ERR_NOTFOUND, err, errsz, "btf-path %s: %s",
+			       btf_path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		n = snprintf(out, outsz, "%s/%s.btf", btf_path, release);
+	else
+		n = snprintf(out, outsz, "%s", btf_path);
+	if (n < 0 || (size_t)n >= outsz)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "btf-path %s: path too long", btf_path);
+	if (access(out, R_OK) != 0)
+		return es_errf(ES_ERR_NOTFOUND, err, errsz,
+			       "btf-path %s: %s%s", out, strerror(errno),
+			       S_ISDIR(st.st_mode) ? " (no BTF file for this "
+			       "kernel release in the directory)" : "");
+	btf = btf__parse(out, NULL);
+	if (!btf) {
+		char why[128];
+
+		libbpf_strerror(errno, why, sizeof(why));
+		out[0] = '\0';
+		return es_errf(ES_ERR_PARSE, err, errsz, "btf-path %s: not BTF: %s",
+			       btf_path, why);
+	}
+	btf__free(btf);
+	return ES_OK;
+}
+
+struct bpf_object_open_opts *es_kenv_open_opts(const es_kenv *env,
+					       struct bpf_object_open_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->sz = sizeof(*opts);
+	if (env && env->btf_file[0])
+		opts->btf_custom_path = env->btf_file;
+	return opts;
+}
+
+/* env->btf and env->btf_file: the kernel's BTF when it has one, else the
+ * file btf-path names; a btf-path that does not resolve is the reason. */
+static void probe_btf(es_kenv *env, const char *btf_path, char *why,
+		      size_t whysz)
+{
+	struct utsname u;
+
+	env->btf = access(BTF_VMLINUX, R_OK) == 0;
+	if (env->btf || !btf_path || !btf_path[0]) {
+		snprintf(why, whysz, "no kernel BTF (" BTF_VMLINUX ": %s) and no "
+			 "btf-path: CO-RE programs cannot be relocated",
+			 strerror(ENOENT));
+		return;
+	}
+	if (uname(&u) != 0) {
+		snprintf(why, whysz, "uname: %s", strerror(errno));
+		return;
+	}
+	if (es_kenv_btf_resolve(btf_path, u.release, env->btf_file,
+				sizeof(env->btf_file), why, whysz) != ES_OK) {
+		env->btf_file[0] = '\0';
+		return;
+	}
+	env->btf = 1;
+	es_log_info("kcollect", "the kernel has no BTF: using btf-path", "file",
+		    env->btf_file, NULL);
+}
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt,
 			va_list ap)
@@ -189,7 +267,8 @@ es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz)
 {
 	int force;
 	unsigned rb;
-	const char *sd, *root;
+	const char *sd, *root, *btf_path;
+	char btf_why[sizeof(env->ebpf_reason)];
 
 	if (!env)
 		return es_errf(ES_ERR_INVAL, err, errsz, "kenv: no environment");
@@ -197,14 +276,16 @@ es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz)
 	rb = env->ringbuf_bytes;
 	sd = env->state_dir;
 	root = env->cgroup_root;
+	btf_path = env->btf_path;
 	memset(env, 0, sizeof(*env));
+	env->btf_path = btf_path;
 	env->force_procfs = force;
 	env->state_dir = sd;
 	env->cgroup_root = root;
 	env->ringbuf_bytes = ringbuf_size(rb, sysconf(_SC_PAGESIZE));
 	es_kenv_route_libbpf_log();
 
-	env->btf = access(BTF_VMLINUX, R_OK) == 0;
+	probe_btf(env, btf_path, btf_why, sizeof(btf_why));
 	probe_bpf(env);
 	if (!env->bpf_syscall || force)
 		may_mount = ES_KENV_MOUNT_NONE;
@@ -216,9 +297,7 @@ es_err es_kenv_probe(es_kenv *env, int may_mount, char *err, size_t errsz)
 	if (env->ebpf_reason[0])
 		return ES_OK;
 	if (!env->btf)
-		snprintf(env->ebpf_reason, sizeof(env->ebpf_reason),
-			 "no kernel BTF (" BTF_VMLINUX ": %s): CO-RE programs "
-			 "cannot be relocated", strerror(ENOENT));
+		snprintf(env->ebpf_reason, sizeof(env->ebpf_reason), "%s", btf_why);
 	else if (!env->ringbuf)
 		snprintf(env->ebpf_reason, sizeof(env->ebpf_reason),
 			 "the kernel has no BPF ring buffer (BPF_MAP_TYPE_RINGBUF, "

@@ -94,7 +94,8 @@ static es_err blockio_start_ebpf(es_kcollector *kc, const es_kenv *env, char *er
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "blockio: out of memory");
-	b->skel = blockio_bpf__open();
+	b->skel = blockio_bpf__open_opts(
+		es_kenv_open_opts(env, &(struct bpf_object_open_opts){ 0 }));
 	if (!b->skel) {
 		es_errf(rc, err, errsz, "blockio: opening the BPF object: %s", strerror(errno));
 		goto cleanup;

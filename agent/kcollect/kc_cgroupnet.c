@@ -114,7 +114,8 @@ static es_err cgnet_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 			strerror(errno));
 		goto cleanup;
 	}
-	c->skel = cgroupnet_bpf__open();
+	c->skel = cgroupnet_bpf__open_opts(
+		es_kenv_open_opts(env, &(struct bpf_object_open_opts){ 0 }));
 	if (!c->skel) {
 		es_errf(rc, err, errsz, "cgroup-network: opening the BPF object: %s",
 			strerror(errno));

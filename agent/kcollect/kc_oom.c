@@ -118,7 +118,8 @@ static es_err oom_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "oom: out of memory");
-	o->skel = oom_bpf__open();
+	o->skel = oom_bpf__open_opts(
+		es_kenv_open_opts(env, &(struct bpf_object_open_opts){ 0 }));
 	if (!o->skel) {
 		es_errf(rc, err, errsz, "oom: opening the BPF object: %s", strerror(errno));
 		goto cleanup;

@@ -233,7 +233,8 @@ static es_err start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-	p->skel = process_bpf__open();
+	p->skel = process_bpf__open_opts(
+		es_kenv_open_opts(env, &(struct bpf_object_open_opts){ 0 }));
 	if (!p->skel) {
 		es_errf(rc, err, errsz, "process: opening the BPF object: %s",
 			strerror(errno));

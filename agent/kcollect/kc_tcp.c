@@ -120,7 +120,8 @@ static es_err tcp_start_ebpf(es_kcollector *kc, const es_kenv *env, char *err,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "tcp: out of memory");
-	t->skel = tcp_bpf__open();
+	t->skel = tcp_bpf__open_opts(
+		es_kenv_open_opts(env, &(struct bpf_object_open_opts){ 0 }));
 	if (!t->skel) {
 		es_errf(rc, err, errsz, "tcp: opening the BPF object: %s", strerror(errno));
 		goto cleanup;

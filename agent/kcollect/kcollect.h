@@ -16,12 +16,15 @@
 #ifndef ES_AGENT_KCOLLECT_H
 #define ES_AGENT_KCOLLECT_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <cjson/cJSON.h>
 #include "kcollect/cgroupname.h"
 #include "es_err.h"
+
+struct bpf_object_open_opts; /* <bpf/libbpf.h> */
 
 struct lws_context;
 
@@ -41,7 +44,10 @@ typedef enum es_kbackend {
 /* What the host offers, probed once at start (es_kenv_probe). */
 typedef struct es_kenv {
 	int bpf_syscall;   /* 1: BPF_MAP_CREATE works (root / CAP_BPF) */
-	int btf;           /* 1: /sys/kernel/btf/vmlinux is readable (CO-RE) */
+	int btf;           /* 1: BTF for CO-RE: the kernel's or btf_file */
+	char btf_file[PATH_MAX]; /* the BTF file libbpf relocates against when
+				  * the kernel has none (setting btf-path,
+				  * es_kenv_btf_resolve); "" = the kernel's */
 	int ringbuf;       /* 1: BPF_MAP_TYPE_RINGBUF is supported */
 	int tracepoint;    /* 1: BPF_PROG_TYPE_TRACEPOINT loads */
 	int raw_tracepoint; /* 1: BPF_PROG_TYPE_RAW_TRACEPOINT loads */
@@ -63,7 +69,36 @@ typedef struct es_kenv {
 	const char *cgroup_root; /* borrowed; setting cgroup-root; NULL or "" =
 				  * find one (agent/host/cgroot.h) */
 	const char *state_dir;   /* borrowed; where a cgroup2 mount goes; NULL = never mount one */
+	const char *btf_path;    /* borrowed; setting btf-path: a BTF file, or a
+				  * directory of <kernel release>.btf files;
+				  * NULL or "" = the kernel's BTF only */
 } es_kenv;
+
+/* The kernel's own BTF, which es_kenv_probe prefers to btf-path. */
+#define ES_KENV_BTF_VMLINUX "/sys/kernel/btf/vmlinux"
+
+/*
+ * Resolves the setting btf-path for the kernel release `release` (uname -r)
+ * into out (outsz bytes): a regular file is used as it is; in a directory
+ * the file <dir>/<release>.btf is taken (the layout of BTFHub's archives,
+ * unpacked). The file must parse as BTF (libbpf's btf__parse), so a wrong
+ * file is named here and not as a load failure of every collector.
+ * Returns ES_OK with out set; ES_ERR_NOTFOUND with err "btf-path <p>: <why>"
+ * when the path, or the release's file in the directory, does not exist or
+ * cannot be read; ES_ERR_PARSE with err "btf-path <f>: not BTF: <why>";
+ * ES_ERR_INVAL (an argument NULL or empty, out too small).
+ */
+es_err es_kenv_btf_resolve(const char *btf_path, const char *release,
+			   char *out, size_t outsz, char *err, size_t errsz);
+
+/*
+ * Fills opts (LIBBPF_OPTS-initialised by the caller, or zeroed here with
+ * its sz set) for <name>_bpf__open_opts: btf_custom_path is env->btf_file
+ * when set (borrowed from env, which must outlive the open), else NULL so
+ * libbpf uses the kernel's BTF. Returns opts. env NULL: no custom path.
+ */
+struct bpf_object_open_opts *es_kenv_open_opts(const es_kenv *env,
+					       struct bpf_object_open_opts *opts);
 
 /* may_mount of es_kenv_probe: what to mount when it is missing. */
 #define ES_KENV_MOUNT_NONE 0    /* nothing */

@@ -25,6 +25,7 @@ void agent__kc_start(es_agent *a)
 	a->kenv->ringbuf_bytes = (unsigned)a->cfg->ringbuf_bytes;
 	a->kenv->state_dir = a->cfg->state_dir;
 	a->kenv->cgroup_root = a->cfg->cgroup_root;
+	a->kenv->btf_path = a->cfg->btf_path;
 	es_kenv_probe(a->kenv, ES_KENV_MOUNT_HOST, err, sizeof(err));
 	if (a->kenv->ebpf_reason[0])
 		es_log_info("kcollect", "eBPF is not usable", "reason",

@@ -65,6 +65,10 @@ static const es_setting settings[] = {
 	  "cgroup v2 hierarchy to watch and enforce in, such as the host's "
 	  "/sys/fs/cgroup mounted into a container (empty: the mounted one, or "
 	  "one mounted in state-dir)"),
+	S("btf-path", "BTF_PATH", ES_SET_STRING, "", 0, 0, btf_path,
+	  "BTF of this kernel for the eBPF collectors when "
+	  "/sys/kernel/btf/vmlinux is missing: a file, or a directory of "
+	  "<kernel release>.btf files (empty: none)"),
 	S("egress-pin-dir", "EGRESS_PIN_DIR", ES_SET_STRING, "/sys/fs/bpf/edgesync/egress",
 	  0, 0, egress_pin_dir,
 	  "bpffs directory where EgressPolicy programs and maps are pinned"),

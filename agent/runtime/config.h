@@ -36,6 +36,7 @@ typedef struct es_agent_config {
 	int collector_backend; /* es_agent_kc_backend (kernel collectors) */
 	int64_t ringbuf_bytes; /* bytes of the kernel collectors' shared BPF ring buffer */
 	char *cgroup_root;     /* cgroup v2 hierarchy to use; "" = find one (cgroot.h) */
+	char *btf_path;        /* BTF file or directory for kernels without BTF; "" = none */
 	char *egress_pin_dir;  /* bpffs directory of the EgressPolicy pins */
 	int64_t egress_check_interval; /* seconds between EgressPolicy drift checks */
 	int egress_backend;    /* es_egress_backend (egress/egress.h) */

@@ -2,7 +2,8 @@
  * test_kcollect.c - the kernel-collector framework's pure parts
  * (agent/kcollect/kcollect.h): names and masks, backend names, the eBPF-usable
  * decision, the probe table format, the tracefs lookup (on fixtures in
- * tests/fixtures/mounts/) and the tracepoint check (on a fake tracefs). The collectors themselves are
+ * tests/fixtures/mounts/), the tracepoint check (on a fake tracefs) and the
+ * btf-path lookup (on a small BTF file made with libbpf). The collectors themselves are
  * exercised on real hooks by tests/integration/test_bpf_*.py (label bpf).
  */
 #define _GNU_SOURCE
@@ -18,6 +19,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/stat.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
 
 #include "kcollect/kcollect.h"
 
@@ -240,6 +244,82 @@ static void test_forced_fallback_set(void **state)
 	cJSON_Delete(st);
 }
 
+/* A tiny valid BTF file (one int type) made with libbpf at path. */
+static void write_btf(const char *path)
+{
+	struct btf *btf = btf__new_empty();
+	const void *raw;
+	__u32 sz;
+	FILE *f;
+
+	assert_non_null(btf);
+	assert_true(btf__add_int(btf, "int", 4, BTF_INT_SIGNED) > 0);
+	raw = btf__raw_data(btf, &sz);
+	assert_non_null(raw);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(raw, 1, sz, f), sz);
+	fclose(f);
+	btf__free(btf);
+}
+
+static void test_btf_resolve(void **state)
+{
+	char dir[] = "/tmp/es-btf-XXXXXX", file[512], rel[600], out[4096], err[512];
+	struct bpf_object_open_opts opts;
+	es_kenv env;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/vmlinux", dir);
+	write_btf(file);
+	/* A file is taken as it is, whatever the release. */
+	assert_int_equal(es_kenv_btf_resolve(file, "6.1.0-test", out, sizeof(out),
+					     err, sizeof(err)), ES_OK);
+	assert_string_equal(out, file);
+	/* A directory is looked up by release, BTFHub's <release>.btf. */
+	snprintf(rel, sizeof(rel), "%s/6.1.0-test.btf", dir);
+	write_btf(rel);
+	assert_int_equal(es_kenv_btf_resolve(dir, "6.1.0-test", out, sizeof(out),
+					     err, sizeof(err)), ES_OK);
+	assert_string_equal(out, rel);
+	/* No file for this release: named, with the file looked for. */
+	assert_int_equal(es_kenv_btf_resolve(dir, "5.10.0-other", out, sizeof(out),
+					     err, sizeof(err)), ES_ERR_NOTFOUND);
+	assert_non_null(strstr(err, "5.10.0-other.btf"));
+	assert_non_null(strstr(err, "no BTF file for this kernel release"));
+	/* Missing path. */
+	assert_int_equal(es_kenv_btf_resolve("/nonexistent/btf", "6.1.0-test", out,
+					     sizeof(out), err, sizeof(err)),
+			 ES_ERR_NOTFOUND);
+	assert_non_null(strstr(err, "btf-path /nonexistent/btf: "));
+	/* Not BTF. */
+	f = fopen(rel, "w");
+	assert_non_null(f);
+	fputs("not BTF at all\n", f);
+	fclose(f);
+	assert_int_equal(es_kenv_btf_resolve(dir, "6.1.0-test", out, sizeof(out),
+					     err, sizeof(err)), ES_ERR_PARSE);
+	assert_non_null(strstr(err, "not BTF"));
+	assert_string_equal(out, "");
+	/* Bad arguments. */
+	assert_int_equal(es_kenv_btf_resolve("", "r", out, sizeof(out), err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_int_equal(es_kenv_btf_resolve(file, "r", out, 4, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	/* The open options carry the file only when one was chosen. */
+	memset(&env, 0, sizeof(env));
+	assert_null(es_kenv_open_opts(&env, &opts)->btf_custom_path);
+	assert_int_equal(opts.sz, sizeof(opts));
+	snprintf(env.btf_file, sizeof(env.btf_file), "%s", file);
+	assert_string_equal(es_kenv_open_opts(&env, &opts)->btf_custom_path, file);
+	assert_null(es_kenv_open_opts(NULL, &opts)->btf_custom_path);
+	unlink(rel);
+	unlink(file);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_print_private_tracefs),
 		cmocka_unit_test(test_report_null_set),
 		cmocka_unit_test(test_forced_fallback_set),
+		cmocka_unit_test(test_btf_resolve),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
