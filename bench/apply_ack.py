@@ -60,22 +60,41 @@ class Kept:
         return r.status, json.loads(raw) if raw else None
 
 
-def strace(pid, out):
+def strace(pid, out, writes=False):
+    calls = "fsync,fdatasync" + (",write,writev,sendto,sendmsg" if writes else "")
     return subprocess.Popen(["strace", "-f", "--seccomp-bpf", "-ttt", "-qq", "-e",
-                             "trace=fsync,fdatasync", "-p", str(pid), "-o", out],
+                             "trace=" + calls, "-p", str(pid), "-o", out],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def fsync_times(path):
+def syscall_times(path, names, fds=None):
+    """Wall-clock times of the calls named in path's strace output (to one
+    of fds when given)."""
     ts = []
     if not os.path.exists(path):
         return ts
+    pat = re.compile(r"^(?:\d+\s+)?(\d+\.\d+)\s+(\w+)\((\d+)")
     with open(path) as f:
         for line in f:
-            m = re.match(r"^(?:\d+\s+)?(\d+\.\d+)\s+f(?:data)?sync\(", line)
-            if m:
+            m = pat.match(line)
+            if m and m.group(2) in names and (fds is None or int(m.group(3)) in fds):
                 ts.append(float(m.group(1)))
     return ts
+
+
+def fsync_times(path):
+    return syscall_times(path, ("fsync", "fdatasync"))
+
+
+def socket_fds(pid):
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                out.add(int(fd))
+        except OSError:
+            pass
+    return out
 
 
 def metric(c, name):
@@ -108,21 +127,23 @@ def apply_ack(c, args, tmp):
                 "spec": {"intervalSeconds": 10 + (i % 2)}}
         t0 = time.time()
         st, obj = put.call("PUT", path, body)
+        t_put = time.time()
         if st not in (200, 201):
             raise SystemExit(f"apply failed: HTTP {st}: {obj}")
         rv = obj["metadata"]["resourceVersion"]
         while True:
             st, n = poll.call("GET", node_path)
             if n["status"]["sync"]["desiredResourceVersion"] >= rv:
-                return t0, time.time()
+                return t0, time.time(), t_put
 
     for i in range(5):  # warm up: the object exists, connections are open
         once(i)
     time.sleep(1)
     tr = []
     if not args.no_strace:
+        socks = socket_fds(agent.p.pid)
         tr = [strace(c.controller.p.pid, os.path.join(tmp, "ctrl.strace")),
-              strace(agent.p.pid, os.path.join(tmp, "agent.strace"))]
+              strace(agent.p.pid, os.path.join(tmp, "agent.strace"), writes=True)]
         time.sleep(1)
     h0 = (metric(c, "edgesync_controller_desired_ack_latency_seconds_sum"),
           metric(c, "edgesync_controller_desired_ack_latency_seconds_count"))
@@ -136,7 +157,7 @@ def apply_ack(c, args, tmp):
     for p in tr:
         p.terminate()
         p.wait()
-    lat = [(b - a) * 1000 for a, b in spans]
+    lat = [(b - a) * 1000 for a, b, _ in spans]
     print(f"apply_to_desired_ack_ms p50 {pct(lat, 0.5):.2f} p99 {pct(lat, 0.99):.2f} "
           f"max {max(lat):.2f} (n={len(lat)}; PUT on a kept admin connection until "
           f"the controller holds the desiredAck, polled on a second one)")
@@ -146,10 +167,18 @@ def apply_ack(c, args, tmp):
               f"(edgesync_controller_desired_ack_latency_seconds)")
     if tr:
         first, last = spans[0][0], spans[-1][1]
+        # On the path: the controller's before its PUT answered (the
+        # object's commit), the agent's before it wrote the desiredAck (its
+        # first socket write after the PUT began).
+        writes = syscall_times(os.path.join(tmp, "agent.strace"),
+                               ("write", "writev", "sendto", "sendmsg"), socks)
+        ends = {"ctrl": [p for _, _, p in spans],
+                "agent": [min([w for w in writes if w >= a] or [b]) for a, b, _ in spans]}
         for who in ("ctrl", "agent"):
             ts = fsync_times(os.path.join(tmp, f"{who}.strace"))
             inside = [t for t in ts if first <= t <= last + 0.05]
-            on_path = [t for t in ts if any(a <= t <= b for a, b in spans)]
+            on_path = [t for t in ts
+                       if any(a <= t <= e for (a, _, _), e in zip(spans, ends[who]))]
             print(f"fsyncs_per_apply {who} all {len(inside) / len(spans):.2f} "
                   f"on_path {len(on_path) / len(spans):.2f}")
     c.stop_controller()
