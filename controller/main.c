@@ -227,6 +227,8 @@ static int cmd_run(int argc, char **argv)
 		goto cleanup;
 	}
 	es_db_set_tombstones_kept(db, cfg.tombstones_kept);
+	es_db_set_reports_kept(db, cfg.reports_kept, cfg.report_bytes_kept);
+	es_db_set_state_cache(db, (size_t)cfg.state_cache_nodes);
 	so.listen_host = laddr.host;
 	so.admin_host = aaddr.host;
 	so.cert = cfg.cert;

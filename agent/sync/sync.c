@@ -22,6 +22,8 @@
 
 #define TICK_US (1000 * LWS_US_PER_MS)
 #define CLOSE_GRACE_S 5
+/* Longest a reconcile waits for its desiredAck to be written. */
+#define RECONCILE_WAIT_MS 100
 
 static const char *const state_names[] = {
 	"idle", "connecting", "handshaking", "ready"
@@ -57,6 +59,32 @@ void sync__proto_fail(es_sync *s, es_proto_code code, const char *msg)
 	sync__fail_conn(s, (int)code, es_proto_close_code(code), msg);
 }
 
+static void reconcile_timer(lws_sorted_usec_list_t *sul)
+{
+	es_sync *s = lws_container_of(sul, es_sync, sul_reconcile);
+
+	if (!s->reconcile_owed || s->stopping)
+		return;
+	s->reconcile_owed = 0;
+	if (s->hooks.desired_changed)
+		s->hooks.desired_changed(s->hooks.user);
+}
+
+void sync__reconcile_after_ack(es_sync *s)
+{
+	s->reconcile_owed = 1;
+	lws_sul_schedule(s->ctx, 0, &s->sul_reconcile, reconcile_timer,
+			 (lws_usec_t)RECONCILE_WAIT_MS * LWS_US_PER_MS);
+}
+
+/* The queue drained (the desiredAck is written) or the connection is gone:
+ * the owed reconcile runs from the next turn of the loop. */
+static void reconcile_soon(es_sync *s)
+{
+	if (s->reconcile_owed)
+		lws_sul_schedule(s->ctx, 0, &s->sul_reconcile, reconcile_timer, 1);
+}
+
 static void dial(lws_sorted_usec_list_t *sul);
 
 static void conn_down(es_sync *s, const char *why)
@@ -72,6 +100,7 @@ static void conn_down(es_sync *s, const char *why)
 	s->close_code = 0;
 	es_ws_queue_clear(&s->q);
 	lws_sul_cancel(&s->sul_tick);
+	reconcile_soon(s);
 	if (why && *why)
 		sync__set_error(s, why, NULL);
 	if (s->stopping)
@@ -153,6 +182,8 @@ static int on_writeable(es_sync *s, struct lws *wsi)
 		return -1;
 	}
 	if (n > 0) {
+		if (!es_ws_queue_pending(&s->q))
+			reconcile_soon(s);
 		lws_callback_on_writable(wsi);
 		return 0;
 	}
@@ -377,6 +408,7 @@ void es_sync_stop(es_sync *s)
 	s->stopping = 1;
 	lws_sul_cancel(&s->sul_dial);
 	lws_sul_cancel(&s->sul_tick);
+	lws_sul_cancel(&s->sul_reconcile);
 }
 
 void es_sync_free(es_sync *s)

@@ -37,7 +37,11 @@ typedef struct es_sync_hooks {
 	/* Queue the agent's current Node state now (es_store_outbox_put_state):
 	 * called after a welcome and on resync, before the next report goes. */
 	void (*queue_state)(void *user);
-	/* Desired objects were committed and acknowledged: reconcile them. */
+	/* Desired objects were committed and acknowledged: reconcile them.
+	 * Called from a timer once the desiredAck is written to the
+	 * connection (at most 100 ms after the commit, or when the
+	 * connection drops first), so the acknowledgement never waits for a
+	 * reconcile or a collection round. */
 	void (*desired_changed)(void *user);
 } es_sync_hooks;
 

@@ -43,6 +43,11 @@ struct es_sync {
 	es_backoff bo;
 	lws_sorted_usec_list_t sul_dial, sul_tick;
 	int stopping;
+	/* A desired message was committed and its desiredAck queued: the
+	 * desired_changed hook runs once that ack is written (sync.c), or
+	 * after RECONCILE_WAIT_MS, or when the connection drops. */
+	int reconcile_owed;
+	lws_sorted_usec_list_t sul_reconcile;
 
 	es_ws_rx rx;          /* the message being received (es_ws.h) */
 	es_ws_queue q;        /* control messages to send, no limits */
@@ -72,6 +77,9 @@ struct es_sync {
 void sync__set_error(es_sync *s, const char *what, const char *detail);
 /* Queues a control message (not an outbox report); consumes msg. */
 es_err sync__queue_msg(es_sync *s, cJSON *msg);
+/* Runs the desired_changed hook after the desiredAck just queued is on
+ * the wire (the acknowledgement first, then reconcile and collect). */
+void sync__reconcile_after_ack(es_sync *s);
 /* Sends an `error` (when code >= 0) then closes with close_code. */
 void sync__fail_conn(es_sync *s, int code, int close_code, const char *msg);
 void sync__proto_fail(es_sync *s, es_proto_code code, const char *msg);

@@ -269,8 +269,7 @@ static void on_desired(es_sync *s, const cJSON *msg)
 		return;
 	sync__queue_msg(s, es_proto_desired_ack(rv));
 	es_agent_metrics_synced(s->metrics, time(NULL));
-	if (s->hooks.desired_changed)
-		s->hooks.desired_changed(s->hooks.user);
+	sync__reconcile_after_ack(s);
 }
 
 void sync__on_message(es_sync *s, const char *buf, size_t len)

@@ -51,6 +51,21 @@ static const es_setting ccfg_table[] = {
 	  offsetof(es_ccfg, tombstones_kept),
 	  "deletion records kept; an agent older than the oldest gets a full list",
 	  NULL, 0 },
+	{ "reports-kept", "EDGESYNC_REPORTS_KEPT", "reports-kept",
+	  ES_SET_INT, "10000", 1, INT64_C(1000000000),
+	  offsetof(es_ccfg, reports_kept),
+	  "reports kept per node and report stream (older ones are pruned)",
+	  NULL, 0 },
+	{ "report-bytes-kept", "EDGESYNC_REPORT_BYTES_KEPT", "report-bytes-kept",
+	  ES_SET_INT, "1048576", 0, INT64_C(1) << 40,
+	  offsetof(es_ccfg, report_bytes_kept),
+	  "bytes of report bodies kept per node, oldest pruned first (0: no bound)",
+	  NULL, 0 },
+	{ "state-cache-nodes", "EDGESYNC_STATE_CACHE_NODES", "state-cache-nodes",
+	  ES_SET_INT, "4096", 1, INT64_C(10000000),
+	  offsetof(es_ccfg, state_cache_nodes),
+	  "nodes whose reported state is held parsed in memory",
+	  NULL, 0 },
 };
 
 #define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))

@@ -34,6 +34,9 @@ typedef struct es_ccfg {
 	int dev;             /* development mode: throwaway CA in <state-dir>/dev */
 	char *dev_node;      /* comma-separated node names to issue in dev mode */
 	int64_t tombstones_kept; /* deletion records kept for resumable sync */
+	int64_t reports_kept;    /* reports kept per node and stream */
+	int64_t report_bytes_kept; /* bytes of reports kept per node (0: no bound) */
+	int64_t state_cache_nodes; /* nodes whose parsed state is held in memory */
 } es_ccfg;
 
 /* The settings table (for help output and tests); *n gets its length. */

@@ -168,6 +168,7 @@ static void conn_release(conn *c)
 		return;
 	if (c->state == CS_READY)
 		s->n_ready--;
+	server__batch_forget(c);
 	if (c->helloed && !c->replaced &&
 	    es_db_node_disconnected(s->db, c->node, time(NULL)) != ES_OK)
 		es_log_error("server", "could not record the disconnection",
@@ -346,6 +347,7 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 		goto cleanup;
 	}
 	s->db = db;
+	s->debug_exit_after = -1;
 	rc = es_ctrl_metrics_new(o->db_path, ES_VERSION, &s->metrics, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
@@ -440,6 +442,7 @@ void es_server_destroy(es_server *s)
 		return;
 	if (s->ctx) {
 		lws_sul_cancel(&s->sweep);
+		server__batch_flush(s);
 		lws_context_destroy(s->ctx);
 	}
 	es_ctrl_metrics_free(s->metrics);

@@ -46,6 +46,11 @@ typedef struct conn {
 	int full_owed;        /* 1: the full list sent after a label change is
 			       * not acknowledged yet (es_db_node_full_done) */
 	int64_t full_rv;      /* ... its resourceVersion */
+	/* server_sync.c: reports stored in the open batch, acknowledged when
+	 * it commits (server__batch_forget unlinks a closing connection). */
+	struct conn *batch_next;
+	int in_batch, resync_owed;
+	int64_t ack_owed;     /* highest seq to acknowledge, 0: none */
 } conn;
 
 struct es_server {
@@ -58,6 +63,11 @@ struct es_server {
 	volatile sig_atomic_t stop;
 	lws_sorted_usec_list_t sweep;
 	es_admin_hooks hooks;
+	/* server_sync.c: the open batch of the store (es_db_batch_begin). */
+	conn *batch;           /* connections owed acks when it commits */
+	lws_sorted_usec_list_t batch_sul;
+	size_t batch_reports;
+	int64_t debug_exit_after; /* EDGESYNC_DEBUG_EXIT_AFTER_COMMIT; 0 off, -1 unread */
 	unsigned char chunk[LWS_PRE + SERVER_HTTP_CHUNK];
 };
 
@@ -97,6 +107,14 @@ void server__queue_error(conn *c, es_proto_code code, const char *text);
 /* Decodes and handles one complete message of c (buf, len bytes, borrowed);
  * any failure is answered on the connection (server__queue_error). */
 void server__handle_message(conn *c, const char *buf, size_t len);
+
+/* c is going away: it is owed no acknowledgement any more (the batch's
+ * reports stay and commit; the agent sends them again and they count as
+ * duplicates). */
+void server__batch_forget(conn *c);
+
+/* Commits the open batch now and sends what it owes (at shutdown). */
+void server__batch_flush(es_server *s);
 
 /* ---- server_admin.c ---- */
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "es_json.h"
 #include "es_log.h"
@@ -17,6 +18,20 @@
 
 /* Room kept in a desired message for its envelope. */
 #define DESIRED_BUDGET (ES_PROTO_MAX_MESSAGE - 4096)
+
+/*
+ * Group commit (docs/ARCHITECTURE.md, "Durability"): the first report (or
+ * desiredAck) that finds no batch open starts one; what arrives in the
+ * next BATCH_WINDOW_US joins it, up to BATCH_MAX_REPORTS reports; then the
+ * batch commits (one fsync) and only then are its reports acknowledged.
+ */
+#define BATCH_WINDOW_US 2000
+#define BATCH_MAX_REPORTS 1024
+/* Debug setting (README, "Debugging"): exit at once after the Nth commit
+ * of a batch that holds reports, before their acks are sent, like a
+ * SIGKILL there. */
+#define DEBUG_EXIT_ENV "EDGESYNC_DEBUG_EXIT_AFTER_COMMIT"
+#define DEBUG_EXIT_CODE 86
 
 /* ---- agents: desired state ---- */
 
@@ -196,6 +211,96 @@ void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 		cJSON_Delete(item);
 		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
 	}
+}
+
+/* ---- agents: batches of reports ---- */
+
+void server__batch_flush(es_server *s)
+{
+	es_err rc;
+	conn *c;
+
+	lws_sul_cancel(&s->batch_sul);
+	if (!es_db_batch_open(s->db))
+		return;
+	rc = es_db_batch_commit(s->db);
+	if (rc == ES_OK && s->batch_reports && s->debug_exit_after > 0 &&
+	    --s->debug_exit_after == 0) {
+		es_log_warn("server", "debug: exiting after a commit, before its acks",
+			    "setting", DEBUG_EXIT_ENV, NULL);
+		_exit(DEBUG_EXIT_CODE);
+	}
+	s->batch_reports = 0;
+	while ((c = s->batch) != NULL) {
+		int64_t seq = c->ack_owed;
+		int resync = c->resync_owed;
+
+		s->batch = c->batch_next;
+		c->batch_next = NULL;
+		c->in_batch = 0;
+		c->ack_owed = 0;
+		c->resync_owed = 0;
+		if (rc != ES_OK) {
+			server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
+			continue;
+		}
+		if ((seq && server__queue_msg(c, es_proto_ack(seq)) != ES_OK) ||
+		    (resync && server__queue_msg(c, es_proto_resync()) != ES_OK))
+			server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+	}
+}
+
+static void batch_timer(lws_sorted_usec_list_t *sul)
+{
+	server__batch_flush(lws_container_of(sul, es_server, batch_sul));
+}
+
+/* Opens a batch when none is, and arms its commit. */
+static void batch_join(es_server *s)
+{
+	if (s->debug_exit_after < 0) {
+		const char *v = getenv(DEBUG_EXIT_ENV);
+
+		s->debug_exit_after = v && *v ? strtoll(v, NULL, 10) : 0;
+		if (s->debug_exit_after < 0)
+			s->debug_exit_after = 0;
+	}
+	if (es_db_batch_open(s->db))
+		return;
+	es_db_batch_begin(s->db);
+	lws_sul_schedule(s->ctx, 0, &s->batch_sul, batch_timer, BATCH_WINDOW_US);
+}
+
+/* c is owed an ack of seq (and a resync) when the batch commits. */
+static void batch_owe(conn *c, int64_t seq, int resync)
+{
+	es_server *s = c->srv;
+
+	if (seq > c->ack_owed)
+		c->ack_owed = seq;
+	c->resync_owed |= resync;
+	if (!c->in_batch) {
+		c->in_batch = 1;
+		c->batch_next = s->batch;
+		s->batch = c;
+	}
+	if (++s->batch_reports >= BATCH_MAX_REPORTS)
+		server__batch_flush(s);
+}
+
+void server__batch_forget(conn *c)
+{
+	conn **pp;
+
+	if (!c->in_batch || !c->srv)
+		return;
+	for (pp = &c->srv->batch; *pp; pp = &(*pp)->batch_next)
+		if (*pp == c) {
+			*pp = c->batch_next;
+			break;
+		}
+	c->in_batch = 0;
+	c->batch_next = NULL;
 }
 
 /* ---- agents: messages ---- */
@@ -381,6 +486,7 @@ static void on_report(conn *c, cJSON *msg)
 		server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
 		return;
 	}
+	batch_join(c->srv);
 	if (es_db_report_store(c->srv->db, c->node, msg, time(NULL), &dup,
 			       &resync) != ES_OK) {
 		server__queue_error(c, ES_PC_INTERNAL,
@@ -389,9 +495,8 @@ static void on_report(conn *c, cJSON *msg)
 	}
 	if (dup)
 		es_ctrl_metrics_duplicate(c->srv->metrics);
-	if (server__queue_msg(c, es_proto_ack(seq)) != ES_OK ||
-	    (resync && server__queue_msg(c, es_proto_resync()) != ES_OK))
-		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+	/* A duplicate too: its first copy may be in this very batch. */
+	batch_owe(c, seq, resync);
 }
 
 /* The agent acknowledged the full list owed after its labels changed. */
@@ -439,6 +544,8 @@ void server__handle_message(conn *c, const char *buf, size_t len)
 				ES_JSON_MAX_INT, &rv, NULL, 0);
 		es_ctrl_metrics_acked(c->srv->metrics, &c->acks, rv,
 				      es_time_mono_us());
+		/* Recorded in the batch: nothing is acknowledged for it. */
+		batch_join(c->srv);
 		if (es_db_node_desired_ack(c->srv->db, c->node, rv, time(NULL)) != ES_OK)
 			server__queue_error(c, ES_PC_INTERNAL,
 					    "the controller's store failed");

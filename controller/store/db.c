@@ -1,7 +1,9 @@
 /*
  * db.c - the controller store: its schema and opening (the SQLite plumbing
- * is lib/es_sqlite.c), the resourceVersion counter and compaction. Desired objects and tombstones
- * are in db_objects.c, nodes and reports in db_nodes.c.
+ * is lib/es_sqlite.c), the resourceVersion counter and compaction, batches
+ * and the statements kept prepared. Desired objects and tombstones are in
+ * db_objects.c, nodes and reports in db_nodes.c, the state held in memory
+ * in db_state.c.
  */
 #include <stdlib.h>
 
@@ -46,7 +48,53 @@ static const char *const migrations[ES_DB_SCHEMA_VERSION] = {
 	"DROP TABLE reports;"
 	"ALTER TABLE reports3 RENAME TO reports;"
 	"CREATE INDEX reports_by_node ON reports (node, id);",
+	/* 4: the state text is a checkpoint at state_ckpt (the reports of
+	 * the stream past it are replayed); the bytes of a node's stored
+	 * report bodies, for the history's byte bound. */
+	"ALTER TABLE nodes ADD COLUMN state_ckpt INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE nodes SET state_ckpt = state_seq;"
+	"ALTER TABLE nodes ADD COLUMN history_bytes INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE nodes SET history_bytes = (SELECT coalesce(sum(length(CAST(body AS BLOB))), 0)"
+	" FROM reports WHERE reports.node = nodes.name);",
 };
+
+/* The SQL of the kept statements (enum db_stmt_id). */
+static const char *const stmt_sql[DB_ST_N] = {
+	[DB_ST_NODE_CURSOR] = "SELECT acked_seq, state_seq, state_ckpt, stream_id,"
+		" history_bytes, state FROM nodes WHERE name = ?1",
+	[DB_ST_REPORT_INSERT] = "INSERT INTO reports (node, seq, report_type,"
+		" base_seq, time, received, body, stream) VALUES (?,?,?,?,?,?,?,?)",
+	[DB_ST_REPORT_PRUNE_SEQ] = "DELETE FROM reports WHERE node = ?1 AND"
+		" stream = ?2 AND seq <= ?3 RETURNING length(CAST(body AS BLOB))",
+	/* The node's reports oldest first, but for its newest. */
+	[DB_ST_REPORT_OLDEST] = "SELECT id, length(CAST(body AS BLOB)) FROM reports"
+		" WHERE node = ?1 AND id < (SELECT max(id) FROM reports WHERE node = ?1)"
+		" ORDER BY id",
+	[DB_ST_REPORT_PRUNE_ID] = "DELETE FROM reports WHERE node = ?1 AND id <= ?2"
+		" RETURNING length(CAST(body AS BLOB))",
+	[DB_ST_NODE_REPORTED] = "UPDATE nodes SET acked_seq = ?1, last_seen = ?2,"
+		" state_seq = ?3, history_bytes = ?4 WHERE name = ?5",
+	[DB_ST_NODE_CHECKPOINT] = "UPDATE nodes SET state = ?1, state_ckpt = ?2"
+		" WHERE name = ?3",
+	[DB_ST_STATE_REPLAY] = "SELECT seq, report_type, base_seq, body FROM reports"
+		" WHERE node = ?1 AND stream = ?2 AND seq > ?3 AND seq <= ?4"
+		" AND report_type <> 'event' ORDER BY seq",
+	[DB_ST_NODE_DISCONNECTED] = "UPDATE nodes SET connected = ?1, last_seen = ?2"
+		" WHERE name = ?3",
+	[DB_ST_NODE_FULL_DONE] = "UPDATE nodes SET full_pending = ?1, last_seen = ?2"
+		" WHERE name = ?3",
+	[DB_ST_NODE_DESIRED_ACK] = "UPDATE nodes SET desired_ack_rv = ?1,"
+		" last_seen = ?2 WHERE name = ?3",
+	[DB_ST_SAVEPOINT] = "SAVEPOINT report",
+	[DB_ST_RELEASE] = "RELEASE report",
+	[DB_ST_ROLLBACK_TO] = "ROLLBACK TO report",
+};
+
+static int on_commit(void *ud)
+{
+	((es_db *)ud)->commits++;
+	return 0;
+}
 
 static const es_sqlite_schema db_schema = {
 	.log = "db",
@@ -67,9 +115,13 @@ es_err es_db_open(const char *path, es_db **out, char *err, size_t errsz)
 	if (!db)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
 	db->tombstones_kept = ES_DB_TOMBSTONES_KEPT;
+	db->reports_kept = ES_DB_REPORTS_KEPT;
+	db->report_bytes_kept = ES_DB_REPORT_BYTES_KEPT;
+	db->cache_max = ES_DB_STATE_CACHE;
 	rc = es_sqlite_open(path, &db_schema, &db->sq, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
+	sqlite3_commit_hook(db->sq->h, on_commit, db);
 	*out = db;
 	db = NULL;
 cleanup:
@@ -81,8 +133,149 @@ void es_db_close(es_db *db)
 {
 	if (!db)
 		return;
+	if (db->sq) {
+		if (db->batch)
+			(void)es_db_batch_commit(db);
+		db__state_close(db);
+	}
+	for (int i = 0; i < DB_ST_N; i++)
+		sqlite3_finalize(db->stmts[i]);
 	es_sqlite_close(db->sq);
 	free(db);
+}
+
+es_err db__stmt(es_db *db, enum db_stmt_id id, sqlite3_stmt **out)
+{
+	sqlite3_stmt *st = db->stmts[id];
+
+	*out = NULL;
+	if (!st) {
+		if (sqlite3_prepare_v3(db->sq->h, stmt_sql[id], -1,
+				       SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+			sqlite3_finalize(st);
+			return es_sqlite_fail(db->sq, stmt_sql[id]);
+		}
+		db->stmts[id] = st;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	*out = st;
+	return ES_OK;
+}
+
+static es_err exec_kept(es_db *db, enum db_stmt_id id)
+{
+	sqlite3_stmt *st;
+	es_err rc = db__stmt(db, id, &st);
+
+	if (rc == ES_OK) {
+		rc = es_sqlite_step_done(db->sq, st, stmt_sql[id]);
+		sqlite3_reset(st);
+	}
+	return rc;
+}
+
+/* Commits the batch's open transaction; a failure is kept in batch_rc and
+ * forgets the states held in memory (they hold what was not stored). */
+static es_err batch_tx_commit(es_db *db)
+{
+	es_err rc;
+
+	if (!db->tx_open)
+		return ES_OK;
+	db->tx_open = 0;
+	/* SQLite rolls a transaction back by itself on some errors (a full
+	 * disk, I/O errors): then there is nothing left to commit. */
+	rc = sqlite3_get_autocommit(db->sq->h) ? ES_ERR_DB : es_sqlite_commit(db->sq);
+	if (rc != ES_OK) {
+		db__state_forget(db, NULL);
+		if (db->batch_rc == ES_OK)
+			db->batch_rc = rc;
+	}
+	return rc;
+}
+
+es_err db__begin(es_db *db)
+{
+	es_err rc = batch_tx_commit(db);
+
+	return rc != ES_OK ? rc : es_sqlite_begin(db->sq);
+}
+
+es_err db__op_begin(es_db *db, int *joined)
+{
+	es_err rc;
+
+	*joined = db->batch;
+	if (!db->batch)
+		return es_sqlite_begin(db->sq);
+	if (db->tx_open && sqlite3_get_autocommit(db->sq->h))
+		(void)batch_tx_commit(db); /* rolled back under us: failed */
+	if (!db->tx_open) {
+		if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+			return rc;
+		db->tx_open = 1;
+	}
+	return exec_kept(db, DB_ST_SAVEPOINT);
+}
+
+es_err db__op_end(es_db *db, int joined, es_err rc)
+{
+	if (!joined)
+		return es_sqlite_end(db->sq, rc);
+	if (rc == ES_OK)
+		return exec_kept(db, DB_ST_RELEASE);
+	/* Undo this write alone; the savepoint is released after. */
+	if (exec_kept(db, DB_ST_ROLLBACK_TO) == ES_OK)
+		(void)exec_kept(db, DB_ST_RELEASE);
+	return rc;
+}
+
+void es_db_batch_begin(es_db *db)
+{
+	if (db && !db->batch) {
+		db->batch = 1;
+		db->batch_rc = ES_OK;
+	}
+}
+
+es_err es_db_batch_commit(es_db *db)
+{
+	es_err rc;
+
+	if (!db || !db->batch)
+		return ES_OK;
+	(void)batch_tx_commit(db);
+	rc = db->batch_rc;
+	db->batch = 0;
+	db->batch_rc = ES_OK;
+	return rc;
+}
+
+int es_db_batch_open(const es_db *db)
+{
+	return db && db->batch;
+}
+
+uint64_t es_db_commit_count(const es_db *db)
+{
+	return db ? db->commits : 0;
+}
+
+void es_db_set_reports_kept(es_db *db, int64_t count, int64_t bytes)
+{
+	if (!db)
+		return;
+	if (count >= 1)
+		db->reports_kept = count;
+	if (bytes >= 0)
+		db->report_bytes_kept = bytes;
+}
+
+void es_db_set_state_cache(es_db *db, size_t nodes)
+{
+	if (db && nodes >= 1)
+		db->cache_max = nodes;
 }
 
 static es_err meta_get(es_db *db, const char *key, int64_t *out)
@@ -150,7 +343,7 @@ es_err es_db_compact(es_db *db, int64_t upto)
 
 	if (upto < 0)
 		return ES_ERR_INVAL;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
 	if ((rc = meta_get(db, "rv", &cur)) != ES_OK ||
 	    (rc = meta_get(db, "compacted", &compacted)) != ES_OK)

@@ -7,7 +7,11 @@
  * WAL mode, busy timeout 5 s, synchronous=FULL, schema versioned with
  * PRAGMA user_version and forward migrations; every write is one
  * BEGIN IMMEDIATE transaction committed before the function returns (so
- * before any acknowledgement). Used only from the event-loop thread.
+ * before any acknowledgement), except inside a batch (es_db_batch_begin):
+ * then reports, desiredAck records and disconnections join one
+ * transaction that es_db_batch_commit makes durable, and the caller
+ * acknowledges after that. Statements of the report path stay prepared
+ * for the life of the handle. Used only from the event-loop thread.
  *
  * resourceVersion is one controller-wide counter, increased by every object
  * write and deletion; generation increases only when an object's spec
@@ -25,13 +29,18 @@
 
 typedef struct es_db es_db;
 
-#define ES_DB_SCHEMA_VERSION 3
+#define ES_DB_SCHEMA_VERSION 4
 /* Deletion records kept by default (es_db_set_tombstones_kept). */
 #define ES_DB_TOMBSTONES_KEPT 10000
 /* Reports kept per node and stream (older ones are pruned; the cursor is
  * kept); when a new stream starts, the node's earlier streams keep their
  * newest ES_DB_REPORTS_KEPT reports between them. */
 #define ES_DB_REPORTS_KEPT 10000
+/* Bytes of report bodies (their stored JSON text) kept per node, over all
+ * its streams; the oldest go first, the newest report always stays. */
+#define ES_DB_REPORT_BYTES_KEPT (1024 * 1024)
+/* Nodes whose parsed reported state is held in memory (es_db_set_state_cache). */
+#define ES_DB_STATE_CACHE 4096
 
 /* Opens or creates the database at path; refuses a newer schema
  * (ES_ERR_UNSUPPORTED) or a file that is not a database (ES_ERR_DB), both
@@ -95,6 +104,54 @@ es_err es_db_compact(es_db *db, int64_t upto);
 void es_db_set_tombstones_kept(es_db *db, int64_t n);
 
 /*
+ * Bounds every node's report history (PROTOCOL.md, "Reports"): count
+ * (>= 1) reports per stream by sequence number (the earlier streams of a
+ * node keep count between them), and bytes (>= 0; 0: no byte bound) of
+ * stored bodies per node over all streams, the oldest dropped first and the
+ * newest report always kept. Defaults ES_DB_REPORTS_KEPT and
+ * ES_DB_REPORT_BYTES_KEPT. A value out of range keeps the current one.
+ */
+void es_db_set_reports_kept(es_db *db, int64_t count, int64_t bytes);
+
+/*
+ * Bounds how many nodes' parsed state the store holds in memory (>= 1;
+ * default ES_DB_STATE_CACHE). A report applies its change to that state
+ * and writes only the report row and the node's counters; the state text is
+ * written (a checkpoint) every 64 state reports or 256 KiB of them, when
+ * the node disconnects or is evicted, and at close; after a crash the
+ * reports past the checkpoint are replayed (docs/ARCHITECTURE.md,
+ * "Durability").
+ */
+void es_db_set_state_cache(es_db *db, size_t nodes);
+
+/*
+ * Starts a batch: from now until es_db_batch_commit, es_db_report_store,
+ * es_db_node_desired_ack, es_db_node_full_done and es_db_node_disconnected
+ * write into one open transaction, each report under its own savepoint (a
+ * report that fails is undone alone). Any other write first commits what
+ * the batch holds so far. Nothing of the batch may be acknowledged before
+ * es_db_batch_commit returned ES_OK. A second call while a batch is open
+ * does nothing.
+ */
+void es_db_batch_begin(es_db *db);
+
+/*
+ * Ends the batch: commits its transaction (synchronous=FULL: fsync'd when
+ * this returns). ES_OK when there was nothing to commit. Errors: ES_ERR_DB
+ * (this commit, or a commit made earlier for a write outside the batch,
+ * failed: what the batch held is not stored, and the node states held in
+ * memory are dropped so they are read again from the file).
+ */
+es_err es_db_batch_commit(es_db *db);
+
+/* 1 while a batch is open. */
+int es_db_batch_open(const es_db *db);
+
+/* Transactions committed on this handle so far (an SQLite commit hook; for
+ * tests and figures). */
+uint64_t es_db_commit_count(const es_db *db);
+
+/*
  * Records a node's hello: creates the node row if new, stores labels,
  * agentVersion, bootId, marks it connected at now. *acked_seq gets the
  * highest report seq stored for the node (0: none); *labels_changed is 1
@@ -139,13 +196,19 @@ es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t no
 
 /*
  * Stores one report (PROTOCOL.md "report"; msg is the decoded message) in
- * one transaction, under the node's current report stream
- * (es_db_node_stream). A seq <= the node's cursor is a duplicate: nothing is
- * stored and *duplicate = 1. Otherwise the report row is kept, the cursor
- * moves to seq, and: a snapshot replaces the node's state; a patch whose
- * baseSeq equals the state's seq is applied with RFC 7386 (else
- * *need_resync = 1 and the state is left alone); an event is kept.
- * Errors: ES_ERR_NOTFOUND (no such node), ES_ERR_DB, ES_ERR_NOMEM.
+ * one transaction (or, in a batch, one savepoint of the batch's), under the
+ * node's current report stream (es_db_node_stream). A seq <= the node's
+ * cursor is a duplicate: nothing is stored and *duplicate = 1. Otherwise
+ * the report row is kept, the cursor moves to seq, and: a snapshot replaces
+ * the node's state; a patch whose baseSeq equals the state's seq is
+ * applied with RFC 7386 (else *need_resync = 1 and the state is left
+ * alone); an event is kept (db__state_apply). The history is then trimmed
+ * to its bounds (es_db_set_reports_kept). Costs: the report's own text
+ * printed once, one row inserted, one node row updated (integers), the
+ * change applied to the state held in memory; the node's whole state is
+ * parsed only when it is not held and printed only at a checkpoint.
+ * Errors: ES_ERR_NOTFOUND (no such node), ES_ERR_INVAL (not a report),
+ * ES_ERR_DB, ES_ERR_NOMEM.
  */
 es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 			  time_t now, int *duplicate, int *need_resync);

@@ -43,7 +43,10 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 		cJSON_Delete(empty);
 		return ES_ERR_NOMEM;
 	}
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
+		goto cleanup;
+	/* A new session: the state held for the last one is written. */
+	if ((rc = db__state_drop(db, node, 1)) != ES_OK)
 		goto cleanup;
 	if ((rc = es_sqlite_prepare(db->sq, "SELECT labels, acked_seq, full_pending FROM nodes"
 				    " WHERE name = ?", &st)) != ES_OK)
@@ -115,8 +118,9 @@ static es_err node_row(es_db *db, const char *sql, const char *node,
 	return s == SQLITE_DONE ? ES_ERR_NOTFOUND : es_sqlite_fail(db->sq, op);
 }
 
-/* Keeps the newest ES_DB_REPORTS_KEPT reports of node (in the order
- * received), inside the caller's transaction. */
+/* Keeps the newest db->reports_kept reports of node (in the order
+ * received) and counts the bytes of what stays, inside the caller's
+ * transaction (a new report stream: rare). */
 static es_err reports_trim_node(es_db *db, const char *node)
 {
 	sqlite3_stmt *st = NULL;
@@ -127,8 +131,19 @@ static es_err reports_trim_node(es_db *db, const char *node)
 	if (rc != ES_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, ES_DB_REPORTS_KEPT);
+	sqlite3_bind_int64(st, 2, db->reports_kept);
 	rc = es_sqlite_step_done(db->sq, st, "reports trim");
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != ES_OK)
+		return rc;
+	rc = es_sqlite_prepare(db->sq, "UPDATE nodes SET history_bytes = (SELECT"
+			       " coalesce(sum(length(CAST(body AS BLOB))), 0) FROM reports"
+			       " WHERE node = ?1) WHERE name = ?1", &st);
+	if (rc == ES_OK) {
+		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+		rc = es_sqlite_step_done(db->sq, st, "reports trim");
+	}
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -146,8 +161,10 @@ es_err es_db_node_stream(es_db *db, const char *node, const char *stream_id,
 	if (!node || !stream_id || !*stream_id ||
 	    strlen(stream_id) > ES_PROTO_STREAM_ID_MAX)
 		return ES_ERR_INVAL;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
+	if ((rc = db__state_drop(db, node, 1)) != ES_OK)
+		goto cleanup;
 	if ((rc = node_row(db, "SELECT stream_id, acked_seq FROM nodes WHERE name = ?1",
 			   node, &st, "node stream")) != ES_OK)
 		goto cleanup;
@@ -178,8 +195,8 @@ es_err es_db_node_stream(es_db *db, const char *node, const char *stream_id,
 	if (rc != ES_OK)
 		goto cleanup;
 	if ((rc = es_sqlite_prepare(db->sq, fresh ?
-			"UPDATE nodes SET stream_id = ?1, acked_seq = 0, state_seq = 0"
-			" WHERE name = ?2" :
+			"UPDATE nodes SET stream_id = ?1, acked_seq = 0, state_seq = 0,"
+			" state_ckpt = 0 WHERE name = ?2" :
 			"UPDATE nodes SET stream_id = ?1 WHERE name = ?2", &st)) != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, stream_id, -1, SQLITE_STATIC);
@@ -201,62 +218,55 @@ cleanup:
 	return rc;
 }
 
-/* Runs an UPDATE of one node row bound with (int64 a, time now, node);
- * ES_ERR_NOTFOUND when no row changed. */
-static es_err node_update(es_db *db, const char *sql, int64_t a, time_t now,
+/* Runs the kept UPDATE id of one node row bound with (int64 a, time now,
+ * node), joining an open batch; ES_ERR_NOTFOUND when no row changed. */
+static es_err node_update(es_db *db, enum db_stmt_id id, int64_t a, time_t now,
 			  const char *node, const char *op)
 {
 	sqlite3_stmt *st = NULL;
+	int joined = 0;
 	es_err rc;
 
 	if (!node)
 		return ES_ERR_NOTFOUND;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__op_begin(db, &joined)) != ES_OK)
 		return rc;
-	if ((rc = es_sqlite_prepare(db->sq, sql, &st)) != ES_OK)
+	if ((rc = db__stmt(db, id, &st)) != ES_OK)
 		goto cleanup;
 	sqlite3_bind_int64(st, 1, a);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
 	if ((rc = es_sqlite_step_done(db->sq, st, op)) != ES_OK)
 		goto cleanup;
-	if (sqlite3_changes(db->sq->h) == 0) {
+	if (sqlite3_changes(db->sq->h) == 0)
 		rc = ES_ERR_NOTFOUND;
-		goto cleanup;
-	}
-	rc = es_sqlite_commit(db->sq);
 cleanup:
-	sqlite3_finalize(st);
-	es_sqlite_rollback(db->sq);
-	return rc;
+	if (st)
+		sqlite3_reset(st);
+	return db__op_end(db, joined, rc);
 }
 
 es_err es_db_node_disconnected(es_db *db, const char *node, time_t now)
 {
-	return node_update(db, "UPDATE nodes SET connected = ?, last_seen = ?"
-			   " WHERE name = ?", 0, now, node, "node disconnected");
+	/* The session is over: its state is written and no longer held. */
+	es_err rc = node ? db__state_drop(db, node, 0) : ES_OK;
+
+	if (rc != ES_OK)
+		return rc;
+	return node_update(db, DB_ST_NODE_DISCONNECTED, 0, now, node, "node disconnected");
 }
 
 es_err es_db_node_full_done(es_db *db, const char *node, time_t now)
 {
-	return node_update(db, "UPDATE nodes SET full_pending = ?, last_seen = ?"
-			   " WHERE name = ?", 0, now, node, "node full done");
+	return node_update(db, DB_ST_NODE_FULL_DONE, 0, now, node, "node full done");
 }
 
 es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t now)
 {
-	return node_update(db, "UPDATE nodes SET desired_ack_rv = ?, last_seen = ?"
-			   " WHERE name = ?", rv, now, node, "node desired ack");
+	return node_update(db, DB_ST_NODE_DESIRED_ACK, rv, now, node, "node desired ack");
 }
 
-/* The members of a report message the store needs; borrowed from msg. */
-typedef struct report_in {
-	int64_t seq, base_seq;
-	const char *type, *time;
-	const cJSON *body;
-} report_in;
-
-static es_err report_parse(const cJSON *msg, report_in *r)
+static es_err report_parse(const cJSON *msg, db_report *r)
 {
 	char e[128];
 
@@ -279,19 +289,19 @@ static es_err report_parse(const cJSON *msg, report_in *r)
 	return ES_OK;
 }
 
+/* State reports past a checkpoint, and their bytes, after which the state
+ * is written again (es_db_set_state_cache). */
+#define CKPT_REPORTS 64
+#define CKPT_BYTES (256 * 1024)
+
 static es_err report_insert(es_db *db, const char *node, const char *stream,
-			    const report_in *r, time_t now)
+			    const db_report *r, const char *text, time_t now)
 {
 	sqlite3_stmt *st = NULL;
-	char *text = es_json_print(r->body);
-	es_err rc;
+	es_err rc = db__stmt(db, DB_ST_REPORT_INSERT, &st);
 
-	if (!text)
-		return ES_ERR_NOMEM;
-	rc = es_sqlite_prepare(db->sq, "INSERT INTO reports (node, seq, report_type, base_seq,"
-			   " time, received, body, stream) VALUES (?,?,?,?,?,?,?,?)", &st);
 	if (rc != ES_OK)
-		goto cleanup;
+		return rc;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, r->seq);
 	sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
@@ -303,36 +313,84 @@ static es_err report_insert(es_db *db, const char *node, const char *stream,
 	sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
 	sqlite3_bind_text(st, 7, text, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 8, stream, -1, SQLITE_STATIC);
-	if ((rc = es_sqlite_step_done(db->sq, st, "report insert")) != ES_OK)
-		goto cleanup;
-	sqlite3_finalize(st);
-	st = NULL;
-	/* Keep the stream's reports of its last ES_DB_REPORTS_KEPT sequence
-	 * numbers (at most that many rows; fewer where the agent dropped
-	 * events). */
-	rc = es_sqlite_prepare(db->sq, "DELETE FROM reports WHERE node = ? AND stream = ?"
-			       " AND seq <= ?", &st);
-	if (rc != ES_OK)
-		goto cleanup;
-	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, stream, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, r->seq - ES_DB_REPORTS_KEPT);
-	rc = es_sqlite_step_done(db->sq, st, "report prune");
-cleanup:
-	sqlite3_finalize(st);
-	free(text);
+	rc = es_sqlite_step_done(db->sq, st, "report insert");
+	sqlite3_reset(st);
 	return rc;
+}
+
+/* Steps a DELETE ... RETURNING length(body) to its end, subtracting the
+ * bytes it removed from e->history_bytes. */
+static es_err prune_step(es_db *db, sqlite3_stmt *st, db_state *e)
+{
+	int s;
+
+	while ((s = sqlite3_step(st)) == SQLITE_ROW)
+		e->history_bytes -= sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return s == SQLITE_DONE ? ES_OK : es_sqlite_fail(db->sq, "report prune");
+}
+
+/*
+ * Bounds the history after the report at seq was stored (es_db_set_reports_kept):
+ * the stream's reports of its last reports_kept sequence numbers (at most
+ * that many rows; fewer where the agent dropped events), then the node's
+ * oldest reports while its bodies exceed report_bytes_kept, the newest
+ * always kept. A report past the checkpoint that still matters to the
+ * state is never removed: the state is checkpointed first.
+ */
+static es_err history_bound(es_db *db, db_state *e, int64_t seq)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t cut = seq - db->reports_kept, over, id = -1;
+	int dirty = e->state_seq != e->ckpt_seq;
+	es_err rc;
+
+	if (cut >= 1) {
+		if (dirty && cut > e->ckpt_seq &&
+		    (rc = db__state_checkpoint(db, e)) != ES_OK)
+			return rc;
+		if ((rc = db__stmt(db, DB_ST_REPORT_PRUNE_SEQ, &st)) != ES_OK)
+			return rc;
+		sqlite3_bind_text(st, 1, e->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, e->stream, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, cut);
+		if ((rc = prune_step(db, st, e)) != ES_OK)
+			return rc;
+	}
+	if (db->report_bytes_kept <= 0 || e->history_bytes <= db->report_bytes_kept)
+		return ES_OK;
+	/* The reports past the checkpoint are the newest: when the bound
+	 * would reach them, checkpoint first so that any may go. */
+	if (e->state_seq != e->ckpt_seq && e->pending_bytes > db->report_bytes_kept &&
+	    (rc = db__state_checkpoint(db, e)) != ES_OK)
+		return rc;
+	over = e->history_bytes - db->report_bytes_kept;
+	if ((rc = db__stmt(db, DB_ST_REPORT_OLDEST, &st)) != ES_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, e->name, -1, SQLITE_STATIC);
+	for (int64_t freed = 0; freed < over && sqlite3_step(st) == SQLITE_ROW;) {
+		id = sqlite3_column_int64(st, 0);
+		freed += sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	if (id < 0)
+		return ES_OK;
+	if ((rc = db__stmt(db, DB_ST_REPORT_PRUNE_ID, &st)) != ES_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, e->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, id);
+	return prune_step(db, st, e);
 }
 
 es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 			  time_t now, int *duplicate, int *need_resync)
 {
 	sqlite3_stmt *st = NULL;
-	cJSON *state = NULL;
-	char *text = NULL, stream[ES_PROTO_STREAM_ID_MAX + 1];
-	int64_t acked, state_seq;
-	int state_changed = 0;
-	report_in r;
+	db_state *e = NULL;
+	char *text = NULL;
+	int64_t len;
+	int joined = 0, changed = 0, resync = 0;
+	db_report r;
 	es_err rc;
 
 	if (duplicate)
@@ -343,73 +401,79 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 		return ES_ERR_NOTFOUND;
 	if (report_parse(msg, &r) != ES_OK)
 		return ES_ERR_INVAL;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__op_begin(db, &joined)) != ES_OK)
 		return rc;
-	if ((rc = node_row(db, "SELECT acked_seq, state_seq, state, stream_id FROM nodes"
-			   " WHERE name = ?1", node, &st, "report store")) != ES_OK)
+	if ((rc = db__state_get(db, node, &e)) != ES_OK)
 		goto cleanup;
-	acked = sqlite3_column_int64(st, 0);
-	state_seq = sqlite3_column_int64(st, 1);
-	snprintf(stream, sizeof(stream), "%s", sqlite3_column_text(st, 3) ?
-		 (const char *)sqlite3_column_text(st, 3) : "");
-	if (r.seq <= acked) {
+	if (r.seq <= e->acked) {
 		if (duplicate)
 			*duplicate = 1;
 		goto cleanup;
 	}
-	if (strcmp(r.type, "snapshot") == 0) {
-		if (!(state = cJSON_Duplicate(r.body, 1))) {
-			rc = ES_ERR_NOMEM;
-			goto cleanup;
-		}
-		state_changed = 1;
-	} else if (strcmp(r.type, "patch") == 0) {
-		if (sqlite3_column_type(st, 2) == SQLITE_NULL || r.base_seq != state_seq) {
-			if (need_resync)
-				*need_resync = 1;
-		} else {
-			rc = es_sqlite_column_json(db->sq, st, 2, "report store", &state);
-			if (rc == ES_OK)
-				rc = es_mpatch_apply(&state, r.body);
-			if (rc != ES_OK)
-				goto cleanup;
-			state_changed = 1;
-		}
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if ((rc = report_insert(db, node, stream, &r, now)) != ES_OK)
-		goto cleanup;
-	if (state_changed && !(text = es_json_print(state))) {
+	if (!(text = es_json_print(r.body))) {
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
-	rc = es_sqlite_prepare(db->sq, state_changed ?
-		"UPDATE nodes SET acked_seq = ?1, last_seen = ?2, state_seq = ?1,"
-		" state = ?4 WHERE name = ?3" :
-		"UPDATE nodes SET acked_seq = ?1, last_seen = ?2 WHERE name = ?3", &st);
-	if (rc != ES_OK)
-		goto cleanup;
-	sqlite3_bind_int64(st, 1, r.seq);
+	len = (int64_t)strlen(text);
+	if ((rc = report_insert(db, node, e->stream, &r, text, now)) != ES_OK)
+		goto forget;
+	/* A snapshot is its own checkpoint: its text is the state's. */
+	if (strcmp(r.type, "snapshot") == 0) {
+		if ((rc = db__stmt(db, DB_ST_NODE_CHECKPOINT, &st)) != ES_OK)
+			goto forget;
+		sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, r.seq);
+		sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+		rc = es_sqlite_step_done(db->sq, st, "report store");
+		sqlite3_reset(st);
+		if (rc != ES_OK)
+			goto forget;
+	}
+	/* From here the memory changes with the rows; on any failure both
+	 * are undone (the entry forgotten, the write rolled back). */
+	if ((rc = db__state_apply(&e->state, &e->state_seq, &r, &changed,
+				  &resync)) != ES_OK)
+		goto forget;
+	e->acked = r.seq;
+	e->history_bytes += len;
+	if (strcmp(r.type, "snapshot") == 0) {
+		e->ckpt_seq = r.seq;
+		e->pending = e->pending_bytes = 0;
+	} else {
+		e->pending++;
+		e->pending_bytes += len;
+	}
+	if (e->state_seq != e->ckpt_seq &&
+	    (e->pending >= CKPT_REPORTS || e->pending_bytes >= CKPT_BYTES) &&
+	    (rc = db__state_checkpoint(db, e)) != ES_OK)
+		goto forget;
+	if ((rc = history_bound(db, e, r.seq)) != ES_OK)
+		goto forget;
+	if ((rc = db__stmt(db, DB_ST_NODE_REPORTED, &st)) != ES_OK)
+		goto forget;
+	sqlite3_bind_int64(st, 1, e->acked);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)now);
-	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
-	if (state_changed)
-		sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
-	if ((rc = es_sqlite_step_done(db->sq, st, "report store")) != ES_OK)
-		goto cleanup;
-	rc = es_sqlite_commit(db->sq);
+	sqlite3_bind_int64(st, 3, e->state_seq);
+	sqlite3_bind_int64(st, 4, e->history_bytes);
+	sqlite3_bind_text(st, 5, node, -1, SQLITE_STATIC);
+	rc = es_sqlite_step_done(db->sq, st, "report store");
+	sqlite3_reset(st);
+	if (rc != ES_OK)
+		goto forget;
+	if (need_resync)
+		*need_resync = resync;
+	goto cleanup;
+forget:
+	/* The memory may be part way: forget it, the file is right. */
+	db__state_forget(db, node);
 cleanup:
-	if (rc != ES_OK && need_resync)
-		*need_resync = 0;
-	sqlite3_finalize(st);
-	es_sqlite_rollback(db->sq);
-	cJSON_Delete(state);
 	free(text);
-	return rc;
+	return db__op_end(db, joined, rc);
 }
 
 #define NODE_COLS "name, labels, agent_version, boot_id, connected, last_seen," \
-	" acked_seq, state_seq, state, desired_ack_rv, created, NULLIF(stream_id, '')"
+	" acked_seq, state_seq, state, desired_ack_rv, created, NULLIF(stream_id, ''),"\
+	" state_ckpt"
 
 static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
 {
@@ -464,7 +528,9 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 	es_err rc;
 
 	*out = NULL;
-	rc = es_sqlite_column_json(db->sq, st, 8, "node get", &node);
+	rc = db__state_view(db, name, sqlite3_column_text(st, 11) ?
+			    (const char *)sqlite3_column_text(st, 11) : "", st, 8,
+			    sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 7), &node);
 	if (rc != ES_OK)
 		return rc;
 	if (!cJSON_IsObject(node)) {
@@ -625,7 +691,7 @@ es_err es_db_reports_list(es_db *db, const char *node, int limit, cJSON **out)
 				&st)) != ES_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 2, limit > 0 ? limit : ES_DB_REPORTS_KEPT);
+	sqlite3_bind_int(st, 2, limit > 0 ? limit : (int)db->reports_kept);
 	rc = es_sqlite_collect(db->sq, st, report_from_row, db, "reports list", out);
 	sqlite3_finalize(st);
 	return rc;

@@ -144,7 +144,7 @@ es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 		*previous = NULL;
 	if (es_obj_kind(obj) < ES_KIND_COLLECTOR_CONFIG || !name)
 		return ES_ERR_INVAL;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
 	rc = object_load(db, kind, name, &prev);
 	if (rc == ES_ERR_NOTFOUND) {
@@ -251,7 +251,7 @@ es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
 		*deleted = NULL;
 	if (kind < ES_KIND_COLLECTOR_CONFIG || !es_obj_kind_name(kind) || !name)
 		return ES_ERR_NOTFOUND;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
 	if ((rc = object_load(db, es_obj_kind_name(kind), name, &prev)) != ES_OK)
 		goto cleanup;

@@ -60,6 +60,15 @@ static void test_dev_defaults(void **state)
 	assert_string_equal(c.admin_ca, "/tmp/st/dev/ca.crt");
 	assert_string_equal(c.trust_domain, "edgesync.local");
 	assert_int_equal(c.dev, 1);
+	/* The report history's bounds and the state cache (README). */
+	assert_int_equal(c.reports_kept, 10000);
+	assert_int_equal(c.report_bytes_kept, 1048576);
+	assert_int_equal(c.state_cache_nodes, 4096);
+	es_ccfg_free(&c);
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--report-bytes-kept", "0",
+			      "--reports-kept", "5", NULL), ES_OK);
+	assert_int_equal(c.report_bytes_kept, 0);
+	assert_int_equal(c.reports_kept, 5);
 	es_ccfg_free(&c);
 }
 
@@ -224,6 +233,9 @@ static void test_bad_values_name_the_key(void **state)
 		{ "--trust-domain", "Not A Domain", "trust-domain" },
 		{ "--state-dir", "", "state-dir" },
 		{ "--dev", "maybe", "--dev" },
+		{ "--reports-kept", "0", "reports-kept" },
+		{ "--report-bytes-kept", "-1", "report-bytes-kept" },
+		{ "--state-cache-nodes", "0", "state-cache-nodes" },
 	};
 
 	(void)state;
