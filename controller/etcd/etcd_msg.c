@@ -189,6 +189,14 @@ static const char *const op_names[] = {
 	"EQUAL", "GREATER", "LESS", "NOT_EQUAL"
 };
 
+/* The sticky error, or ES_ERR_INVAL (kept) for a NULL or empty key. */
+static es_err txn_key_ok(es_etcd_txn *t, const void *key, size_t klen)
+{
+	if (!t->err && (!key || !klen))
+		t->err = ES_ERR_INVAL;
+	return t->err;
+}
+
 /* Adds item to arr, or deletes it and remembers the failure. */
 static es_err txn_add(es_etcd_txn *t, cJSON *arr, cJSON *item, int bad)
 {
@@ -207,10 +215,9 @@ es_err es_etcd_txn_compare(es_etcd_txn *t, const void *key, size_t klen,
 	cJSON *c;
 	int bad;
 
-	if (t->err)
+	if (txn_key_ok(t, key, klen) != ES_OK)
 		return t->err;
-	if (!key || !klen || (unsigned)target > ES_ETCD_CMP_LEASE ||
-	    (unsigned)op > ES_ETCD_NOT_EQUAL) {
+	if ((unsigned)target > ES_ETCD_CMP_LEASE || (unsigned)op > ES_ETCD_NOT_EQUAL) {
 		t->err = ES_ERR_INVAL;
 		return t->err;
 	}
@@ -249,47 +256,39 @@ es_err es_etcd_txn_put(es_etcd_txn *t, int on_success, const void *key,
 {
 	cJSON *in;
 
-	if (t->err)
+	if (txn_key_ok(t, key, klen) != ES_OK)
 		return t->err;
-	if (!key || !klen) {
-		t->err = ES_ERR_INVAL;
-		return t->err;
-	}
 	in = cJSON_CreateObject();
 	return txn_op(t, on_success, "request_put", in,
 		      !in || add_put(in, key, klen, value, vlen, lease) != 0);
 }
 
-es_err es_etcd_txn_delete(es_etcd_txn *t, int on_success, const void *key,
-			  size_t klen, const void *range_end, size_t relen)
+/* A request_range or request_delete_range (name) of [key, range_end). */
+static es_err txn_range_op(es_etcd_txn *t, int on_success, const char *name,
+			   const void *key, size_t klen, const void *range_end,
+			   size_t relen)
 {
 	cJSON *in;
 
-	if (t->err)
+	if (txn_key_ok(t, key, klen) != ES_OK)
 		return t->err;
-	if (!key || !klen) {
-		t->err = ES_ERR_INVAL;
-		return t->err;
-	}
 	in = cJSON_CreateObject();
-	return txn_op(t, on_success, "request_delete_range", in,
+	return txn_op(t, on_success, name, in,
 		      !in || add_range(in, key, klen, range_end, relen) != 0);
+}
+
+es_err es_etcd_txn_delete(es_etcd_txn *t, int on_success, const void *key,
+			  size_t klen, const void *range_end, size_t relen)
+{
+	return txn_range_op(t, on_success, "request_delete_range", key, klen,
+			    range_end, relen);
 }
 
 es_err es_etcd_txn_range(es_etcd_txn *t, int on_success, const void *key,
 			 size_t klen, const void *range_end, size_t relen)
 {
-	cJSON *in;
-
-	if (t->err)
-		return t->err;
-	if (!key || !klen) {
-		t->err = ES_ERR_INVAL;
-		return t->err;
-	}
-	in = cJSON_CreateObject();
-	return txn_op(t, on_success, "request_range", in,
-		      !in || add_range(in, key, klen, range_end, relen) != 0);
+	return txn_range_op(t, on_success, "request_range", key, klen, range_end,
+			    relen);
 }
 
 char *es_etcd_msg_txn_body(const es_etcd_txn *t, es_err *rc)
