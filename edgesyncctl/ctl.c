@@ -18,6 +18,7 @@
 #include "es_json.h"
 #include "es_obj.h"
 #include "es_url.h"
+#include "es_urllist.h"
 #include "es_version.h"
 #include "print.h"
 #include "yaml.h"
@@ -33,7 +34,8 @@ typedef struct ctl_cfg {
 
 static const es_setting settings[] = {
 	{ "server", "EDGESYNC_SERVER", "server", ES_SET_STRING, ES_CTL_DEFAULT_SERVER, 0, 0,
-	  offsetof(ctl_cfg, server), "admin API URL (https://host:port)", NULL, 0 },
+	  offsetof(ctl_cfg, server), "admin API URL (https://host:port); several, "
+	  "comma-separated or the flag repeated, are tried in turn", NULL, 0 },
 	{ "cert", "EDGESYNC_CERT", "cert", ES_SET_STRING, NULL, 0, 0,
 	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)", NULL, 0 },
 	{ "key", "EDGESYNC_KEY", "key", ES_SET_STRING, NULL, 0, 0,
@@ -50,6 +52,7 @@ typedef struct ctl {
 	const char **pos;    /* positional arguments, borrowed from argv */
 	int npos;
 	es_http_client *http; /* one connection for all requests of a command */
+	es_urllist servers;   /* --server as a list; cur: the one that answered */
 } ctl;
 
 static void usage(FILE *f)
@@ -132,6 +135,18 @@ static int load_settings(ctl *c, int argc, char **argv, char **rest, int nrest)
 	if (es_config_load_args(settings, NSETTINGS, &c->cfg, nrest, rest, 0, c->pos,
 				&c->npos, err, sizeof(err)) != ES_OK)
 		goto fail;
+	/* --server given several times is a list, as a comma-separated value is */
+	{
+		char *joined = NULL;
+
+		if (es_urllist_join_flag(nrest, rest, 0, "server", &joined, err,
+					 sizeof(err)) != ES_OK)
+			goto fail;
+		if (joined) {
+			free(c->cfg.server);
+			c->cfg.server = joined;
+		}
+	}
 	return 0;
 fail:
 	fprintf(stderr, "error: %s\n", err);
@@ -143,26 +158,40 @@ static void server_error(const char *what, const es_http_resp *r)
 	es_print_server_error(stderr, what, r->status, r->body, r->body_len);
 }
 
-/* One request; path is appended to the server URL. -1 on a transport error
- * (printed), else 0 with *r filled. */
+/* One request; path is appended to the server URL. When a server cannot
+ * be reached (ES_ERR_IO: resolve, connect, send, receive, timeout), the
+ * next of --server is tried, each once, and the one that answers is used
+ * for the command's later requests. -1 on a transport error (printed, with
+ * every server's), else 0 with *r filled. */
 static int call(ctl *c, const char *method, const char *path, const char *body,
 		es_http_resp *r)
 {
-	char err[768] = "", *url = NULL;
-	size_t sl = strlen(c->cfg.server);
-	es_err rc;
+	char err[768] = "", all[2048] = "", *url = NULL;
+	size_t used = 0;
+	es_err rc = ES_ERR_IO;
 
-	while (sl && c->cfg.server[sl - 1] == '/')
-		sl--;
-	if (asprintf(&url, "%.*s%s", (int)sl, c->cfg.server, path) < 0) {
-		fprintf(stderr, "error: out of memory\n");
-		return -1;
+	for (size_t tried = 0; tried < c->servers.n; tried++) {
+		const char *server = es_urllist_current(&c->servers);
+		size_t sl = strlen(server);
+
+		while (sl && server[sl - 1] == '/')
+			sl--;
+		if (asprintf(&url, "%.*s%s", (int)sl, server, path) < 0) {
+			fprintf(stderr, "error: out of memory\n");
+			return -1;
+		}
+		rc = es_http_client_request(c->http, method, url, body,
+					    body ? strlen(body) : 0, r, err, sizeof(err));
+		free(url);
+		if (rc != ES_ERR_IO || c->servers.n == 1)
+			break;
+		if (used < sizeof(all))
+			used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s",
+						 used ? "; " : "", err);
+		es_urllist_advance(&c->servers, 0);
 	}
-	rc = es_http_client_request(c->http, method, url, body, body ? strlen(body) : 0, r, err,
-				    sizeof(err));
-	free(url);
 	if (rc != ES_OK) {
-		fprintf(stderr, "error: %s\n", err);
+		fprintf(stderr, "error: %s\n", rc == ES_ERR_IO && all[0] ? all : err);
 		return -1;
 	}
 	return 0;
@@ -179,9 +208,16 @@ static int open_client(ctl *c)
 	char err[768] = "";
 	es_err rc;
 
-	if (es_url_parse("server", c->cfg.server, "https", &u, err, sizeof(err)) != ES_OK) {
+	if (es_urllist_split("server", c->cfg.server, &c->servers, err, sizeof(err)) != ES_OK) {
 		fprintf(stderr, "error: %s\n", err);
 		return ES_CTL_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < c->servers.n; i++) {
+		if (es_url_parse("server", c->servers.items[i], "https", &u, err,
+				 sizeof(err)) != ES_OK) {
+			fprintf(stderr, "error: %s\n", err);
+			return ES_CTL_EXIT_USAGE;
+		}
 	}
 	rc = es_http_client_new(&opts, &c->http, err, sizeof(err));
 	if (rc != ES_OK) {
@@ -613,6 +649,7 @@ int es_ctl_main(int argc, char **argv)
 	}
 cleanup:
 	es_http_client_free(c.http);
+	es_urllist_free(&c.servers);
 	es_config_free(settings, NSETTINGS, &c.cfg);
 	free(rest);
 	free((void *)c.pos);

@@ -12,6 +12,11 @@
 # systemd-nspawn (systemd-container). As root, podman and mmdebstrap need
 # no subordinate ids (uidmap). `--build-only` leaves those out (the
 # container image's build stage uses it).
+#
+# etcd-server and etcd-client (etcd 3.4, not for `--build-only`) are for
+# the controller's etcd client tests, which start a one-member etcd of
+# their own on loopback; the package's own etcd.service is stopped and
+# disabled again, so no etcd is left listening on the default ports.
 set -euo pipefail
 
 build_only=0
@@ -33,6 +38,7 @@ PACKAGES=(
 )
 if [[ ${build_only} == 0 ]]; then
     PACKAGES+=(podman runc mmdebstrap systemd-container)
+    PACKAGES+=(etcd-server etcd-client)
 fi
 
 SRC_FILE=/etc/apt/sources.list.d/trixie-src.sources
@@ -90,5 +96,8 @@ fi
 if [[ ${#missing[@]} -gt 0 ]]; then
     echo "install-deps.sh: installing ${missing[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+    if [[ " ${missing[*]} " == *" etcd-server "* ]] && [[ -d /run/systemd/system ]]; then
+        systemctl disable --now etcd.service >/dev/null 2>&1 || true
+    fi
 fi
 echo "install-deps.sh: done"

@@ -15,6 +15,7 @@
 #include "es_log.h"
 #include "es_obj.h"
 #include "es_proto.h"
+#include "es_urllist.h"
 
 #define S(k, env, type, def, lo, hi, member, help) \
 	{ k, "EDGESYNC_" env, k, type, def, lo, hi, \
@@ -34,7 +35,8 @@ static const char *const egress_backend_names[] = {
 
 static const es_setting settings[] = {
 	S("controller-url", "CONTROLLER_URL", ES_SET_STRING, "", 0, 0, controller_url,
-	  "controller sync URL, wss://host:port[/path] (empty: offline only)"),
+	  "controller sync URL, wss://host:port[/path]; several, comma-separated "
+	  "or the flag repeated, are tried in turn (empty: offline only)"),
 	S("node-name", "NODE_NAME", ES_SET_STRING, NULL, 0, 0, node_name,
 	  "node name, an RFC 1123 subdomain (default: the host name)"),
 	S("labels", "LABELS", ES_SET_STRING, "", 0, 0, labels,
@@ -111,8 +113,23 @@ es_err es_agent_config_load(es_agent_config *cfg, int argc, char **argv,
 	rc = es_config_load_env(settings, NSETTINGS, cfg, err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	return es_config_load_args(settings, NSETTINGS, cfg, argc, argv, first,
-				   positional, npositional, err, errsz);
+	rc = es_config_load_args(settings, NSETTINGS, cfg, argc, argv, first,
+				 positional, npositional, err, errsz);
+	if (rc != ES_OK)
+		return rc;
+	/* --controller-url given several times is a list, as a comma-separated
+	 * value is. */
+	{
+		char *joined = NULL;
+
+		rc = es_urllist_join_flag(argc, argv, first, "controller-url", &joined,
+					  err, errsz);
+		if (rc == ES_OK && joined) {
+			free(cfg->controller_url);
+			cfg->controller_url = joined;
+		}
+	}
+	return rc;
 }
 
 void es_agent_config_free(es_agent_config *cfg)
@@ -144,6 +161,19 @@ es_err es_agent_url_parse(const char *url, es_agent_url *out, char *err,
 	if (!strcmp(out->path, "/"))
 		snprintf(out->path, sizeof(out->path), "%s", ES_PROTO_PATH);
 	return ES_OK;
+}
+
+es_err es_agent_urls_parse(const char *list, es_urllist *l,
+			   es_agent_url urls[ES_URLLIST_MAX], char *err,
+			   size_t errsz)
+{
+	es_err rc = es_urllist_split("controller-url", list, l, err, errsz);
+
+	for (size_t i = 0; rc == ES_OK && i < l->n; i++)
+		rc = es_agent_url_parse(l->items[i], &urls[i], err, errsz);
+	if (rc != ES_OK)
+		es_urllist_free(l);
+	return rc;
 }
 
 /* Kubernetes label name or value part: at most 63 of [A-Za-z0-9._-],
@@ -277,7 +307,6 @@ static es_err default_node_name(es_agent_config *cfg, char *err, size_t errsz)
 
 es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
 {
-	es_agent_url url;
 	es_addr addr;
 	cJSON *labels = NULL;
 	es_err rc;
@@ -295,9 +324,13 @@ es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
 			       "(lower-case letters, digits, '-' and '.', at most 253)",
 			       cfg->node_name);
 	if (!empty(cfg->controller_url)) {
-		rc = es_agent_url_parse(cfg->controller_url, &url, err, errsz);
+		es_agent_url urls[ES_URLLIST_MAX];
+		es_urllist l;
+
+		rc = es_agent_urls_parse(cfg->controller_url, &l, urls, err, errsz);
 		if (rc != ES_OK)
 			return rc;
+		es_urllist_free(&l);
 		if (empty(cfg->cert))
 			return es_errf(ES_ERR_INVAL, err, errsz,
 				       "cert: required when controller-url is set");

@@ -13,6 +13,7 @@
 #include "es_config.h"
 #include "es_err.h"
 #include "es_url.h"
+#include "es_urllist.h"
 
 #define ES_AGENT_CONFIG_ENV "EDGESYNC_CONFIG"
 
@@ -23,7 +24,7 @@ typedef enum es_agent_kc_backend {
 } es_agent_kc_backend;
 
 typedef struct es_agent_config {
-	char *controller_url;  /* wss://host[:port][/path]; "" = offline only */
+	char *controller_url;  /* wss://host[:port][/path], comma-separated; "" = offline only */
 	char *node_name;       /* default: the host name, lower-cased */
 	char *labels;          /* "k=v,k2=v2" */
 	char *cert, *key, *ca; /* PEM files for mutual TLS */
@@ -87,6 +88,15 @@ typedef es_url es_agent_url;
  */
 es_err es_agent_url_parse(const char *url, es_agent_url *out, char *err,
 			  size_t errsz);
+
+/*
+ * Parses controller-url as a list of controllers: es_urllist_split into
+ * *l (the caller frees it with es_urllist_free), then each URL with
+ * es_agent_url_parse into urls[i]. Errors: those two's; *l is empty then.
+ */
+es_err es_agent_urls_parse(const char *list, es_urllist *l,
+			   es_agent_url urls[ES_URLLIST_MAX], char *err,
+			   size_t errsz);
 
 /*
  * Parses "k=v,k2=v2" into a new JSON object of strings (*out, caller owns).

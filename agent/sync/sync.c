@@ -6,7 +6,9 @@
  */
 #include "sync/sync.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +89,55 @@ static void reconcile_soon(es_sync *s)
 
 static void dial(lws_sorted_usec_list_t *sul);
 
+/* Makes urls.cur the controller in use: u, url and the Host header. */
+static void use_url(es_sync *s)
+{
+	s->u = s->us[s->urls.cur];
+	s->url = es_urllist_current(&s->urls);
+	snprintf(s->host_hdr, sizeof(s->host_hdr), "%s:%d", s->u.host, s->u.port);
+}
+
+/*
+ * The address to dial for u, into s->addr: the host itself when it is an
+ * address literal (or its name does not resolve: lws then says so), else
+ * the urls.addr-th of the addresses its name resolves to (the resolver's
+ * order, RFC 6724), so that a name with several addresses is several
+ * controllers. The lookup blocks as lws's own would.
+ */
+static void pick_addr(es_sync *s)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	unsigned char bin[16];
+	size_t i = 0;
+
+	snprintf(s->addr, sizeof(s->addr), "%s", s->u.host);
+	s->naddrs = 1;
+	if (inet_pton(AF_INET, s->u.host, bin) == 1 ||
+	    inet_pton(AF_INET6, s->u.host, bin) == 1)
+		return;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_ADDRCONFIG;
+	if (getaddrinfo(s->u.host, NULL, &hints, &res) != 0)
+		return;
+	s->naddrs = 0;
+	for (ai = res; ai; ai = ai->ai_next)
+		s->naddrs++;
+	if (s->urls.addr >= s->naddrs)
+		s->urls.addr = 0;
+	for (ai = res; ai; ai = ai->ai_next, i++) {
+		const void *a = ai->ai_family == AF_INET6 ?
+			(const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr :
+			(const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+
+		if (i == s->urls.addr &&
+		    !inet_ntop(ai->ai_family, a, s->addr, sizeof(s->addr)))
+			snprintf(s->addr, sizeof(s->addr), "%s", s->u.host);
+	}
+	freeaddrinfo(res);
+}
+
 static void conn_down(es_sync *s, const char *why)
 {
 	int64_t delay;
@@ -105,6 +156,9 @@ static void conn_down(es_sync *s, const char *why)
 		sync__set_error(s, why, NULL);
 	if (s->stopping)
 		return;
+	/* The next controller (address, then URL) gets the next dial. */
+	es_urllist_advance(&s->urls, s->naddrs);
+	use_url(s);
 	delay = es_backoff_next(&s->bo, es_time_mono_ms());
 	snprintf(ms, sizeof(ms), "%lld", (long long)delay);
 	es_log_warn("sync", "disconnected, redialling", "url", s->url,
@@ -125,10 +179,11 @@ static void dial(lws_sorted_usec_list_t *sul)
 				 ES_SYNC_CREDS_RETRY_S * LWS_US_PER_SEC);
 		return;
 	}
+	pick_addr(s);
 	memset(&i, 0, sizeof(i));
 	i.context = s->ctx;
 	i.vhost = s->vh;
-	i.address = s->u.host;
+	i.address = s->addr;
 	i.port = s->u.port;
 	i.path = s->u.path;
 	i.host = s->host_hdr;
@@ -142,7 +197,7 @@ static void dial(lws_sorted_usec_list_t *sul)
 	i.opaque_user_data = s;
 	s->attempts++;
 	s->state = ST_CONNECTING;
-	es_log_debug("sync", "dialling", "url", s->url, NULL);
+	es_log_debug("sync", "dialling", "url", s->url, "address", s->addr, NULL);
 	w = lws_client_connect_via_info(&i);
 	if (!w) {
 		if (s->state == ST_CONNECTING)
@@ -303,15 +358,15 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	if (!s)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	s->creds_ok = -1;
-	rc = es_agent_url_parse(opts->url, &s->u, err, errsz);
+	rc = es_agent_urls_parse(opts->url, &s->urls, s->us, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
+	use_url(s);
 	s->ctx = ctx;
 	s->st = st;
 	s->metrics = opts->metrics;
 	if (hooks)
 		s->hooks = *hooks;
-	s->url = strdup(opts->url);
 	s->node = strdup(opts->node);
 	s->agent_version = strdup(opts->agent_version);
 	s->boot_id = strdup(opts->boot_id ? opts->boot_id : "");
@@ -320,12 +375,11 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	s->cert = strdup(opts->cert ? opts->cert : "");
 	s->key = strdup(opts->key ? opts->key : "");
 	s->ca = strdup(opts->ca ? opts->ca : "");
-	if (!s->url || !s->node || !s->agent_version || !s->boot_id || !s->labels ||
+	if (!s->node || !s->agent_version || !s->boot_id || !s->labels ||
 	    !s->cert || !s->key || !s->ca) {
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 		goto cleanup;
 	}
-	snprintf(s->host_hdr, sizeof(s->host_hdr), "%s:%d", s->u.host, s->u.port);
 	s->heartbeat_s = ES_PROTO_HEARTBEAT_S;
 	es_store_get_int(st, "acked_seq", 0, &s->last_acked_seq);
 	es_backoff_init(&s->bo, NULL, NULL);
@@ -417,7 +471,7 @@ void es_sync_free(es_sync *s)
 		return;
 	es_ws_queue_clear(&s->q);
 	es_ws_rx_free(&s->rx);
-	free(s->url);
+	es_urllist_free(&s->urls);
 	free(s->node);
 	free(s->agent_version);
 	free(s->boot_id);

@@ -33,10 +33,18 @@ struct es_sync {
 	es_store *st;
 	es_sync_hooks hooks;
 	es_agent_metrics *metrics;
-	char *url, *node, *agent_version, *boot_id;
+	char *node, *agent_version, *boot_id;
+	const char *url;      /* the controller in use: borrowed from urls */
 	cJSON *labels;
-	es_agent_url u;
+	es_agent_url u;       /* the controller in use (a copy of us[urls.cur]) */
 	char host_hdr[300];
+	/* Every controller of controller-url, gone through in turn: on each
+	 * failure the next address of u's host (addr: the one dialled, naddrs
+	 * how many its name had at the dial), then the next URL. */
+	es_urllist urls;
+	es_agent_url us[ES_URLLIST_MAX];
+	char addr[ES_ADDR_HOST_MAX + 1];
+	size_t naddrs;
 
 	struct lws *wsi;
 	enum sync_state state;

@@ -107,10 +107,14 @@ class TestPackages(unittest.TestCase):
         pkgtest.run(["dpkg", "-x", deb, data])
         want = {f"/etc/edgesync/{conf}.conf", f"/lib/systemd/system/{name}.service",
                 f"/usr/share/doc/{name}/README.md"} | {f"/usr/bin/{b}" for b in binaries}
+        if name == "edgesync-controller":
+            want.add("/lib/systemd/system/edgesync-controller@.service")
         self.assertEqual(files_in(data), want)
-        with open(os.path.join(data, "lib/systemd/system", name + ".service")) as u, \
-                open(os.path.join(pkgtest.PACKAGING, "systemd", name + ".service")) as s:
-            self.assertEqual(u.read(), s.read())
+        for unit in (p for p in want if p.startswith("/lib/systemd/system/")):
+            with open(data + unit) as u, \
+                    open(os.path.join(pkgtest.PACKAGING, "systemd",
+                                      os.path.basename(unit))) as s:
+                self.assertEqual(u.read(), s.read(), unit)
         for b in binaries:
             self.check_binary(os.path.join(data, "usr/bin", b))
         # dpkg's own listing agrees with what was unpacked.

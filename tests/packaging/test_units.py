@@ -14,6 +14,10 @@ import unittest
 import pkgtest
 
 UNITS = ["edgesync-agent.service", "edgesync-controller.service"]
+# Several controllers on one host: instance NAME reads controller-NAME.conf.
+TEMPLATE = "edgesync-controller@.service"
+# What the template may set otherwise than edgesync-controller.service.
+PER_INSTANCE = {"ExecCondition", "ExecStart", "StateDirectory"}
 
 
 def unit_text(name):
@@ -54,7 +58,7 @@ class TestUnits(unittest.TestCase):
                               capture_output=True, text=True, timeout=60)
 
     def test_verify_clean(self):
-        for name in UNITS:
+        for name in UNITS + [TEMPLATE]:
             r = self.verify(name, unit_text(name))
             self.assertEqual(r.returncode, 0, f"{name}: {r.stdout}{r.stderr}")
             self.assertEqual(r.stdout + r.stderr, "", f"{name}: verify said something")
@@ -123,6 +127,60 @@ class TestUnits(unittest.TestCase):
             path = v.split(":", 1)[1]
             self.assertIn(os.path.basename(path), cond[0])
             self.assertIn(os.path.dirname(path) + "/$$f", cond[0])
+
+    def test_template_mirrors_the_controller_unit(self):
+        """edgesync-controller@.service runs one controller per instance
+        with its own config file and state directory, and is otherwise the
+        controller unit: the same hardening, credentials and restarts."""
+        one, tpl = unit_text(UNITS[1]), unit_text(TEMPLATE)
+        strip = lambda t: [(k, v) for k, v in directives(t) if k not in PER_INSTANCE]
+        self.assertEqual(strip(tpl), strip(one))
+        self.assertEqual(values(tpl, "StateDirectory"), ["edgesync-controller-%i"])
+        start = values(tpl, "ExecStart")[0].split()
+        self.assertEqual(start[:2], ["/usr/bin/edgesync-controller", "run"])
+        self.assertEqual(start[start.index("--config") + 1],
+                         "/etc/edgesync/controller-%i.conf")
+        self.assertEqual(start[start.index("--state-dir") + 1],
+                         "/var/lib/edgesync-controller-%i")
+        known = pkgtest.settings("edgesync-controller")
+        for arg in start[2:]:
+            if arg.startswith("--") and arg != "--config":
+                self.assertIn(arg[2:], known, arg)
+        self.assertEqual(set(re.findall(r"%d/([\w.-]+)", values(tpl, "ExecStart")[0])),
+                         {v.split(":", 1)[0] for v in values(tpl, "LoadCredential")})
+
+    def test_template_condition_names_what_is_missing(self):
+        """The instance's ExecCondition, run as systemd would (%i expanded,
+        $$ as $; /etc/edgesync moved to a scratch directory): fails with
+        255 naming the missing config file and credentials, passes once
+        they are there."""
+        cond = values(unit_text(TEMPLATE), "ExecCondition")
+        self.assertEqual(len(cond), 1)
+        self.assertTrue(cond[0].startswith("+/bin/sh -c '"), cond)
+        etc = os.path.join(self.dir, "etc")
+        script = (cond[0][len("+/bin/sh -c '"):-1].replace("%i", "b")
+                  .replace("$$", "$").replace("/etc/edgesync", etc))
+        run = lambda: subprocess.run(["/bin/sh", "-c", script], capture_output=True,
+                                     text=True, timeout=30)
+        r = run()
+        self.assertEqual(r.returncode, 255, r.stderr)
+        for f in ("controller/controller.crt", "controller/controller.key",
+                  "controller/ca.crt", "controller-b.conf"):
+            self.assertIn(f"{etc}/{f}", r.stderr)
+        self.assertIn("edgesync-controller@b:", r.stderr)
+        os.makedirs(os.path.join(etc, "controller"))
+        for f in ("controller/controller.crt", "controller/controller.key",
+                  "controller/ca.crt"):
+            with open(os.path.join(etc, f), "w") as fh:
+                fh.write("x\n")
+        r = run()
+        self.assertEqual(r.returncode, 255)
+        self.assertIn("controller-b.conf", r.stderr)
+        self.assertNotIn(f"{etc}/controller/controller.crt", r.stderr)
+        with open(os.path.join(etc, "controller-b.conf"), "w") as fh:
+            fh.write("listen = 0.0.0.0:7453\n")
+        r = run()
+        self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_conffiles_parse(self):
         """The shipped config files hold only settings of their program."""

@@ -229,6 +229,45 @@ static void test_url_parse(void **state)
 	assert_non_null(strstr(err, "controller-url"));
 }
 
+/* controller-url names several controllers: comma-separated, or the flag
+ * repeated; each URL is checked and a bad one is named. */
+static void test_url_list(void **state)
+{
+	char *argv[] = { "edgesync-agent", "run", "--controller-url",
+			 "wss://a:7443", "--controller-url", "wss://b:7443,wss://[::1]:7443",
+			 "--cert", "c", "--key", "k", "--ca", "a", "--node-name", "n1" };
+	es_agent_url urls[ES_URLLIST_MAX];
+	es_agent_config cfg;
+	es_urllist l;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(load(&cfg, 14, argv, err, sizeof(err)), ES_OK);
+	assert_string_equal(cfg.controller_url, "wss://a:7443,wss://b:7443,wss://[::1]:7443");
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_agent_urls_parse(cfg.controller_url, &l, urls, err,
+					     sizeof(err)), ES_OK);
+	assert_int_equal(l.n, 3);
+	assert_string_equal(urls[1].host, "b");
+	assert_string_equal(urls[2].host, "::1");
+	assert_string_equal(urls[2].path, "/v1/sync");
+	es_urllist_free(&l);
+	es_agent_config_free(&cfg);
+
+	/* one plaintext URL in the list is refused, and named */
+	argv[5] = "wss://b:7443,ws://c:7443";
+	assert_int_equal(load(&cfg, 14, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "plaintext \"ws://\""));
+	es_agent_config_free(&cfg);
+	argv[5] = "wss://b:7443,";
+	assert_int_equal(load(&cfg, 14, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_agent_config_validate(&cfg, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "controller-url"));
+	assert_non_null(strstr(err, "empty entry"));
+	es_agent_config_free(&cfg);
+}
+
 /* The enum settings are stored as their enum and refused at load. */
 static void test_enum_settings(void **state)
 {
@@ -263,6 +302,7 @@ int main(void)
 		cmocka_unit_test_setup(test_missing_cert_named, setup),
 		cmocka_unit_test_setup(test_bad_label_named, setup),
 		cmocka_unit_test_setup(test_url_parse, setup),
+		cmocka_unit_test_setup(test_url_list, setup),
 		cmocka_unit_test_setup(test_enum_settings, setup),
 	};
 

@@ -1,0 +1,88 @@
+"""Agents and edgesyncctl follow several controllers: with controller-url
+(and --server) naming two controllers of which the first is down, the
+agent is served by the second and edgesyncctl reads from it; when the
+second goes down and the first is back, the agent moves to the first by
+itself; when none answers, edgesyncctl names each."""
+
+import os
+import signal
+import unittest
+
+from harness import API, BIN_DIR, Cluster, Proc, free_port, https_json, main, wait_for
+
+
+class ControllerListTest(unittest.TestCase):
+    def setUp(self):
+        self.c = Cluster(self)
+        self.c.start_controller()  # A: makes the dev CA and certificates
+        self.node = self.c.nodes[0]
+        self.a_port, self.a_admin = self.c.port, self.c.admin_port
+        self.b_port, self.b_admin = free_port(), free_port()
+        self.b = None
+
+    def start_b(self):
+        """Controller B: its own state directory and ports, A's certificates
+        (the dev CA, a certificate for localhost and 127.0.0.1)."""
+        dev = self.c.dev
+        argv = [os.path.join(BIN_DIR, "edgesync-controller"), "run",
+                "--state-dir", os.path.join(self.c.dir, "controller-b"),
+                "--listen", f"127.0.0.1:{self.b_port}",
+                "--admin-listen", f"127.0.0.1:{self.b_admin}",
+                "--cert", os.path.join(dev, "controller.crt"),
+                "--key", os.path.join(dev, "controller.key"),
+                "--client-ca", os.path.join(dev, "ca.crt"),
+                "--log-level", "debug"]
+        self.b = Proc("controller-b", argv, os.path.join(self.c.dir, "controller-b.log"))
+        self.c.procs.append(self.b)
+        wait_for("controller B", lambda: self.c._alive_or_fail(self.b)
+                 and self.c._listening(self.b_port) and self.c._listening(self.b_admin))
+
+    def served_by(self, admin_port):
+        st, body = https_json("localhost", admin_port, self.c.admin_ssl(), "GET",
+                              f"{API}/nodes/{self.node}")
+        return st == 200 and body.get("status", {}).get("sync", {}).get("connected")
+
+    def test_agent_and_ctl_go_past_a_dead_controller(self):
+        self.start_b()
+        self.c.stop_controller()  # A is down from here on
+        urls = [f"wss://127.0.0.1:{self.a_port}", f"wss://127.0.0.1:{self.b_port}"]
+        self.c.start_agent(extra=["--controller-url", urls[0],
+                                  "--controller-url", urls[1]])
+        try:
+            wait_for("the node at controller B", lambda: self.served_by(self.b_admin),
+                     timeout=60)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.c.logs()}") from e
+        sync = self.c.agent_state()["sync"]
+        self.assertTrue(sync["connected"], sync)
+        self.assertEqual(sync["url"], urls[1])
+
+        # edgesyncctl: the first server is down, the second answers
+        servers = [f"https://localhost:{self.a_admin}", f"https://localhost:{self.b_admin}"]
+        r = self.c.ctl("--server", servers[0], "--server", servers[1], "get", "nodes")
+        self.assertIn(self.node, r.stdout)
+        r = self.c.ctl("--server", ",".join(servers), "get", "node", self.node)
+        self.assertIn(self.node, r.stdout)
+
+        # B goes down, A is back: the agent moves to A by itself
+        self.c.start_controller()
+        self.b.stop(signal.SIGKILL)
+        try:
+            wait_for("the node at controller A", lambda: self.served_by(self.a_admin),
+                     timeout=90)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.c.logs()}") from e
+        self.assertEqual(self.c.agent_state()["sync"]["url"], urls[0])
+
+        # none answers: edgesyncctl says so for each
+        dead = free_port()
+        r = self.c.ctl("--server", f"https://localhost:{dead}",
+                       "--server", f"https://localhost:{self.b_admin}", "get", "nodes",
+                       check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(str(dead), r.stderr)
+        self.assertIn(str(self.b_admin), r.stderr)
+
+
+if __name__ == "__main__":
+    main()
