@@ -13,6 +13,7 @@
 #include "es_log.h"
 #include "es_obj.h"
 #include "es_pki.h"
+#include "ca/ca.h"
 
 #define ES_CCFG_STRING(k, e, def, member, help)                               \
 	{ k, "EDGESYNC_" e, k, ES_SET_STRING, def, 0, 0,                      \
@@ -51,6 +52,15 @@ static const es_setting ccfg_table[] = {
 	  offsetof(es_ccfg, tombstones_kept),
 	  "deletion records kept; an agent older than the oldest gets a full list",
 	  NULL, 0 },
+	ES_CCFG_STRING("ca-cert", "CA_CERT", NULL, ca_cert,
+		       "signing CA certificate for joining nodes, PEM (edgesync-controller "
+		       "ca init; dev: <state-dir>/dev/ca.crt; unset: no joins)"),
+	ES_CCFG_STRING("ca-key", "CA_KEY", NULL, ca_key,
+		       "private key of ca-cert, PEM (dev: <state-dir>/dev/ca.key)"),
+	{ "cert-lifetime", "EDGESYNC_CERT_LIFETIME", "cert-lifetime", ES_SET_INT,
+	  "86400", ES_CA_LIFETIME_MIN, ES_CA_LIFETIME_MAX,
+	  offsetof(es_ccfg, cert_lifetime),
+	  "seconds a node certificate the controller signs is valid", NULL, 0 },
 };
 
 #define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))
@@ -271,6 +281,10 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 			rc = default_path(&cfg->key, dev_dir, "controller.key");
 		if (rc == ES_OK)
 			rc = default_path(&cfg->client_ca, dev_dir, "ca.crt");
+		if (rc == ES_OK && !(cfg->ca_key && *cfg->ca_key))
+			rc = default_path(&cfg->ca_cert, dev_dir, "ca.crt");
+		if (rc == ES_OK)
+			rc = default_path(&cfg->ca_key, dev_dir, "ca.key");
 	}
 	if (rc != ES_OK)
 		return es_errf(rc, err, errsz, "out of memory");
@@ -283,6 +297,11 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 	if (!cfg->client_ca || !*cfg->client_ca)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "client-ca: required (or run with --dev)");
+	if (!cfg->ca_cert != !cfg->ca_key || (cfg->ca_cert && (!*cfg->ca_cert || !*cfg->ca_key)))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "%s: required with %s", cfg->ca_cert && *cfg->ca_cert ?
+			       "ca-key" : "ca-cert", cfg->ca_cert && *cfg->ca_cert ?
+			       "ca-cert" : "ca-key");
 	if (default_copy(&cfg->admin_ca, cfg->client_ca) != ES_OK)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	return ES_OK;

@@ -34,6 +34,8 @@ typedef struct es_ccfg {
 	int dev;             /* development mode: throwaway CA in <state-dir>/dev */
 	char *dev_node;      /* comma-separated node names to issue in dev mode */
 	int64_t tombstones_kept; /* deletion records kept for resumable sync */
+	char *ca_cert, *ca_key;  /* signing CA for joining nodes (ca/ca.h); NULL: no joins */
+	int64_t cert_lifetime;   /* seconds, ES_CA_LIFETIME_MIN..MAX */
 } es_ccfg;
 
 /* The settings table (for help output and tests); *n gets its length. */
@@ -55,8 +57,9 @@ es_err es_ccfg_load(es_ccfg *cfg, int argc, char **argv, int first,
 /*
  * Fills derived defaults and checks the settings of `run`: db defaults to
  * <state-dir>/controller.db; with dev, cert, key, client-ca default to
- * <state-dir>/dev/{controller.crt,controller.key,ca.crt}; admin-ca defaults
- * to client-ca. Refuses, naming the key: a bad listen or admin-listen
+ * <state-dir>/dev/{controller.crt,controller.key,ca.crt}, and ca-cert,
+ * ca-key to <state-dir>/dev/{ca.crt,ca.key}; admin-ca defaults to
+ * client-ca. ca-cert and ca-key go together. Refuses, naming the key: a bad listen or admin-listen
  * (es_addr_parse, ES_CCFG_LISTEN_FLAGS), both on the same address and
  * port, an empty
  * state-dir, a missing cert, key or client-ca without dev, a trust-domain that is not a lower-case DNS name, a dev-node

@@ -346,6 +346,8 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 		goto cleanup;
 	}
 	s->db = db;
+	s->ca = o->ca;
+	s->cert_lifetime = o->cert_lifetime;
 	rc = es_ctrl_metrics_new(o->db_path, ES_VERSION, &s->metrics, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;

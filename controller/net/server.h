@@ -46,6 +46,9 @@ typedef struct es_server_opts {
 	const char *admin_ca;     /* verifies admin certificates */
 	const char *trust_domain; /* SPIFFE trust domain of both identities */
 	const char *db_path;      /* the store's file, for /metrics (may be NULL) */
+	struct es_ca *ca;         /* signing CA for joins and renewals (borrowed,
+				   * outlives the server); NULL: both refused */
+	int64_t cert_lifetime;    /* seconds a signed certificate is valid */
 } es_server_opts;
 
 /*

@@ -58,6 +58,8 @@ struct es_server {
 	volatile sig_atomic_t stop;
 	lws_sorted_usec_list_t sweep;
 	es_admin_hooks hooks;
+	struct es_ca *ca;      /* es_server_opts.ca */
+	int64_t cert_lifetime; /* es_server_opts.cert_lifetime */
 	unsigned char chunk[LWS_PRE + SERVER_HTTP_CHUNK];
 };
 
