@@ -249,6 +249,7 @@ static int cmd_run(int argc, char **argv)
 	so.db_path = cfg.db;
 	so.ca = ca;
 	so.cert_lifetime = cfg.cert_lifetime;
+	so.advertise_url = cfg.advertise_url;
 	if (es_server_new(&so, db, &g_server, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot start", "error", err, NULL);
 		goto cleanup;

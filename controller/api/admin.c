@@ -433,6 +433,9 @@ static es_err route(req *r, const char *path, const char *query,
 			return fail_details(r, 404, NULL, "no such path %s", path);
 		seg[n++] = tok;
 	}
+	if (n && n < 3 && strcmp(seg[0], "bootstraptokens") == 0)
+		return admin__tokens(r->db, r->hooks, r->method, path, seg[1], body, len,
+				     r->who, r->resp);
 	kind = n ? es_obj_kind_from_plural(seg[0]) : ES_KIND_UNKNOWN;
 	if (kind == ES_KIND_UNKNOWN)
 		return fail_details(r, 404, NULL, "no such resource type: %s",

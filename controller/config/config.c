@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "es_buf.h"
 #include "es_log.h"
@@ -61,6 +62,9 @@ static const es_setting ccfg_table[] = {
 	  "86400", ES_CA_LIFETIME_MIN, ES_CA_LIFETIME_MAX,
 	  offsetof(es_ccfg, cert_lifetime),
 	  "seconds a node certificate the controller signs is valid", NULL, 0 },
+	ES_CCFG_STRING("advertise-url", "ADVERTISE_URL", NULL, advertise_url,
+		       "wss:// URL agents dial, shown in join commands "
+		       "(default wss://<listen>; a wildcard address becomes the host name)"),
 };
 
 #define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))
@@ -302,6 +306,22 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 			       "%s: required with %s", cfg->ca_cert && *cfg->ca_cert ?
 			       "ca-key" : "ca-cert", cfg->ca_cert && *cfg->ca_cert ?
 			       "ca-cert" : "ca-key");
+	if (!cfg->advertise_url || !*cfg->advertise_url) {
+		char host[256] = "", url[400];
+
+		if (!strcmp(a1.host, "0.0.0.0") || !strcmp(a1.host, "::") || !a1.host[0])
+			(void)gethostname(host, sizeof(host) - 1);
+		else
+			snprintf(host, sizeof(host), "%s", a1.host);
+		snprintf(url, sizeof(url), strchr(host, ':') ? "wss://[%s]:%d" :
+			 "wss://%s:%d", host, a1.port);
+		if (default_copy(&cfg->advertise_url, url) != ES_OK)
+			return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	} else if (strncmp(cfg->advertise_url, "wss://", 6) != 0) {
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "advertise-url: \"%s\": expected wss://host:port",
+			       cfg->advertise_url);
+	}
 	if (default_copy(&cfg->admin_ca, cfg->client_ca) != ES_OK)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	return ES_OK;

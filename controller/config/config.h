@@ -36,6 +36,7 @@ typedef struct es_ccfg {
 	int64_t tombstones_kept; /* deletion records kept for resumable sync */
 	char *ca_cert, *ca_key;  /* signing CA for joining nodes (ca/ca.h); NULL: no joins */
 	int64_t cert_lifetime;   /* seconds, ES_CA_LIFETIME_MIN..MAX */
+	char *advertise_url;     /* wss:// URL agents dial; default from listen */
 } es_ccfg;
 
 /* The settings table (for help output and tests); *n gets its length. */

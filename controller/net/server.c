@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ca/ca.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_time.h"
@@ -353,6 +354,12 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 		goto cleanup;
 	s->hooks.object_changed = es_server_object_changed;
 	s->hooks.ud = s;
+	if (o->advertise_url && !(s->advertise_url = strdup(o->advertise_url))) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+		goto cleanup;
+	}
+	s->hooks.join_url = s->advertise_url;
+	s->hooks.ca_pin = o->ca ? es_ca_pin(o->ca) : NULL;
 
 	memset(&info, 0, sizeof(info));
 	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
@@ -446,5 +453,6 @@ void es_server_destroy(es_server *s)
 	}
 	es_ctrl_metrics_free(s->metrics);
 	free(s->trust_domain);
+	free(s->advertise_url);
 	free(s);
 }

@@ -49,6 +49,7 @@ typedef struct es_server_opts {
 	struct es_ca *ca;         /* signing CA for joins and renewals (borrowed,
 				   * outlives the server); NULL: both refused */
 	int64_t cert_lifetime;    /* seconds a signed certificate is valid */
+	const char *advertise_url; /* wss:// URL agents dial (join commands) */
 } es_server_opts;
 
 /*

@@ -60,6 +60,7 @@ struct es_server {
 	es_admin_hooks hooks;
 	struct es_ca *ca;      /* es_server_opts.ca */
 	int64_t cert_lifetime; /* es_server_opts.cert_lifetime */
+	char *advertise_url;   /* es_server_opts.advertise_url (copied) */
 	unsigned char chunk[LWS_PRE + SERVER_HTTP_CHUNK];
 };
 

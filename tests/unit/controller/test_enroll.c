@@ -18,6 +18,7 @@
 #include <mbedtls/x509_crt.h>
 #include <mbedtls/x509_csr.h>
 
+#include "api/admin.h"
 #include "ca/ca.h"
 #include "es_enroll.h"
 #include "es_json.h"
@@ -318,6 +319,85 @@ static void db_tokens(void **state)
 	cJSON_Delete(labels);
 }
 
+/* One admin request; *out gets the parsed body (caller frees). */
+static int admin(es_db *db, const es_admin_hooks *h, const char *method,
+		 const char *path, const char *body, cJSON **out)
+{
+	es_admin_resp resp;
+
+	assert_int_equal(es_admin_handle(db, h, method, path, NULL, body,
+					 body ? strlen(body) : 0, "test", &resp), ES_OK);
+	*out = es_test_json(resp.body);
+	free(resp.body);
+	return resp.status;
+}
+
+#define TOKENS "/apis/edgesync.io/v1alpha1/bootstraptokens"
+
+static void admin_tokens(void **state)
+{
+	fx *f = *state;
+	es_admin_hooks h = { NULL, NULL, "sha256:abc", "wss://c:7443" };
+	cJSON *v = NULL, *l = NULL;
+	char id[8], sec[20], err[256], hex[ES_ENROLL_HEX_SZ], path[128], *txt;
+	es_db_join_result res;
+	es_db_join j;
+
+	assert_int_equal(admin(f->sdb, &h, "POST", TOKENS,
+			       "{\"ttlSeconds\":600,\"usages\":2,\"namePrefix\":\"edge-\","
+			       "\"labels\":{\"site\":\"berlin\"}}", &v), 201);
+	assert_string_equal(cJSON_GetObjectItem(v, "caHash")->valuestring, "sha256:abc");
+	assert_string_equal(cJSON_GetObjectItem(v, "controllerURL")->valuestring,
+			    "wss://c:7443");
+	assert_int_equal(es_enroll_token_split(cJSON_GetObjectItem(v, "token")->valuestring,
+					       id, sec, err, sizeof(err)), ES_OK);
+	assert_string_equal(cJSON_GetObjectItem(v, "id")->valuestring, id);
+	cJSON_Delete(v);
+
+	/* The list never holds the secret; the store its hash only, which a
+	 * join with the secret matches. */
+	assert_int_equal(admin(f->sdb, &h, "GET", TOKENS, NULL, &l), 200);
+	txt = es_json_print(l);
+	assert_null(strstr(txt, sec));
+	assert_int_equal((int)cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "items"), 0), "usages")->valuedouble, 2);
+	free(txt);
+	cJSON_Delete(l);
+	assert_int_equal(es_enroll_sha256_hex(sec, strlen(sec), hex), ES_OK);
+	j = (es_db_join){ id, hex, "edge-7", "sha256:k", "0a", time(NULL) + 60 };
+	assert_int_equal(es_db_join_record(f->sdb, &j, time(NULL), &res, NULL), ES_OK);
+	assert_int_equal(res, ES_DB_JOIN_OK);
+
+	/* Refusals name the field. */
+	assert_int_equal(admin(f->sdb, &h, "POST", TOKENS, "{\"ttlSeconds\":5}", &v), 422);
+	assert_non_null(strstr(cJSON_GetObjectItem(v, "message")->valuestring, "ttlSeconds"));
+	cJSON_Delete(v);
+	assert_int_equal(admin(f->sdb, &h, "POST", TOKENS, "{\"usages\":0}", &v), 422);
+	cJSON_Delete(v);
+	assert_int_equal(admin(f->sdb, &h, "POST", TOKENS, "{\"namePrefix\":\"-x\"}", &v), 422);
+	cJSON_Delete(v);
+	assert_int_equal(admin(f->sdb, &h, "POST", TOKENS, "{\"labels\":{\"a b\":\"x\"}}", &v),
+			 422);
+	cJSON_Delete(v);
+	assert_int_equal(admin(f->sdb, &h, "POST", TOKENS, "{\"secret\":\"x\"}", &v), 422);
+	cJSON_Delete(v);
+	assert_int_equal(admin(f->sdb, &h, "POST", TOKENS, "[]", &v), 400);
+	cJSON_Delete(v);
+	assert_int_equal(admin(f->sdb, &h, "PUT", TOKENS, "{}", &v), 405);
+	cJSON_Delete(v);
+
+	snprintf(path, sizeof(path), TOKENS "/%s", id);
+	assert_int_equal(admin(f->sdb, &h, "DELETE", path, NULL, &v), 200);
+	cJSON_Delete(v);
+	assert_int_equal(admin(f->sdb, &h, "DELETE", path, NULL, &v), 404);
+	cJSON_Delete(v);
+	assert_int_equal(admin(f->sdb, &h, "DELETE", TOKENS "/BAD", NULL, &v), 404);
+	cJSON_Delete(v);
+	/* A deleted token lets nobody join. */
+	j.node = "edge-8";
+	assert_int_equal(es_db_join_record(f->sdb, &j, time(NULL), &res, NULL), ES_OK);
+	assert_int_equal(res, ES_DB_JOIN_TOKEN_UNKNOWN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +408,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sign_leaf, setup, teardown),
 		cmocka_unit_test_setup_teardown(sign_refuses_forged_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(db_tokens, setup, teardown),
+		cmocka_unit_test_setup_teardown(admin_tokens, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
