@@ -173,6 +173,7 @@ static int cmd_run(int argc, char **argv)
 	es_server_opts so = { 0 };
 	es_db *db = NULL;
 	es_ca *ca = NULL;
+	char join_host[256];
 	es_addr laddr, aaddr;
 	char err[1024], lockpath[4200];
 	int rc = 2, lock_fd = -1;
@@ -250,6 +251,20 @@ static int cmd_run(int argc, char **argv)
 	so.ca = ca;
 	so.cert_lifetime = cfg.cert_lifetime;
 	so.advertise_url = cfg.advertise_url;
+	so.trust_bundle = cfg.trust_bundle;
+	if (ca) {
+		es_addr jaddr;
+
+		if (es_addr_parse("join-listen", cfg.join_listen, ES_CCFG_LISTEN_FLAGS,
+				  &jaddr, err, sizeof(err)) != ES_OK ||
+		    es_addr_check_listen("join-listen", &jaddr, err, sizeof(err)) != ES_OK) {
+			es_log_error("main", "cannot listen", "error", err, NULL);
+			goto cleanup;
+		}
+		snprintf(join_host, sizeof(join_host), "%s", jaddr.host);
+		so.join_host = join_host;
+		so.join_port = jaddr.port;
+	}
 	if (es_server_new(&so, db, &g_server, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot start", "error", err, NULL);
 		goto cleanup;

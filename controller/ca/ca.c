@@ -92,8 +92,7 @@ void es_ca_free(es_ca *ca)
 	free(ca);
 }
 
-/* Reads a PEM file whole (at most ES_PKI_FILE_MAX bytes) into *out. */
-static es_err read_pem(const char *what, const char *path, char **out,
+es_err es_ca_read_pem(const char *what, const char *path, char **out,
 		       char *err, size_t errsz)
 {
 	FILE *f = fopen(path, "rb");
@@ -147,8 +146,8 @@ es_err es_ca_open(const char *cert_path, const char *key_path, es_ca **out,
 		rc = tls_err(err, errsz, "seeding the random generator", ret);
 		goto cleanup;
 	}
-	if ((rc = read_pem("ca-cert", cert_path, &ca->cert_pem, err, errsz)) != ES_OK ||
-	    (rc = read_pem("ca-key", key_path, &key, err, errsz)) != ES_OK)
+	if ((rc = es_ca_read_pem("ca-cert", cert_path, &ca->cert_pem, err, errsz)) != ES_OK ||
+	    (rc = es_ca_read_pem("ca-key", key_path, &key, err, errsz)) != ES_OK)
 		goto cleanup;
 	rc = ES_ERR_PARSE;
 	if (mbedtls_x509_crt_parse(&ca->crt, (const unsigned char *)ca->cert_pem,

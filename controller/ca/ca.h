@@ -51,6 +51,13 @@ es_err es_ca_open(const char *cert_path, const char *key_path, es_ca **out,
 
 void es_ca_free(es_ca *ca); /* NULL-safe */
 
+/* Reads the PEM file path whole (at most ES_PKI_FILE_MAX bytes) into *out
+ * (malloc'd, NUL-terminated); what names the setting in errors.
+ * Errors: ES_ERR_IO (err names what and the file), ES_ERR_PARSE (too
+ * big), ES_ERR_NOMEM. */
+es_err es_ca_read_pem(const char *what, const char *path, char **out,
+		      char *err, size_t errsz);
+
 /* The CA certificate as PEM (owned by ca). */
 const char *es_ca_cert_pem(const es_ca *ca);
 /* The CA certificate's pin "sha256:<hex>" (owned by ca). */

@@ -65,6 +65,12 @@ static const es_setting ccfg_table[] = {
 	ES_CCFG_STRING("advertise-url", "ADVERTISE_URL", NULL, advertise_url,
 		       "wss:// URL agents dial, shown in join commands "
 		       "(default wss://<listen>; a wildcard address becomes the host name)"),
+	ES_CCFG_STRING("join-listen", "JOIN_LISTEN", NULL, join_listen,
+		       "listener for joining nodes (HTTPS, no client certificate; only "
+		       "with ca-cert), ip:port (default <listen host>:7445)"),
+	ES_CCFG_STRING("trust-bundle", "TRUST_BUNDLE", NULL, trust_bundle,
+		       "PEM file of the CAs that verify cert, given to joining agents "
+		       "(default: ca-cert)"),
 };
 
 #define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))
@@ -306,6 +312,28 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 			       "%s: required with %s", cfg->ca_cert && *cfg->ca_cert ?
 			       "ca-key" : "ca-cert", cfg->ca_cert && *cfg->ca_cert ?
 			       "ca-cert" : "ca-key");
+	if (!cfg->join_listen || !*cfg->join_listen) {
+		char jl[300];
+
+		snprintf(jl, sizeof(jl), strchr(a1.host, ':') ? "[%s]:%d" : "%s:%d",
+			 a1.host, ES_CCFG_JOIN_PORT);
+		if (default_copy(&cfg->join_listen, jl) != ES_OK)
+			return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	}
+	{
+		es_addr a3;
+
+		rc = es_addr_parse("join-listen", cfg->join_listen, ES_CCFG_LISTEN_FLAGS,
+				   &a3, err, errsz);
+		if (rc != ES_OK)
+			return rc;
+		if ((a3.port == a1.port && !strcmp(a3.host, a1.host)) ||
+		    (a3.port == a2.port && !strcmp(a3.host, a2.host)))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "join-listen: %s is also the %s address",
+				       cfg->join_listen, a3.port == a1.port ?
+				       "agents' listen" : "admin-listen");
+	}
 	if (!cfg->advertise_url || !*cfg->advertise_url) {
 		char host[256] = "", url[400];
 

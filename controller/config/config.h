@@ -20,6 +20,8 @@
  * interface or host name (libwebsockets binds its "iface" by either), an
  * IPv6 literal with a zone. */
 #define ES_CCFG_LISTEN_FLAGS (ES_ADDR_NAME | ES_ADDR_ZONE)
+/* Port of join-listen by default, beside the agents' 7443 and admin 7444. */
+#define ES_CCFG_JOIN_PORT 7445
 
 typedef struct es_ccfg {
 	char *listen;        /* agents' listener "host:port" (ES_CCFG_LISTEN_FLAGS) */
@@ -37,6 +39,8 @@ typedef struct es_ccfg {
 	char *ca_cert, *ca_key;  /* signing CA for joining nodes (ca/ca.h); NULL: no joins */
 	int64_t cert_lifetime;   /* seconds, ES_CA_LIFETIME_MIN..MAX */
 	char *advertise_url;     /* wss:// URL agents dial; default from listen */
+	char *join_listen;       /* join listener "host:port"; default <listen host>:7445 */
+	char *trust_bundle;      /* CAs joining agents trust for this controller; NULL: ca-cert */
 } es_ccfg;
 
 /* The settings table (for help output and tests); *n gets its length. */

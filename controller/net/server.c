@@ -360,6 +360,14 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	}
 	s->hooks.join_url = s->advertise_url;
 	s->hooks.ca_pin = o->ca ? es_ca_pin(o->ca) : NULL;
+	if (o->trust_bundle) {
+		char *txt = NULL;
+
+		rc = es_ca_read_pem("trust-bundle", o->trust_bundle, &txt, err, errsz);
+		if (rc != ES_OK)
+			goto cleanup;
+		s->trust_bundle = txt;
+	}
 
 	memset(&info, 0, sizeof(info));
 	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
@@ -413,6 +421,8 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 			     o->admin_ca);
 		goto cleanup;
 	}
+	if (o->join_port && (rc = server__join_vhost(s, o, err, errsz)) != ES_OK)
+		goto cleanup;
 	lws_sul_schedule(s->ctx, 0, &s->sweep, sweep_cb, SWEEP_US);
 	*out = s;
 	s = NULL;
@@ -454,5 +464,6 @@ void es_server_destroy(es_server *s)
 	es_ctrl_metrics_free(s->metrics);
 	free(s->trust_domain);
 	free(s->advertise_url);
+	free(s->trust_bundle);
 	free(s);
 }

@@ -50,6 +50,11 @@ typedef struct es_server_opts {
 				   * outlives the server); NULL: both refused */
 	int64_t cert_lifetime;    /* seconds a signed certificate is valid */
 	const char *advertise_url; /* wss:// URL agents dial (join commands) */
+	const char *join_host;    /* the join listener (PROTOCOL.md "Joining") */
+	int join_port;            /* 0: no join listener */
+	const char *trust_bundle; /* PEM file of the CAs agents should trust for
+				   * this controller, served to joining nodes
+				   * (NULL: the signing CA's certificate) */
 } es_server_opts;
 
 /*

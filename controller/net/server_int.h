@@ -19,6 +19,7 @@
 #include "es_obj.h"
 #include "es_pki.h"
 #include "es_proto.h"
+#include "es_buf.h"
 #include "es_ws.h"
 #include "net/metrics.h"
 #include "net/server.h"
@@ -61,6 +62,7 @@ struct es_server {
 	struct es_ca *ca;      /* es_server_opts.ca */
 	int64_t cert_lifetime; /* es_server_opts.cert_lifetime */
 	char *advertise_url;   /* es_server_opts.advertise_url (copied) */
+	char *trust_bundle;    /* PEM text of es_server_opts.trust_bundle, or NULL */
 	unsigned char chunk[LWS_PRE + SERVER_HTTP_CHUNK];
 };
 
@@ -100,6 +102,24 @@ void server__queue_error(conn *c, es_proto_code code, const char *text);
 /* Decodes and handles one complete message of c (buf, len bytes, borrowed);
  * any failure is answered on the connection (server__queue_error). */
 void server__handle_message(conn *c, const char *buf, size_t len);
+
+/* ---- server_join.c ---- */
+
+/* Per-session data of a join request (server_join.c's). */
+typedef struct join_req {
+	int is_post, want_body, too_big, responding;
+	char path[32];
+	char peer[64];
+	es_buf body;
+	char *resp;
+	size_t resp_len, resp_off;
+} join_req;
+
+/* Creates the "join" vhost on o->join_host:o->join_port: HTTPS with the
+ * controller's certificate and no client certificate (PROTOCOL.md
+ * "Joining"). Errors: ES_ERR_TLS (err names the address). */
+es_err server__join_vhost(es_server *s, const es_server_opts *o, char *err,
+			  size_t errsz);
 
 /* ---- server_admin.c ---- */
 
