@@ -3,6 +3,7 @@
  * certificate request (es_enroll.h).
  */
 #include "es_enroll.h"
+#include "es_pki.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -27,14 +28,6 @@
  * about 1.1 KiB). */
 #define SPKI_MAX 2048
 
-static es_err tls_err(char *err, size_t errsz, const char *what, int ret)
-{
-	char m[128];
-
-	mbedtls_strerror(ret, m, sizeof(m));
-	return es_errf(ES_ERR_TLS, err, errsz, "%s: %s (-0x%04x)", what, m,
-		       (unsigned)-ret);
-}
 
 es_err es_enroll_token_new(char out[ES_ENROLL_TOKEN_SZ])
 {
@@ -235,7 +228,7 @@ static es_err drbg_seed(mbedtls_ctr_drbg_context *drbg,
 		return es_errf(ES_ERR_TLS, err, errsz, "PSA crypto initialisation failed");
 	ret = mbedtls_ctr_drbg_seed(drbg, mbedtls_entropy_func, ent,
 				    (const unsigned char *)pers, sizeof(pers) - 1);
-	return ret ? tls_err(err, errsz, "seeding the random generator", ret) : ES_OK;
+	return ret ? es_pki_tls_err(err, errsz, "seeding the random generator", ret) : ES_OK;
 }
 
 es_err es_enroll_key_new(char **key_pem, char *err, size_t errsz)
@@ -264,7 +257,7 @@ es_err es_enroll_key_new(char **key_pem, char *err, size_t errsz)
 	if (ret == 0)
 		ret = mbedtls_pk_write_key_pem(&key, buf, PEM_BUF);
 	if (ret != 0) {
-		rc = tls_err(err, errsz, "generating a P-256 key", ret);
+		rc = es_pki_tls_err(err, errsz, "generating a P-256 key", ret);
 		goto cleanup;
 	}
 	if (!(*key_pem = strdup((const char *)buf)))
@@ -324,7 +317,7 @@ es_err es_enroll_csr_new(const char *key_pem, const char *cn, char **csr_pem,
 		ret = mbedtls_x509write_csr_pem(&w, buf, PEM_BUF, mbedtls_ctr_drbg_random,
 						&drbg);
 	if (ret != 0) {
-		rc = tls_err(err, errsz, "writing the certificate request", ret);
+		rc = es_pki_tls_err(err, errsz, "writing the certificate request", ret);
 		goto cleanup;
 	}
 	if (!(*csr_pem = strdup((const char *)buf)))

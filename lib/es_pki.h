@@ -147,6 +147,9 @@ es_err es_pki_issue(const es_pki_req *req, const char *ca_cert_pem,
 		    const char *ca_key_pem, char **cert_pem, char **key_pem,
 		    char *err, size_t errsz);
 
+/* ES_ERR_TLS with err "what: <mbedTLS's text for ret> (-0xNNNN)". */
+es_err es_pki_tls_err(char *err, size_t errsz, const char *what, int ret);
+
 /*
  * Writes data to path so that a crash leaves either the old file or the new
  * one: a temporary file in the same directory, fsync, rename, fsync of the

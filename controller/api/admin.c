@@ -364,6 +364,8 @@ static es_err nodes(req *r, const char *path, const char *name, const char *sub,
 	es_err rc;
 	int limit;
 
+	if (name && !sub && strcmp(r->method, "DELETE") == 0)
+		return admin__node_delete(r->db, r->hooks, name, r->who, r->resp);
 	if (strcmp(r->method, "GET") != 0)
 		return method_not_allowed(r, path);
 	if (!name) {

@@ -5,6 +5,8 @@
  * Paths (Kubernetes API conventions):
  *   GET    /apis/edgesync.io/v1alpha1/nodes                 NodeList
  *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME            Node
+ *   DELETE /apis/edgesync.io/v1alpha1/nodes/NAME            revoke the node: its
+ *          certificates are refused from then on, its name may join again
  *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME/describe   desired beside reported
  *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME/reports    stored reports (?limit=N)
  *   GET    /apis/edgesync.io/v1alpha1/PLURAL                List of a desired kind
@@ -47,6 +49,9 @@ typedef struct es_admin_hooks {
 	 * agents dial (advertise-url). */
 	const char *ca_pin;
 	const char *join_url;
+	/* Called after DELETE nodes/NAME revoked the node in the store: the
+	 * server closes its sessions. May be NULL. */
+	void (*node_revoked)(void *ud, const char *node);
 } es_admin_hooks;
 
 typedef struct es_admin_resp {

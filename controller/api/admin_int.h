@@ -47,4 +47,12 @@ es_err admin__tokens(es_db *db, const es_admin_hooks *hooks, const char *method,
 		     const char *id, const char *body, size_t len, const char *who,
 		     es_admin_resp *resp);
 
+/*
+ * DELETE nodes/NAME: revokes the node in the store (es_db_node_revoke),
+ * then tells hooks->node_revoked. 404 when the store knows neither the
+ * node nor a certificate of it. Fills *resp. Errors: ES_ERR_NOMEM only.
+ */
+es_err admin__node_delete(es_db *db, const es_admin_hooks *hooks, const char *name,
+			  const char *who, es_admin_resp *resp);
+
 #endif

@@ -226,3 +226,43 @@ es_err admin__tokens(es_db *db, const es_admin_hooks *hooks, const char *method,
 	return fail(resp, 405, "MethodNotAllowed", "method %s is not allowed on %s",
 		    method, path);
 }
+
+es_err admin__node_delete(es_db *db, const es_admin_hooks *hooks, const char *name,
+			  const char *who, es_admin_resp *resp)
+{
+	cJSON *node = NULL, *out;
+	int64_t n = 0;
+	char cnt[24];
+	es_err rc = es_db_node_get(db, name, &node);
+
+	if (rc == ES_ERR_NOMEM)
+		return rc;
+	if (rc != ES_OK && rc != ES_ERR_NOTFOUND)
+		return fail(resp, 500, "InternalError", "node get: %s", es_strerror(rc));
+	rc = es_db_node_revoke(db, name, NULL, time(NULL), &n);
+	if (rc != ES_OK) {
+		cJSON_Delete(node);
+		return fail(resp, 500, "InternalError", "revoke: %s", es_strerror(rc));
+	}
+	if (!node && n == 0)
+		return fail(resp, 404, "NotFound", "nodes \"%s\" not found", name);
+	snprintf(cnt, sizeof(cnt), "%lld", (long long)n);
+	es_log_info("admin", "node deleted: certificates revoked", "node", name,
+		    "certificates", cnt, "by", who, NULL);
+	if (hooks && hooks->node_revoked)
+		hooks->node_revoked(hooks->ud, name);
+	if (!(out = cJSON_CreateObject()) ||
+	    !cJSON_AddStringToObject(out, "kind", "Status") ||
+	    !cJSON_AddStringToObject(out, "apiVersion", "v1") ||
+	    !cJSON_AddStringToObject(out, "status", "Success") ||
+	    !cJSON_AddItemToObject(out, "details", cJSON_CreateObject()) ||
+	    !cJSON_AddStringToObject(cJSON_GetObjectItem(out, "details"), "name", name) ||
+	    !cJSON_AddStringToObject(cJSON_GetObjectItem(out, "details"), "kind", "nodes") ||
+	    !es_json_add_int(cJSON_GetObjectItem(out, "details"), "certificatesRevoked", n)) {
+		cJSON_Delete(out);
+		cJSON_Delete(node);
+		return ES_ERR_NOMEM;
+	}
+	cJSON_Delete(node);
+	return answer(resp, 200, out);
+}

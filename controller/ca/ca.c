@@ -37,14 +37,6 @@ struct es_ca {
 	time_t not_after;
 };
 
-static es_err tls_err(char *err, size_t errsz, const char *what, int ret)
-{
-	char m[128];
-
-	mbedtls_strerror(ret, m, sizeof(m));
-	return es_errf(ES_ERR_TLS, err, errsz, "%s: %s (-0x%04x)", what, m,
-		       (unsigned)-ret);
-}
 
 es_err es_ca_create(const char *cert_path, const char *key_path,
 		    const char *trust_domain, char *pin, char *err, size_t errsz)
@@ -143,7 +135,7 @@ es_err es_ca_open(const char *cert_path, const char *key_path, es_ca **out,
 	ret = mbedtls_ctr_drbg_seed(&ca->drbg, mbedtls_entropy_func, &ca->ent,
 				    (const unsigned char *)pers, sizeof(pers) - 1);
 	if (ret != 0) {
-		rc = tls_err(err, errsz, "seeding the random generator", ret);
+		rc = es_pki_tls_err(err, errsz, "seeding the random generator", ret);
 		goto cleanup;
 	}
 	if ((rc = es_ca_read_pem("ca-cert", cert_path, &ca->cert_pem, err, errsz)) != ES_OK ||
@@ -312,7 +304,7 @@ es_err es_ca_sign(es_ca *ca, const char *csr_pem, const char *trust_domain,
 	}
 	ret = mbedtls_ctr_drbg_random(&ca->drbg, serial, sizeof(serial));
 	if (ret != 0) {
-		rc = tls_err(err, errsz, "serial number", ret);
+		rc = es_pki_tls_err(err, errsz, "serial number", ret);
 		goto cleanup;
 	}
 	/* RFC 5280 section 4.1.2.2: positive; the top bit set keeps all 16
@@ -346,7 +338,7 @@ es_err es_ca_sign(es_ca *ca, const char *csr_pem, const char *trust_domain,
 	    (ret = mbedtls_x509write_crt_set_ext_key_usage(&w, &eku)) != 0 ||
 	    (ret = mbedtls_x509write_crt_pem(&w, buf, PEM_BUF, mbedtls_ctr_drbg_random,
 					     &ca->drbg)) != 0) {
-		rc = tls_err(err, errsz, "signing the node certificate", ret);
+		rc = es_pki_tls_err(err, errsz, "signing the node certificate", ret);
 		goto cleanup;
 	}
 	if (es_enroll_key_pin(csr_pem, out->key_pin) != ES_OK) {

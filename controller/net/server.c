@@ -354,6 +354,7 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 		goto cleanup;
 	s->hooks.object_changed = es_server_object_changed;
 	s->hooks.ud = s;
+	s->hooks.node_revoked = es_server_node_revoked;
 	if (o->advertise_url && !(s->advertise_url = strdup(o->advertise_url))) {
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 		goto cleanup;

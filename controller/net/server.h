@@ -95,4 +95,12 @@ void es_server_destroy(es_server *srv);
  */
 void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur);
 
+/*
+ * The admin hook es_admin_hooks.node_revoked (ud is the es_server), after
+ * the store revoked node's certificates: each open session of node has its
+ * certificate's serial recorded revoked too (a certificate the signing CA
+ * did not issue), then gets an IdentityMismatch error and is closed.
+ */
+void es_server_node_revoked(void *ud, const char *node);
+
 #endif

@@ -47,6 +47,7 @@ typedef struct conn {
 	int full_owed;        /* 1: the full list sent after a label change is
 			       * not acknowledged yet (es_db_node_full_done) */
 	int64_t full_rv;      /* ... its resourceVersion */
+	char serial[41];      /* its certificate's serial, hex (server_join.c) */
 } conn;
 
 struct es_server {
@@ -121,7 +122,19 @@ typedef struct join_req {
 es_err server__join_vhost(es_server *s, const es_server_opts *o, char *err,
 			  size_t errsz);
 
+/* At hello: reads c's certificate serial into c->serial and refuses (an
+ * IdentityMismatch error, then the close) a revoked one or one the store
+ * issued to another node. Returns 0, or -1 when refused. */
+int server__enroll_check(conn *c);
+
 /* ---- server_admin.c ---- */
+
+/* Writes the next piece (at most SERVER_HTTP_CHUNK bytes) of an HTTP
+ * response body of len bytes from *off (moved on), asking for another
+ * LWS_CALLBACK_HTTP_WRITEABLE when more is left. Returns 1 after the last
+ * piece, 0 when more follows, -1 when the write failed. */
+int server__http_write_body(struct lws *wsi, es_server *s, const char *body,
+			    size_t len, size_t *off);
 
 /* The admin vhost's protocol list (HTTP only, per-session data private to
  * server_admin.c). */

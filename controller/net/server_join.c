@@ -16,10 +16,13 @@
 #include <time.h>
 
 #include "ca/ca.h"
+#include <mbedtls/x509_crt.h>
+
 #include "es_buf.h"
 #include "es_enroll.h"
 #include "es_json.h"
 #include "es_log.h"
+#include "es_ws.h"
 #include "store/db_enroll.h"
 
 /* Largest join request: a certificate request and little else. */
@@ -194,26 +197,13 @@ static int on_http(struct lws *wsi, es_server *s, join_req *r, const char *in,
 
 static int on_writeable(struct lws *wsi, es_server *s, join_req *r)
 {
-	size_t n;
-	int final;
+	int n;
 
 	if (!r->responding)
 		return 0;
-	n = r->resp_len - r->resp_off;
-	if (n > SERVER_HTTP_CHUNK)
-		n = SERVER_HTTP_CHUNK;
-	final = r->resp_off + n == r->resp_len;
-	if (n) {
-		memcpy(s->chunk + LWS_PRE, r->resp + r->resp_off, n);
-		if (lws_write(wsi, s->chunk + LWS_PRE, n,
-			      final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < 0)
-			return -1;
-	}
-	r->resp_off += n;
-	if (!final) {
-		lws_callback_on_writable(wsi);
-		return 0;
-	}
+	n = server__http_write_body(wsi, s, r->resp, r->resp_len, &r->resp_off);
+	if (n <= 0)
+		return n;
 	req_reset(r);
 	return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
@@ -279,4 +269,67 @@ es_err server__join_vhost(es_server *s, const es_server_opts *o, char *err,
 			       "(address in use, or cert %s, key %s unusable)",
 			       o->join_host, o->join_port, o->cert, o->key);
 	return ES_OK;
+}
+
+/* ---- revocation (PROTOCOL.md "Joining", "Revocation") ---- */
+
+/* The serial of the connection's certificate as lower-case hex into out
+ * (sz >= 2 * 20 + 1); "" when unreadable. */
+static void peer_serial(struct lws *wsi, char *out, size_t sz)
+{
+	unsigned char *der = NULL;
+	size_t len = 0;
+	mbedtls_x509_crt crt;
+
+	out[0] = '\0';
+	mbedtls_x509_crt_init(&crt);
+	if (es_ws_peer_cert(wsi, &der, &len) == ES_OK &&
+	    mbedtls_x509_crt_parse_der(&crt, der, len) == 0) {
+		size_t n = crt.serial.len;
+
+		for (size_t i = 0; i < n && 2 * i + 2 < sz; i++)
+			snprintf(out + 2 * i, 3, "%02x", crt.serial.p[i]);
+	}
+	mbedtls_x509_crt_free(&crt);
+	free(der);
+}
+
+int server__enroll_check(conn *c)
+{
+	es_db_cert_status st = ES_DB_CERT_UNKNOWN;
+
+	peer_serial(c->wsi, c->serial, sizeof(c->serial));
+	if (c->serial[0] &&
+	    es_db_cert_state(c->srv->db, c->serial, c->node, &st) != ES_OK) {
+		server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
+		return -1;
+	}
+	if (st == ES_DB_CERT_REVOKED) {
+		es_log_warn("server", "revoked certificate refused", "node", c->node,
+			    "serial", c->serial, NULL);
+		server__queue_error(c, ES_PC_IDENTITY, "this certificate is revoked "
+				    "(the node was deleted): join again with a new token");
+		return -1;
+	}
+	return 0;
+}
+
+void es_server_node_revoked(void *ud, const char *node)
+{
+	es_server *s = ud;
+	int64_t n = 0;
+
+	for (conn *c = s->conns; c; c = c->next) {
+		if (strcmp(c->node, node) != 0 || c->state == CS_CLOSING)
+			continue;
+		if (c->serial[0] &&
+		    es_db_node_revoke(s->db, node, c->serial, time(NULL), &n) != ES_OK)
+			es_log_error("server", "could not record a revoked serial", "node",
+				     node, "serial", c->serial, NULL);
+		es_log_info("server", "closing the session of a deleted node", "node",
+			    node, NULL);
+		server__queue_clear(c);
+		server__queue_error(c, ES_PC_IDENTITY, "the node was deleted: its "
+				    "certificate is revoked");
+	}
 }

@@ -245,6 +245,8 @@ static void on_hello(conn *c, const cJSON *msg)
 		server__queue_error(c, ES_PC_IDENTITY, e);
 		return;
 	}
+	if (server__enroll_check(c) != 0)
+		return;
 	es_json_get_int(msg, "hello", "resourceVersion", 0, 0, ES_JSON_MAX_INT,
 			&since, NULL, 0);
 	es_json_get_int(msg, "hello", "nextSeq", 0, 1, ES_JSON_MAX_INT, &next_seq,

@@ -17,7 +17,9 @@ from harness import BIN_DIR, Cluster, Proc, free_port, main, wait_for
 TD = "edgesync.local"
 
 
-class EnrollTest(unittest.TestCase):
+class Base(unittest.TestCase):
+    """A controller with a join listener, and the helpers of both tests."""
+
     def setUp(self):
         self.c = Cluster(self, nodes=["seed"])
         self.join_port = free_port()
@@ -83,8 +85,9 @@ class EnrollTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(pki, "ca.crt")),
                          "a refused join wrote a CA bundle")
 
-    # -- cases -------------------------------------------------------------
 
+
+class EnrollTest(Base):
     def test_good_token_joins_and_syncs(self):
         tok, ca_hash = self.token("--usages", "2", "--labels", "site=berlin",
                                   "--name-prefix", "edge-")
@@ -189,6 +192,46 @@ class EnrollTest(unittest.TestCase):
         os.unlink(os.path.join(first, "pki", "node.crt"))
         r, _ = self.join("edge-1", tok, ca_hash, state=first)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class RevokeTest(Base):
+    """edgesyncctl delete node: the session closes, the certificate is
+    refused from then on, and the name may join again with a new key."""
+
+    def log(self):
+        with open(os.path.join(self.c.dir, "controller.log")) as f:
+            return f.read()
+
+    def test_delete_node_closes_and_refuses(self):
+        tok, ca_hash = self.token("--usages", "3")
+        state = os.path.join(self.c.dir, "agent-edge-1")
+        self.run_agent("edge-1", tok, ca_hash, state)
+        wait_for("edge-1 connected", lambda: self.connected("edge-1"))
+        t0 = time.monotonic()
+        self.c.ctl("delete", "node", "edge-1")
+        wait_for("edge-1 disconnected", lambda: not self.connected("edge-1"),
+                 timeout=5)
+        print(f"session closed {time.monotonic() - t0:.3f} s after delete node")
+        wait_for("the reconnect refused",
+                 lambda: "revoked certificate refused" in self.log(), timeout=30)
+        self.assertFalse(self.connected("edge-1"))
+        # The name is free for another key.
+        r, _ = self.join("edge-1", tok, ca_hash,
+                         state=os.path.join(self.c.dir, "new-edge-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_delete_node_with_a_certificate_of_another_issuer(self):
+        """A node whose certificate the signing CA did not issue (here the
+        development one): its session's serial is recorded revoked."""
+        self.c.start_agent("seed")
+        wait_for("seed connected", lambda: self.connected("seed"))
+        self.c.ctl("delete", "node", "seed")
+        wait_for("seed disconnected", lambda: not self.connected("seed"), timeout=5)
+        wait_for("the reconnect refused",
+                 lambda: "revoked certificate refused" in self.log(), timeout=30)
+        r = self.c.ctl("delete", "node", "nonexistent", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("NotFound", r.stderr)
 
 
 if __name__ == "__main__":

@@ -337,7 +337,7 @@ static int admin(es_db *db, const es_admin_hooks *h, const char *method,
 static void admin_tokens(void **state)
 {
 	fx *f = *state;
-	es_admin_hooks h = { NULL, NULL, "sha256:abc", "wss://c:7443" };
+	es_admin_hooks h = { NULL, NULL, "sha256:abc", "wss://c:7443", NULL };
 	cJSON *v = NULL, *l = NULL;
 	char id[8], sec[20], err[256], hex[ES_ENROLL_HEX_SZ], path[128], *txt;
 	es_db_join_result res;
