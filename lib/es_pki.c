@@ -196,6 +196,11 @@ static time_t x509_time_unix(const mbedtls_x509_time *t)
 	return timegm(&tm);
 }
 
+time_t es_pki_not_after(const struct mbedtls_x509_crt *crt)
+{
+	return x509_time_unix(&crt->valid_to);
+}
+
 time_t es_pki__crt_not_after(const mbedtls_x509_crt *crt)
 {
 	return x509_time_unix(&crt->valid_to);

@@ -172,18 +172,7 @@ es_err es_ca_open(const char *cert_path, const char *key_path, es_ca **out,
 		es_errf(rc, err, errsz, "ca-cert %s: unreadable subject", cert_path);
 		goto cleanup;
 	}
-	{
-		const mbedtls_x509_time *t = &ca->crt.valid_to;
-		struct tm tm = { 0 };
-
-		tm.tm_year = t->year - 1900;
-		tm.tm_mon = t->mon - 1;
-		tm.tm_mday = t->day;
-		tm.tm_hour = t->hour;
-		tm.tm_min = t->min;
-		tm.tm_sec = t->sec;
-		ca->not_after = timegm(&tm);
-	}
+	ca->not_after = es_pki_not_after(&ca->crt);
 	*out = ca;
 	ca = NULL;
 	rc = ES_OK;
