@@ -127,6 +127,12 @@ es_err server__join_vhost(es_server *s, const es_server_opts *o, char *err,
  * issued to another node. Returns 0, or -1 when refused. */
 int server__enroll_check(conn *c);
 
+/* At hello, after c->labels holds the hello's labels: adds the labels of
+ * the token the node joined with (es_db_enroll_labels) where the hello
+ * names no value for the key (the agent's own labels win). Errors:
+ * ES_ERR_NOMEM, ES_ERR_DB. */
+es_err server__enroll_labels(conn *c);
+
 /* ---- server_admin.c ---- */
 
 /* Writes the next piece (at most SERVER_HTTP_CHUNK bytes) of an HTTP

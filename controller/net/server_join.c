@@ -333,3 +333,26 @@ void es_server_node_revoked(void *ud, const char *node)
 				    "certificate is revoked");
 	}
 }
+
+es_err server__enroll_labels(conn *c)
+{
+	cJSON *extra = NULL, *it;
+	es_err rc = es_db_enroll_labels(c->srv->db, c->node, &extra);
+
+	if (rc != ES_OK)
+		return rc;
+	cJSON_ArrayForEach(it, extra) {
+		cJSON *v;
+
+		if (!cJSON_IsString(it) || cJSON_GetObjectItemCaseSensitive(c->labels, it->string))
+			continue;
+		if (!(v = cJSON_CreateString(it->valuestring)) ||
+		    !cJSON_AddItemToObject(c->labels, it->string, v)) {
+			cJSON_Delete(v);
+			rc = ES_ERR_NOMEM;
+			break;
+		}
+	}
+	cJSON_Delete(extra);
+	return rc;
+}

@@ -262,7 +262,7 @@ static void on_hello(conn *c, const cJSON *msg)
 	}
 	c->labels = cJSON_IsObject(labels) ? cJSON_Duplicate(labels, 1)
 					   : cJSON_CreateObject();
-	if (!c->labels) {
+	if (!c->labels || server__enroll_labels(c) != ES_OK) {
 		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
 		return;
 	}

@@ -118,6 +118,9 @@ class EnrollTest(Base):
         # `run` with the same settings uses the certificate: no second join.
         p = self.run_agent("edge-1", tok, ca_hash, state)
         wait_for("edge-1 connected", lambda: self.connected("edge-1"))
+        # The token's labels are the node's.
+        self.assertEqual(self.c.node("edge-1")["metadata"]["labels"].get("site"),
+                         "berlin")
         self.assertEqual(self.token_row(tok[:6]), (1, 2))
         self.assertTrue(p.alive())
 
