@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "enroll/join.h"
 #include "runtime/agent.h"
 #include "host/check.h"
 #include "runtime/config.h"
@@ -39,6 +40,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage:\n"
 		"  " PROG " run [--config FILE] [flags]   run the agent\n"
+		"  " PROG " join --controller-url URL --token T --ca-hash sha256:HEX [flags]\n"
+		"                                          join with a bootstrap token: make the\n"
+		"                                          key, get a certificate into state-dir\n"
 		"  " PROG " check [--config FILE] [flags] probe this host with these settings\n"
 		"                                          and print a table\n"
 		"  " PROG " status [--config FILE] [--http-listen ADDR] [-o table|json]\n"
@@ -69,6 +73,45 @@ static int load_config(int argc, char **argv, es_agent_config *cfg)
 		return 0;
 	fprintf(stderr, PROG ": %s\n", err);
 	return rc == ES_ERR_NOMEM ? 1 : 2;
+}
+
+/* The exit status of a failed join: 2 for what the operator must change
+ * (a refused token or name, a wrong hash, a bad key file), else 1. */
+static int join_code(es_err rc)
+{
+	return rc == ES_ERR_AUTH || rc == ES_ERR_INVAL ? 2 : 1;
+}
+
+/* `join`: the settings as `run` reads them, then es_join_run. */
+static int cmd_join(int argc, char **argv)
+{
+	es_agent_config cfg;
+	char err[1024] = "";
+	int code = load_config(argc, argv, &cfg);
+	es_err rc;
+
+	if (code != 0)
+		goto cleanup;
+	if (!cfg.token || !*cfg.token) {
+		fprintf(stderr, PROG ": token: required to join (--token <id>.<secret>)\n");
+		code = 2;
+		goto cleanup;
+	}
+	if (!es_join_needed(&cfg)) {
+		printf("already joined: %s is a valid certificate for this key; remove "
+		       "it to join again\n", cfg.cert);
+		goto cleanup;
+	}
+	rc = es_join_run(&cfg, stdout, err, sizeof(err));
+	if (rc != ES_OK) {
+		fprintf(stderr, PROG ": join: %s\n", err);
+		code = join_code(rc);
+		goto cleanup;
+	}
+	printf("joined as node %s\n", cfg.node_name);
+cleanup:
+	es_agent_config_free(&cfg);
+	return code;
 }
 
 /* `check`: the settings as `run` would read them, then the probes. */
@@ -104,6 +147,18 @@ static int cmd_run(int argc, char **argv)
 		goto cleanup;
 	}
 
+	if (es_join_needed(&cfg)) {
+		char jerr[1024] = "";
+
+		rc = es_join_run(&cfg, NULL, jerr, sizeof(jerr));
+		if (rc != ES_OK) {
+			es_log_error("agent", "cannot join", "controller", cfg.join_url,
+				     "error", jerr, NULL);
+			code = join_code(rc);
+			goto cleanup;
+		}
+		es_log_info("agent", "joined", "node", cfg.node_name, "cert", cfg.cert, NULL);
+	}
 	rc = es_agent_new(&cfg, &a, err, sizeof(err));
 	if (rc != ES_OK) {
 		es_log_error("agent", "cannot start", "error", err, NULL);
@@ -314,9 +369,11 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc, argv);
+	if (!strcmp(cmd, "join"))
+		return cmd_join(argc, argv);
 	if (!strcmp(cmd, "status"))
 		return cmd_status(argc, argv);
-	fprintf(stderr, PROG ": unknown command \"%s\" (run, check or status; see --help)\n",
+	fprintf(stderr, PROG ": unknown command \"%s\" (run, join, check or status; see --help)\n",
 		cmd);
 	return 2;
 }

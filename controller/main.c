@@ -15,6 +15,8 @@
 
 #include <mbedtls/x509_crt.h>
 
+#include "ca/ca.h"
+#include "ca/ca_cli.h"
 #include "config/config.h"
 #include "store/db.h"
 #include "es_cli.h"
@@ -40,6 +42,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: " PROG " run [flags]\n"
+		"       " PROG " ca init [flags] | ca hash FILE   (" PROG " ca --help)\n"
 		"       " PROG " help | --help | --version\n"
 		"\n"
 		"Serves edgesync agents (WebSocket over mutual TLS, /v1/sync) and the\n"
@@ -169,6 +172,8 @@ static int cmd_run(int argc, char **argv)
 	es_ccfg cfg = { 0 };
 	es_server_opts so = { 0 };
 	es_db *db = NULL;
+	es_ca *ca = NULL;
+	char join_host[256];
 	es_addr laddr, aaddr;
 	char err[1024], lockpath[4200];
 	int rc = 2, lock_fd = -1;
@@ -220,6 +225,14 @@ static int cmd_run(int argc, char **argv)
 	    has_cert("client-ca", cfg.client_ca) ||
 	    has_cert("admin-ca", cfg.admin_ca))
 		goto cleanup;
+	if (cfg.ca_cert && es_ca_open(cfg.ca_cert, cfg.ca_key, &ca, err,
+				      sizeof(err)) != ES_OK) {
+		es_log_error("main", "unusable signing CA", "error", err, NULL);
+		goto cleanup;
+	}
+	if (ca)
+		es_log_info("main", "joining nodes enabled", "ca-cert", cfg.ca_cert,
+			    "ca-hash", es_ca_pin(ca), NULL);
 
 	rc = 1;
 	if (es_db_open(cfg.db, &db, err, sizeof(err)) != ES_OK) {
@@ -237,6 +250,23 @@ static int cmd_run(int argc, char **argv)
 	so.admin_ca = cfg.admin_ca;
 	so.trust_domain = cfg.trust_domain;
 	so.db_path = cfg.db;
+	so.ca = ca;
+	so.cert_lifetime = cfg.cert_lifetime;
+	so.advertise_url = cfg.advertise_url;
+	so.trust_bundle = cfg.trust_bundle;
+	if (ca) {
+		es_addr jaddr;
+
+		if (es_addr_parse("join-listen", cfg.join_listen, ES_CCFG_LISTEN_FLAGS,
+				  &jaddr, err, sizeof(err)) != ES_OK ||
+		    es_addr_check_listen("join-listen", &jaddr, err, sizeof(err)) != ES_OK) {
+			es_log_error("main", "cannot listen", "error", err, NULL);
+			goto cleanup;
+		}
+		snprintf(join_host, sizeof(join_host), "%s", jaddr.host);
+		so.join_host = join_host;
+		so.join_port = jaddr.port;
+	}
 	if (es_server_new(&so, db, &g_server, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot start", "error", err, NULL);
 		goto cleanup;
@@ -263,6 +293,7 @@ cleanup:
 	es_server_destroy(g_server);
 	g_server = NULL;
 	es_db_close(db);
+	es_ca_free(ca);
 	es_lockfile_release(lock_fd);
 	es_ccfg_free(&cfg);
 	return rc;
@@ -277,6 +308,8 @@ int main(int argc, char **argv)
 		return code;
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc, argv);
+	if (!strcmp(cmd, "ca"))
+		return es_ca_cli_main(argc, argv);
 	fprintf(stderr, PROG ": unknown command \"%s\" (try " PROG " --help)\n", cmd);
 	return 2;
 }

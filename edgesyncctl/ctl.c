@@ -21,6 +21,7 @@
 #include "es_urllist.h"
 #include "es_version.h"
 #include "print.h"
+#include "tokens.h"
 #include "yaml.h"
 
 #define API_PREFIX "/apis/edgesync.io/v1alpha1/"
@@ -53,6 +54,7 @@ typedef struct ctl {
 	int npos;
 	es_http_client *http; /* one connection for all requests of a command */
 	es_urllist servers;   /* --server as a list; cur: the one that answered */
+	es_ctl_token_opts tok; /* create token's --ttl, --usages, --labels, --name-prefix */
 } ctl;
 
 static void usage(FILE *f)
@@ -66,6 +68,11 @@ static void usage(FILE *f)
 		"                            egresspolicies; short names cc, hr, ep, no) or show one\n"
 		"  describe node NAME        a node's state, conditions and objects, desired beside reported\n"
 		"  delete KIND NAME          delete an object (also: delete -f FILE)\n"
+		"  create token [--ttl 24h] [--usages N] [--labels k=v,...] [--name-prefix P]\n"
+		"                            a bootstrap token for joining nodes; prints it and\n"
+		"                            the edgesync-agent join command\n"
+		"  get tokens                list bootstrap tokens (never their secrets)\n"
+		"  delete token ID           delete a bootstrap token\n"
 		"  version                   print the client version\n\n"
 		"Flags:\n"
 		"  -f, --filename FILE       manifest for apply/delete\n"
@@ -96,6 +103,31 @@ static int flag_value(int argc, char **argv, int *i, const char *s, const char *
 	}
 	if (strncmp(a, s, sl) == 0 && a[sl]) {
 		*val = a + sl + (a[sl] == '=');
+		return 1;
+	}
+	return 0;
+}
+
+/* create token's flags, long only: "--ttl X" or "--ttl=X". Sets *val to
+ * the value (NULL when missing) and returns 1 when argv[*i] is one. */
+static int token_flag(int argc, char **argv, int *i, es_ctl_token_opts *o,
+		      const char **val)
+{
+	static const struct { const char *flag; size_t off; } fl[] = {
+		{ "--ttl", offsetof(es_ctl_token_opts, ttl) },
+		{ "--usages", offsetof(es_ctl_token_opts, usages) },
+		{ "--labels", offsetof(es_ctl_token_opts, labels) },
+		{ "--name-prefix", offsetof(es_ctl_token_opts, name_prefix) },
+	};
+	const char *a = argv[*i];
+
+	for (size_t k = 0; k < sizeof(fl) / sizeof(fl[0]); k++) {
+		size_t n = strlen(fl[k].flag);
+
+		if (strncmp(a, fl[k].flag, n) != 0 || (a[n] && a[n] != '='))
+			continue;
+		*val = a[n] == '=' ? a + n + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+		*(const char **)((char *)o + fl[k].off) = *val;
 		return 1;
 	}
 	return 0;
@@ -600,6 +632,11 @@ int es_ctl_main(int argc, char **argv)
 					out);
 				goto cleanup;
 			}
+		} else if (token_flag(argc, argv, &i, &c.tok, &val)) {
+			if (!val) {
+				fprintf(stderr, "error: %s needs a value\n", a);
+				goto cleanup;
+			}
 		} else if (is_table_flag(a)) {
 			rest[nrest++] = argv[i];
 			if (i + 1 < argc)
@@ -625,8 +662,15 @@ int es_ctl_main(int argc, char **argv)
 		goto cleanup;
 	}
 	cmd = c.pos[0];
+	if ((c.tok.ttl || c.tok.usages || c.tok.labels || c.tok.name_prefix) &&
+	    !(strcmp(cmd, "create") == 0 && c.npos == 2 && strcmp(c.pos[1], "token") == 0)) {
+		fprintf(stderr, "error: --ttl, --usages, --labels and --name-prefix are "
+			"flags of create token only\n");
+		goto cleanup;
+	}
 	if ((strcmp(cmd, "apply") == 0 || strcmp(cmd, "get") == 0 ||
-	     strcmp(cmd, "describe") == 0 || strcmp(cmd, "delete") == 0) &&
+	     strcmp(cmd, "describe") == 0 || strcmp(cmd, "delete") == 0 ||
+	     strcmp(cmd, "create") == 0) &&
 	    (rc = open_client(&c)) != ES_CTL_EXIT_OK)
 		goto cleanup;
 	rc = ES_CTL_EXIT_USAGE;
@@ -637,6 +681,25 @@ int es_ctl_main(int argc, char **argv)
 		rc = c.npos == 1 ? cmd_apply(&c) : ES_CTL_EXIT_USAGE;
 		if (c.npos != 1)
 			fprintf(stderr, "error: apply takes no arguments besides -f FILE\n");
+	} else if (c.npos >= 2 && !strcmp(cmd, "create")) {
+		rc = ES_CTL_EXIT_USAGE;
+		if (c.npos != 2 || strcmp(c.pos[1], "token") != 0)
+			fprintf(stderr, "error: usage: create token [--ttl 24h] [--usages N] "
+				"[--labels k=v,...] [--name-prefix P]\n");
+		else
+			rc = es_ctl_token_create(c.http, c.cfg.server, &c.tok);
+	} else if (c.npos >= 2 && !strcmp(cmd, "get") &&
+		   (!strcmp(c.pos[1], "tokens") || !strcmp(c.pos[1], "token"))) {
+		rc = c.npos == 2 ? es_ctl_token_list(c.http, c.cfg.server, c.fmt) :
+			ES_CTL_EXIT_USAGE;
+		if (c.npos != 2)
+			fprintf(stderr, "error: usage: get tokens [-o json|yaml]\n");
+	} else if (c.npos >= 2 && !strcmp(cmd, "delete") &&
+		   (!strcmp(c.pos[1], "token") || !strcmp(c.pos[1], "tokens"))) {
+		rc = c.npos == 3 ? es_ctl_token_delete(c.http, c.cfg.server, c.pos[2]) :
+			ES_CTL_EXIT_USAGE;
+		if (c.npos != 3)
+			fprintf(stderr, "error: usage: delete token ID\n");
 	} else if (strcmp(cmd, "get") == 0) {
 		rc = cmd_get(&c);
 	} else if (strcmp(cmd, "describe") == 0) {
@@ -644,7 +707,7 @@ int es_ctl_main(int argc, char **argv)
 	} else if (strcmp(cmd, "delete") == 0) {
 		rc = cmd_delete(&c);
 	} else {
-		fprintf(stderr, "error: unknown command \"%s\" (apply, get, describe, delete, version; "
+		fprintf(stderr, "error: unknown command \"%s\" (apply, get, describe, delete, create, version; "
 			"see --help)\n", cmd);
 	}
 cleanup:

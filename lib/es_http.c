@@ -213,12 +213,19 @@ static es_err tls_setup(es_http_client *c, const es_http_opts *o, char *err,
 	if (ret)
 		return tls_err(ES_ERR_TLS, ret, "TLS", "seeding the random generator", err,
 			       errsz);
-	if (!o->ca_file || !*o->ca_file)
-		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "ca: no CA file given (the server's certificate cannot be checked)");
-	rc = load_crt(&c->ca, "ca", o->ca_file, err, errsz);
-	if (rc != ES_OK)
-		return rc;
+	if (o->ca_pem && *o->ca_pem) {
+		if (mbedtls_x509_crt_parse(&c->ca, (const unsigned char *)o->ca_pem,
+					   strlen(o->ca_pem) + 1) != 0)
+			return es_errf(ES_ERR_INVAL, err, errsz, "ca: not a PEM certificate");
+	} else if (!o->insecure_discovery) {
+		if (!o->ca_file || !*o->ca_file)
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "ca: no CA file given (the server's certificate "
+				       "cannot be checked)");
+		rc = load_crt(&c->ca, "ca", o->ca_file, err, errsz);
+		if (rc != ES_OK)
+			return rc;
+	}
 	if (has_cert != has_key)
 		return es_errf(ES_ERR_INVAL, err, errsz, "%s given without %s",
 			       has_cert ? "cert" : "key", has_cert ? "key" : "cert");
@@ -251,8 +258,12 @@ static es_err tls_setup(es_http_client *c, const es_http_opts *o, char *err,
 	if (ret)
 		return tls_err(ES_ERR_TLS, ret, "TLS", "configuration", err, errsz);
 	mbedtls_ssl_conf_min_tls_version(&c->conf, MBEDTLS_SSL_VERSION_TLS1_2);
-	mbedtls_ssl_conf_authmode(&c->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
-	mbedtls_ssl_conf_ca_chain(&c->conf, &c->ca, NULL);
+	if (o->insecure_discovery && !(o->ca_pem && *o->ca_pem)) {
+		mbedtls_ssl_conf_authmode(&c->conf, MBEDTLS_SSL_VERIFY_NONE);
+	} else {
+		mbedtls_ssl_conf_authmode(&c->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+		mbedtls_ssl_conf_ca_chain(&c->conf, &c->ca, NULL);
+	}
 	mbedtls_ssl_conf_rng(&c->conf, mbedtls_ctr_drbg_random, &c->drbg);
 	mbedtls_ssl_conf_read_timeout(&c->conf, (uint32_t)c->timeout_ms);
 	if (has_cert) {

@@ -28,6 +28,12 @@ typedef struct es_http_opts {
 	const char *key_file;   /* tls: PEM private key of cert_file */
 	const char *user_agent; /* User-Agent header value; NULL: none sent */
 	int timeout_ms;         /* connect, handshake, each wait for data; 0: default */
+	/* tls: the CA bundle as PEM text instead of ca_file (NUL-terminated). */
+	const char *ca_pem;
+	/* tls: 1: the server's certificate is not checked at all. Only for
+	 * fetching what the caller then checks itself against a pinned hash
+	 * (a joining node's CA discovery, as kubeadm's); never for data. */
+	int insecure_discovery;
 } es_http_opts;
 
 typedef struct es_http_resp {
@@ -105,7 +111,7 @@ typedef struct es_http_client es_http_client;
 /*
  * Makes a client. With opts->tls, reads and checks the credential files
  * now, before any connection, so that a bad configuration is reported as
- * such: ca_file is required; cert_file and key_file go together, and the
+ * such: ca_file (or ca_pem, or insecure_discovery) is required; cert_file and key_file go together, and the
  * key must be the certificate's (mbedtls_pk_check_pair). Nothing is
  * connected yet. opts is copied (its strings are not: they must outlive
  * the client). On ES_OK the caller frees *out with es_http_client_free.

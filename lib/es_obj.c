@@ -157,8 +157,7 @@ static int label_key_valid(const char *k)
 	       label_part_valid(slash + 1, strlen(slash + 1), 0);
 }
 
-/* Validates an object of label key -> value strings at path. */
-static es_err check_labels(const cJSON *labels, const char *path, char *err,
+es_err es_obj_labels_check(const cJSON *labels, const char *path, char *err,
 			   size_t errsz)
 {
 	const cJSON *m;
@@ -203,7 +202,7 @@ static es_err check_metadata(const cJSON *md, char *err, size_t errsz)
 			       "DNS subdomain: at most 253 characters of [a-z0-9.-], "
 			       "starting and ending alphanumeric)", name);
 	it = cJSON_GetObjectItemCaseSensitive(md, "labels");
-	if (it != NULL && (rc = check_labels(it, "metadata.labels", err, errsz)) != ES_OK)
+	if (it != NULL && (rc = es_obj_labels_check(it, "metadata.labels", err, errsz)) != ES_OK)
 		return rc;
 	rc = es_json_get_str(md, "metadata", "uid", 0, &s, err, errsz);
 	if (rc == ES_ERR_INVAL)
@@ -246,7 +245,7 @@ static es_err check_selector(const cJSON *spec, char *err, size_t errsz)
 	m = cJSON_GetObjectItemCaseSensitive(sel, "matchLabels");
 	if (m == NULL)
 		return ES_OK;
-	return check_labels(m, "spec.nodeSelector.matchLabels", err, errsz);
+	return es_obj_labels_check(m, "spec.nodeSelector.matchLabels", err, errsz);
 }
 
 static int collector_index(const char *name)

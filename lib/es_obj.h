@@ -58,6 +58,11 @@ int es_obj_name_valid(const char *s);
  */
 es_err es_obj_validate_desired(const cJSON *obj, char *err, size_t errsz);
 
+/* Validates labels, an object of label key -> value strings (Kubernetes
+ * label syntax), naming path in the error. Errors: ES_ERR_INVAL. */
+es_err es_obj_labels_check(const cJSON *labels, const char *path, char *err,
+			   size_t errsz);
+
 /* Borrowed metadata accessors; NULL / 0 when absent or of another type. */
 const char *es_obj_name(const cJSON *obj);
 const char *es_obj_kind_str(const cJSON *obj);

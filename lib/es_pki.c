@@ -31,7 +31,7 @@
 #define CN_MAX ES_PKI__CN_MAX
 #define SERIAL_LEN 16
 
-static es_err tls_err(char *err, size_t errsz, const char *what, int ret)
+es_err es_pki_tls_err(char *err, size_t errsz, const char *what, int ret)
 {
 	char m[128];
 
@@ -194,6 +194,11 @@ static time_t x509_time_unix(const mbedtls_x509_time *t)
 	tm.tm_min = t->min;
 	tm.tm_sec = t->sec;
 	return timegm(&tm);
+}
+
+time_t es_pki_not_after(const struct mbedtls_x509_crt *crt)
+{
+	return x509_time_unix(&crt->valid_to);
 }
 
 time_t es_pki__crt_not_after(const mbedtls_x509_crt *crt)
@@ -532,7 +537,7 @@ es_err es_pki_issue(const es_pki_req *req, const char *ca_cert_pem,
 	ret = mbedtls_ctr_drbg_seed(&drbg, mbedtls_entropy_func, &entropy,
 				    (const unsigned char *)pers, sizeof(pers) - 1);
 	if (ret != 0) {
-		rc = tls_err(err, errsz, "seeding the random generator", ret);
+		rc = es_pki_tls_err(err, errsz, "seeding the random generator", ret);
 		goto cleanup;
 	}
 
@@ -560,7 +565,7 @@ es_err es_pki_issue(const es_pki_req *req, const char *ca_cert_pem,
 		}
 		ret = mbedtls_x509_dn_gets(issuer, sizeof(issuer), &ca.subject);
 		if (ret < 0) {
-			rc = tls_err(err, errsz, "CA certificate subject", ret);
+			rc = es_pki_tls_err(err, errsz, "CA certificate subject", ret);
 			goto cleanup;
 		}
 	}
@@ -570,13 +575,13 @@ es_err es_pki_issue(const es_pki_req *req, const char *ca_cert_pem,
 		ret = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, mbedtls_pk_ec(key),
 					  mbedtls_ctr_drbg_random, &drbg);
 	if (ret != 0) {
-		rc = tls_err(err, errsz, "generating a P-256 key", ret);
+		rc = es_pki_tls_err(err, errsz, "generating a P-256 key", ret);
 		goto cleanup;
 	}
 
 	ret = mbedtls_ctr_drbg_random(&drbg, serial, sizeof(serial));
 	if (ret != 0) {
-		rc = tls_err(err, errsz, "serial number", ret);
+		rc = es_pki_tls_err(err, errsz, "serial number", ret);
 		goto cleanup;
 	}
 	/* RFC 5280 4.1.2.2: positive, at most 20 octets; keep all 16. */
@@ -603,12 +608,12 @@ es_err es_pki_issue(const es_pki_req *req, const char *ca_cert_pem,
 			: MBEDTLS_X509_KU_DIGITAL_SIGNATURE)) != 0 ||
 	    (ret = mbedtls_x509write_crt_set_subject_key_identifier(&w)) != 0 ||
 	    (ret = mbedtls_x509write_crt_set_authority_key_identifier(&w)) != 0) {
-		rc = tls_err(err, errsz, "building the certificate", ret);
+		rc = es_pki_tls_err(err, errsz, "building the certificate", ret);
 		goto cleanup;
 	}
 	if (san_head &&
 	    (ret = mbedtls_x509write_crt_set_subject_alternative_name(&w, san_head)) != 0) {
-		rc = tls_err(err, errsz, "subjectAltName", ret);
+		rc = es_pki_tls_err(err, errsz, "subjectAltName", ret);
 		goto cleanup;
 	}
 	if (req->server_auth || req->client_auth) {
@@ -630,21 +635,21 @@ es_err es_pki_issue(const es_pki_req *req, const char *ca_cert_pem,
 		ret = mbedtls_x509write_crt_set_ext_key_usage(&w, req->server_auth
 							      ? &eku[0] : &eku[1]);
 		if (ret != 0) {
-			rc = tls_err(err, errsz, "extendedKeyUsage", ret);
+			rc = es_pki_tls_err(err, errsz, "extendedKeyUsage", ret);
 			goto cleanup;
 		}
 	}
 
 	ret = mbedtls_x509write_crt_pem(&w, buf, PEM_BUF, mbedtls_ctr_drbg_random, &drbg);
 	if (ret != 0) {
-		rc = tls_err(err, errsz, "signing the certificate", ret);
+		rc = es_pki_tls_err(err, errsz, "signing the certificate", ret);
 		goto cleanup;
 	}
 	*cert_pem = strdup((const char *)buf);
 	memset(buf, 0, PEM_BUF);
 	ret = mbedtls_pk_write_key_pem(&key, buf, PEM_BUF);
 	if (ret != 0) {
-		rc = tls_err(err, errsz, "writing the key", ret);
+		rc = es_pki_tls_err(err, errsz, "writing the key", ret);
 		goto cleanup;
 	}
 	*key_pem = strdup((const char *)buf);

@@ -147,6 +147,13 @@ es_err es_pki_issue(const es_pki_req *req, const char *ca_cert_pem,
 		    const char *ca_key_pem, char **cert_pem, char **key_pem,
 		    char *err, size_t errsz);
 
+struct mbedtls_x509_crt;
+/* The notAfter of a parsed certificate as Unix seconds (UTC). */
+time_t es_pki_not_after(const struct mbedtls_x509_crt *crt);
+
+/* ES_ERR_TLS with err "what: <mbedTLS's text for ret> (-0xNNNN)". */
+es_err es_pki_tls_err(char *err, size_t errsz, const char *what, int ret);
+
 /*
  * Writes data to path so that a crash leaves either the old file or the new
  * one: a temporary file in the same directory, fsync, rename, fsync of the

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "egress/egress.h"
+#include "enroll/join.h"
 #include "es_addr.h"
 #include "es_log.h"
 #include "es_obj.h"
@@ -81,6 +82,14 @@ static const es_setting settings[] = {
 	  egress_backend,
 	  "EgressPolicy enforcement: auto (cgroup BPF where it works, else nftables), "
 	  "ebpf or nftables"),
+	S("token", "TOKEN", ES_SET_STRING, "", 0, 0, token,
+	  "bootstrap token <id>.<secret> to join with when there is no certificate "
+	  "(cert, key, ca then default to <state-dir>/pki/)"),
+	S("ca-hash", "CA_HASH", ES_SET_STRING, "", 0, 0, ca_hash,
+	  "sha256:<hex> of the controller CA's public key, checked before the token is sent"),
+	S("join-url", "JOIN_URL", ES_SET_STRING, "", 0, 0, join_url,
+	  "the controller's join listener, https://host:port "
+	  "(default: controller-url's host, port 7445)"),
 };
 #undef S
 #undef E
@@ -323,6 +332,9 @@ es_err es_agent_config_validate(es_agent_config *cfg, char *err, size_t errsz)
 			       "node-name: \"%s\" is not an RFC 1123 subdomain "
 			       "(lower-case letters, digits, '-' and '.', at most 253)",
 			       cfg->node_name);
+	rc = es_join_config_finish(cfg, err, errsz);
+	if (rc != ES_OK)
+		return rc;
 	if (!empty(cfg->controller_url)) {
 		es_agent_url urls[ES_URLLIST_MAX];
 		es_urllist l;

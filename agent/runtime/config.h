@@ -41,6 +41,9 @@ typedef struct es_agent_config {
 	char *egress_pin_dir;  /* bpffs directory of the EgressPolicy pins */
 	int64_t egress_check_interval; /* seconds between EgressPolicy drift checks */
 	int egress_backend;    /* es_egress_backend (egress/egress.h) */
+	char *token;           /* bootstrap token "<id>.<secret>" to join with; "" none */
+	char *ca_hash;         /* "sha256:<hex>" pin of the controller's CA (join) */
+	char *join_url;        /* https URL of the join listener; "" derived */
 } es_agent_config;
 
 /* The settings table (for help output and tests); *n gets its length. */

@@ -364,6 +364,8 @@ static es_err nodes(req *r, const char *path, const char *name, const char *sub,
 	es_err rc;
 	int limit;
 
+	if (name && !sub && strcmp(r->method, "DELETE") == 0)
+		return admin__node_delete(r->db, r->hooks, name, r->who, r->resp);
 	if (strcmp(r->method, "GET") != 0)
 		return method_not_allowed(r, path);
 	if (!name) {
@@ -433,6 +435,9 @@ static es_err route(req *r, const char *path, const char *query,
 			return fail_details(r, 404, NULL, "no such path %s", path);
 		seg[n++] = tok;
 	}
+	if (n && n < 3 && strcmp(seg[0], "bootstraptokens") == 0)
+		return admin__tokens(r->db, r->hooks, r->method, path, seg[1], body, len,
+				     r->who, r->resp);
 	kind = n ? es_obj_kind_from_plural(seg[0]) : ES_KIND_UNKNOWN;
 	if (kind == ES_KIND_UNKNOWN)
 		return fail_details(r, 404, NULL, "no such resource type: %s",

@@ -5,6 +5,8 @@
  * Paths (Kubernetes API conventions):
  *   GET    /apis/edgesync.io/v1alpha1/nodes                 NodeList
  *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME            Node
+ *   DELETE /apis/edgesync.io/v1alpha1/nodes/NAME            revoke the node: its
+ *          certificates are refused from then on, its name may join again
  *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME/describe   desired beside reported
  *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME/reports    stored reports (?limit=N)
  *   GET    /apis/edgesync.io/v1alpha1/PLURAL                List of a desired kind
@@ -12,6 +14,11 @@
  *   POST   /apis/edgesync.io/v1alpha1/PLURAL                create (409 when it exists)
  *   PUT    /apis/edgesync.io/v1alpha1/PLURAL/NAME           create or replace (apply)
  *   DELETE /apis/edgesync.io/v1alpha1/PLURAL/NAME           delete
+ *   POST   /apis/edgesync.io/v1alpha1/bootstraptokens       create a token
+ *          {ttlSeconds?, usages?, labels?, namePrefix?} -> 201 with `token`
+ *          (the only response that holds its secret)
+ *   GET    /apis/edgesync.io/v1alpha1/bootstraptokens       BootstrapTokenList
+ *   DELETE /apis/edgesync.io/v1alpha1/bootstraptokens/ID    delete a token
  *   GET    /healthz                                         "ok"
  * Errors are a Kubernetes `Status` object (kind Status, apiVersion v1,
  * status Failure, message, reason, code): 400 BadRequest (not JSON, name in
@@ -37,6 +44,14 @@ typedef struct es_admin_hooks {
 	 * `desired` changes to connected agents from here. May be NULL. */
 	void (*object_changed)(void *ud, const cJSON *prev, const cJSON *cur);
 	void *ud;
+	/* For the join command a new bootstrap token is shown with: the
+	 * signing CA's hash (NULL: the controller signs nothing) and the URL
+	 * agents dial (advertise-url). */
+	const char *ca_pin;
+	const char *join_url;
+	/* Called after DELETE nodes/NAME revoked the node in the store: the
+	 * server closes its sessions. May be NULL. */
+	void (*node_revoked)(void *ud, const char *node);
 } es_admin_hooks;
 
 typedef struct es_admin_resp {

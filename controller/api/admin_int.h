@@ -6,6 +6,7 @@
 #define ES_CTRL_ADMIN_INT_H
 
 #include <cjson/cJSON.h>
+#include "api/admin.h"
 #include "store/db.h"
 
 /*
@@ -26,5 +27,32 @@
  */
 es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,
 			       cJSON **out);
+
+/* Bounds of a bootstrap token's ttlSeconds (admin_tokens.c): one minute to
+ * one year, default one day (kubeadm's); a token that never expires is a
+ * standing credential, so there is none. */
+#define ES_ADMIN_TOKEN_TTL_MIN 60
+#define ES_ADMIN_TOKEN_TTL_MAX (365 * 24 * 3600)
+#define ES_ADMIN_TOKEN_TTL_DEFAULT (24 * 3600)
+#define ES_ADMIN_TOKEN_USAGES_MAX 1000000
+
+/*
+ * The bootstrap token paths (admin.h): id is the path segment after
+ * bootstraptokens/ or NULL; hooks (may be NULL) give the CA hash and URL of
+ * the join command a new token is shown with. Fills *resp for every outcome.
+ * Errors: ES_ERR_NOMEM only.
+ */
+es_err admin__tokens(es_db *db, const es_admin_hooks *hooks, const char *method,
+		     const char *path,
+		     const char *id, const char *body, size_t len, const char *who,
+		     es_admin_resp *resp);
+
+/*
+ * DELETE nodes/NAME: revokes the node in the store (es_db_node_revoke),
+ * then tells hooks->node_revoked. 404 when the store knows neither the
+ * node nor a certificate of it. Fills *resp. Errors: ES_ERR_NOMEM only.
+ */
+es_err admin__node_delete(es_db *db, const es_admin_hooks *hooks, const char *name,
+			  const char *who, es_admin_resp *resp);
 
 #endif

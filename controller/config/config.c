@@ -8,11 +8,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "es_buf.h"
 #include "es_log.h"
 #include "es_obj.h"
 #include "es_pki.h"
+#include "ca/ca.h"
 
 #define ES_CCFG_STRING(k, e, def, member, help)                               \
 	{ k, "EDGESYNC_" e, k, ES_SET_STRING, def, 0, 0,                      \
@@ -66,6 +68,24 @@ static const es_setting ccfg_table[] = {
 	  offsetof(es_ccfg, state_cache_nodes),
 	  "nodes whose reported state is held parsed in memory",
 	  NULL, 0 },
+	ES_CCFG_STRING("ca-cert", "CA_CERT", NULL, ca_cert,
+		       "signing CA certificate for joining nodes, PEM (edgesync-controller "
+		       "ca init; dev: <state-dir>/dev/ca.crt; unset: no joins)"),
+	ES_CCFG_STRING("ca-key", "CA_KEY", NULL, ca_key,
+		       "private key of ca-cert, PEM (dev: <state-dir>/dev/ca.key)"),
+	{ "cert-lifetime", "EDGESYNC_CERT_LIFETIME", "cert-lifetime", ES_SET_INT,
+	  "86400", ES_CA_LIFETIME_MIN, ES_CA_LIFETIME_MAX,
+	  offsetof(es_ccfg, cert_lifetime),
+	  "seconds a node certificate the controller signs is valid", NULL, 0 },
+	ES_CCFG_STRING("advertise-url", "ADVERTISE_URL", NULL, advertise_url,
+		       "wss:// URL agents dial, shown in join commands "
+		       "(default wss://<listen>; a wildcard address becomes the host name)"),
+	ES_CCFG_STRING("join-listen", "JOIN_LISTEN", NULL, join_listen,
+		       "listener for joining nodes (HTTPS, no client certificate; only "
+		       "with ca-cert), ip:port (default <listen host>:7445)"),
+	ES_CCFG_STRING("trust-bundle", "TRUST_BUNDLE", NULL, trust_bundle,
+		       "PEM file of the CAs that verify cert, given to joining agents "
+		       "(default: ca-cert)"),
 };
 
 #define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))
@@ -286,6 +306,10 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 			rc = default_path(&cfg->key, dev_dir, "controller.key");
 		if (rc == ES_OK)
 			rc = default_path(&cfg->client_ca, dev_dir, "ca.crt");
+		if (rc == ES_OK && !(cfg->ca_key && *cfg->ca_key))
+			rc = default_path(&cfg->ca_cert, dev_dir, "ca.crt");
+		if (rc == ES_OK)
+			rc = default_path(&cfg->ca_key, dev_dir, "ca.key");
 	}
 	if (rc != ES_OK)
 		return es_errf(rc, err, errsz, "out of memory");
@@ -298,6 +322,49 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 	if (!cfg->client_ca || !*cfg->client_ca)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "client-ca: required (or run with --dev)");
+	if (!cfg->ca_cert != !cfg->ca_key || (cfg->ca_cert && (!*cfg->ca_cert || !*cfg->ca_key)))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "%s: required with %s", cfg->ca_cert && *cfg->ca_cert ?
+			       "ca-key" : "ca-cert", cfg->ca_cert && *cfg->ca_cert ?
+			       "ca-cert" : "ca-key");
+	if (!cfg->join_listen || !*cfg->join_listen) {
+		char jl[300];
+
+		snprintf(jl, sizeof(jl), strchr(a1.host, ':') ? "[%s]:%d" : "%s:%d",
+			 a1.host, ES_CCFG_JOIN_PORT);
+		if (default_copy(&cfg->join_listen, jl) != ES_OK)
+			return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	}
+	{
+		es_addr a3;
+
+		rc = es_addr_parse("join-listen", cfg->join_listen, ES_CCFG_LISTEN_FLAGS,
+				   &a3, err, errsz);
+		if (rc != ES_OK)
+			return rc;
+		if ((a3.port == a1.port && !strcmp(a3.host, a1.host)) ||
+		    (a3.port == a2.port && !strcmp(a3.host, a2.host)))
+			return es_errf(ES_ERR_INVAL, err, errsz,
+				       "join-listen: %s is also the %s address",
+				       cfg->join_listen, a3.port == a1.port ?
+				       "agents' listen" : "admin-listen");
+	}
+	if (!cfg->advertise_url || !*cfg->advertise_url) {
+		char host[256] = "", url[400];
+
+		if (!strcmp(a1.host, "0.0.0.0") || !strcmp(a1.host, "::") || !a1.host[0])
+			(void)gethostname(host, sizeof(host) - 1);
+		else
+			snprintf(host, sizeof(host), "%s", a1.host);
+		snprintf(url, sizeof(url), strchr(host, ':') ? "wss://[%s]:%d" :
+			 "wss://%s:%d", host, a1.port);
+		if (default_copy(&cfg->advertise_url, url) != ES_OK)
+			return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	} else if (strncmp(cfg->advertise_url, "wss://", 6) != 0) {
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "advertise-url: \"%s\": expected wss://host:port",
+			       cfg->advertise_url);
+	}
 	if (default_copy(&cfg->admin_ca, cfg->client_ca) != ES_OK)
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	return ES_OK;

@@ -20,6 +20,8 @@
  * interface or host name (libwebsockets binds its "iface" by either), an
  * IPv6 literal with a zone. */
 #define ES_CCFG_LISTEN_FLAGS (ES_ADDR_NAME | ES_ADDR_ZONE)
+/* Port of join-listen by default, beside the agents' 7443 and admin 7444. */
+#define ES_CCFG_JOIN_PORT 7445
 
 typedef struct es_ccfg {
 	char *listen;        /* agents' listener "host:port" (ES_CCFG_LISTEN_FLAGS) */
@@ -37,6 +39,11 @@ typedef struct es_ccfg {
 	int64_t reports_kept;    /* reports kept per node and stream */
 	int64_t report_bytes_kept; /* bytes of reports kept per node (0: no bound) */
 	int64_t state_cache_nodes; /* nodes whose parsed state is held in memory */
+	char *ca_cert, *ca_key;  /* signing CA for joining nodes (ca/ca.h); NULL: no joins */
+	int64_t cert_lifetime;   /* seconds, ES_CA_LIFETIME_MIN..MAX */
+	char *advertise_url;     /* wss:// URL agents dial; default from listen */
+	char *join_listen;       /* join listener "host:port"; default <listen host>:7445 */
+	char *trust_bundle;      /* CAs joining agents trust for this controller; NULL: ca-cert */
 } es_ccfg;
 
 /* The settings table (for help output and tests); *n gets its length. */
@@ -58,8 +65,9 @@ es_err es_ccfg_load(es_ccfg *cfg, int argc, char **argv, int first,
 /*
  * Fills derived defaults and checks the settings of `run`: db defaults to
  * <state-dir>/controller.db; with dev, cert, key, client-ca default to
- * <state-dir>/dev/{controller.crt,controller.key,ca.crt}; admin-ca defaults
- * to client-ca. Refuses, naming the key: a bad listen or admin-listen
+ * <state-dir>/dev/{controller.crt,controller.key,ca.crt}, and ca-cert,
+ * ca-key to <state-dir>/dev/{ca.crt,ca.key}; admin-ca defaults to
+ * client-ca. ca-cert and ca-key go together. Refuses, naming the key: a bad listen or admin-listen
  * (es_addr_parse, ES_CCFG_LISTEN_FLAGS), both on the same address and
  * port, an empty
  * state-dir, a missing cert, key or client-ca without dev, a trust-domain that is not a lower-case DNS name, a dev-node

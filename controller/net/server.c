@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ca/ca.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_time.h"
@@ -348,11 +349,28 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	}
 	s->db = db;
 	s->debug_exit_after = -1;
+	s->ca = o->ca;
+	s->cert_lifetime = o->cert_lifetime;
 	rc = es_ctrl_metrics_new(o->db_path, ES_VERSION, &s->metrics, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	s->hooks.object_changed = es_server_object_changed;
 	s->hooks.ud = s;
+	s->hooks.node_revoked = es_server_node_revoked;
+	if (o->advertise_url && !(s->advertise_url = strdup(o->advertise_url))) {
+		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+		goto cleanup;
+	}
+	s->hooks.join_url = s->advertise_url;
+	s->hooks.ca_pin = o->ca ? es_ca_pin(o->ca) : NULL;
+	if (o->trust_bundle) {
+		char *txt = NULL;
+
+		rc = es_ca_read_pem("trust-bundle", o->trust_bundle, &txt, err, errsz);
+		if (rc != ES_OK)
+			goto cleanup;
+		s->trust_bundle = txt;
+	}
 
 	memset(&info, 0, sizeof(info));
 	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
@@ -406,6 +424,8 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 			     o->admin_ca);
 		goto cleanup;
 	}
+	if (o->join_port && (rc = server__join_vhost(s, o, err, errsz)) != ES_OK)
+		goto cleanup;
 	lws_sul_schedule(s->ctx, 0, &s->sweep, sweep_cb, SWEEP_US);
 	*out = s;
 	s = NULL;
@@ -447,5 +467,7 @@ void es_server_destroy(es_server *s)
 	}
 	es_ctrl_metrics_free(s->metrics);
 	free(s->trust_domain);
+	free(s->advertise_url);
+	free(s->trust_bundle);
 	free(s);
 }

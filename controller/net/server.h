@@ -46,6 +46,15 @@ typedef struct es_server_opts {
 	const char *admin_ca;     /* verifies admin certificates */
 	const char *trust_domain; /* SPIFFE trust domain of both identities */
 	const char *db_path;      /* the store's file, for /metrics (may be NULL) */
+	struct es_ca *ca;         /* signing CA for joins and renewals (borrowed,
+				   * outlives the server); NULL: both refused */
+	int64_t cert_lifetime;    /* seconds a signed certificate is valid */
+	const char *advertise_url; /* wss:// URL agents dial (join commands) */
+	const char *join_host;    /* the join listener (PROTOCOL.md "Joining") */
+	int join_port;            /* 0: no join listener */
+	const char *trust_bundle; /* PEM file of the CAs agents should trust for
+				   * this controller, served to joining nodes
+				   * (NULL: the signing CA's certificate) */
 } es_server_opts;
 
 /*
@@ -85,5 +94,13 @@ void es_server_destroy(es_server *srv);
  * message's resourceVersion is the store's current one.
  */
 void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur);
+
+/*
+ * The admin hook es_admin_hooks.node_revoked (ud is the es_server), after
+ * the store revoked node's certificates: each open session of node has its
+ * certificate's serial recorded revoked too (a certificate the signing CA
+ * did not issue), then gets an IdentityMismatch error and is closed.
+ */
+void es_server_node_revoked(void *ud, const char *node);
 
 #endif

@@ -179,28 +179,38 @@ static int on_http_body(http_req *r, const void *in, size_t len)
 	return rc == ES_OK ? 0 : -1;
 }
 
-static int on_http_writeable(struct lws *wsi, es_server *s, http_req *r)
+int server__http_write_body(struct lws *wsi, es_server *s, const char *body,
+			    size_t len, size_t *off)
 {
-	size_t n;
+	size_t n = len - *off;
 	int final;
 
-	if (!r->responding)
-		return 0;
-	n = r->resp_len - r->resp_off;
 	if (n > SERVER_HTTP_CHUNK)
 		n = SERVER_HTTP_CHUNK;
-	final = r->resp_off + n == r->resp_len;
+	final = *off + n == len;
 	if (n) {
-		memcpy(s->chunk + LWS_PRE, r->resp + r->resp_off, n);
+		memcpy(s->chunk + LWS_PRE, body + *off, n);
 		if (lws_write(wsi, s->chunk + LWS_PRE, n,
 			      final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < 0)
 			return -1;
 	}
-	r->resp_off += n;
+	*off += n;
 	if (!final) {
 		lws_callback_on_writable(wsi);
 		return 0;
 	}
+	return 1;
+}
+
+static int on_http_writeable(struct lws *wsi, es_server *s, http_req *r)
+{
+	int n;
+
+	if (!r->responding)
+		return 0;
+	n = server__http_write_body(wsi, s, r->resp, r->resp_len, &r->resp_off);
+	if (n <= 0)
+		return n;
 	req_reset(r);
 	return lws_http_transaction_completed(wsi) ? -1 : 0;
 }

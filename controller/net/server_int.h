@@ -19,6 +19,7 @@
 #include "es_obj.h"
 #include "es_pki.h"
 #include "es_proto.h"
+#include "es_buf.h"
 #include "es_ws.h"
 #include "net/metrics.h"
 #include "net/server.h"
@@ -51,6 +52,7 @@ typedef struct conn {
 	struct conn *batch_next;
 	int in_batch, resync_owed;
 	int64_t ack_owed;     /* highest seq to acknowledge, 0: none */
+	char serial[41];      /* its certificate's serial, hex (server_join.c) */
 } conn;
 
 struct es_server {
@@ -68,6 +70,10 @@ struct es_server {
 	lws_sorted_usec_list_t batch_sul;
 	size_t batch_reports;
 	int64_t debug_exit_after; /* EDGESYNC_DEBUG_EXIT_AFTER_COMMIT; 0 off, -1 unread */
+	struct es_ca *ca;      /* es_server_opts.ca */
+	int64_t cert_lifetime; /* es_server_opts.cert_lifetime */
+	char *advertise_url;   /* es_server_opts.advertise_url (copied) */
+	char *trust_bundle;    /* PEM text of es_server_opts.trust_bundle, or NULL */
 	unsigned char chunk[LWS_PRE + SERVER_HTTP_CHUNK];
 };
 
@@ -115,8 +121,43 @@ void server__batch_forget(conn *c);
 
 /* Commits the open batch now and sends what it owes (at shutdown). */
 void server__batch_flush(es_server *s);
+/* ---- server_join.c ---- */
+
+/* Per-session data of a join request (server_join.c's). */
+typedef struct join_req {
+	int is_post, want_body, too_big, responding;
+	char path[32];
+	char peer[64];
+	es_buf body;
+	char *resp;
+	size_t resp_len, resp_off;
+} join_req;
+
+/* Creates the "join" vhost on o->join_host:o->join_port: HTTPS with the
+ * controller's certificate and no client certificate (PROTOCOL.md
+ * "Joining"). Errors: ES_ERR_TLS (err names the address). */
+es_err server__join_vhost(es_server *s, const es_server_opts *o, char *err,
+			  size_t errsz);
+
+/* At hello: reads c's certificate serial into c->serial and refuses (an
+ * IdentityMismatch error, then the close) a revoked one or one the store
+ * issued to another node. Returns 0, or -1 when refused. */
+int server__enroll_check(conn *c);
+
+/* At hello, after c->labels holds the hello's labels: adds the labels of
+ * the token the node joined with (es_db_enroll_labels) where the hello
+ * names no value for the key (the agent's own labels win). Errors:
+ * ES_ERR_NOMEM, ES_ERR_DB. */
+es_err server__enroll_labels(conn *c);
 
 /* ---- server_admin.c ---- */
+
+/* Writes the next piece (at most SERVER_HTTP_CHUNK bytes) of an HTTP
+ * response body of len bytes from *off (moved on), asking for another
+ * LWS_CALLBACK_HTTP_WRITEABLE when more is left. Returns 1 after the last
+ * piece, 0 when more follows, -1 when the write failed. */
+int server__http_write_body(struct lws *wsi, es_server *s, const char *body,
+			    size_t len, size_t *off);
 
 /* The admin vhost's protocol list (HTTP only, per-session data private to
  * server_admin.c). */

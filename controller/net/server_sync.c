@@ -350,6 +350,8 @@ static void on_hello(conn *c, const cJSON *msg)
 		server__queue_error(c, ES_PC_IDENTITY, e);
 		return;
 	}
+	if (server__enroll_check(c) != 0)
+		return;
 	es_json_get_int(msg, "hello", "resourceVersion", 0, 0, ES_JSON_MAX_INT,
 			&since, NULL, 0);
 	es_json_get_int(msg, "hello", "nextSeq", 0, 1, ES_JSON_MAX_INT, &next_seq,
@@ -365,7 +367,7 @@ static void on_hello(conn *c, const cJSON *msg)
 	}
 	c->labels = cJSON_IsObject(labels) ? cJSON_Duplicate(labels, 1)
 					   : cJSON_CreateObject();
-	if (!c->labels) {
+	if (!c->labels || server__enroll_labels(c) != ES_OK) {
 		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
 		return;
 	}

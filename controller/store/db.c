@@ -56,6 +56,21 @@ static const char *const migrations[ES_DB_SCHEMA_VERSION] = {
 	"ALTER TABLE nodes ADD COLUMN history_bytes INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE nodes SET history_bytes = (SELECT coalesce(sum(length(CAST(body AS BLOB))), 0)"
 	" FROM reports WHERE reports.node = nodes.name);",
+	/* 5: enrollment (db_enroll.c): bootstrap tokens (the secret's SHA-256
+	 * only), the certificates the signing CA issued, and the key each
+	 * enrolled node name is bound to. */
+	"CREATE TABLE bootstrap_tokens (id TEXT PRIMARY KEY,"
+	" secret_sha256 TEXT NOT NULL, expires INTEGER NOT NULL,"
+	" usages INTEGER NOT NULL, used INTEGER NOT NULL DEFAULT 0,"
+	" labels TEXT NOT NULL, name_prefix TEXT NOT NULL,"
+	" created INTEGER NOT NULL);"
+	"CREATE TABLE certificates (serial TEXT PRIMARY KEY, node TEXT NOT NULL,"
+	" key_pin TEXT NOT NULL, not_after INTEGER NOT NULL,"
+	" issued INTEGER NOT NULL, revoked INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX certificates_by_node ON certificates (node);"
+	"CREATE TABLE enrollments (node TEXT PRIMARY KEY, key_pin TEXT NOT NULL,"
+	" token_id TEXT NOT NULL, labels TEXT NOT NULL,"
+	" enrolled INTEGER NOT NULL);",
 };
 
 /* The SQL of the kept statements (enum db_stmt_id). */

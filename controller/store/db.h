@@ -29,7 +29,7 @@
 
 typedef struct es_db es_db;
 
-#define ES_DB_SCHEMA_VERSION 4
+#define ES_DB_SCHEMA_VERSION 5
 /* Deletion records kept by default (es_db_set_tombstones_kept). */
 #define ES_DB_TOMBSTONES_KEPT 10000
 /* Reports kept per node and stream (older ones are pruned; the cursor is

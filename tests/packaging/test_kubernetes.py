@@ -20,7 +20,7 @@ API = {"Namespace": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1",
        "PersistentVolumeClaim": "v1", "DaemonSet": "apps/v1",
        "Deployment": "apps/v1"}
 PROGRAM = {"agent": "edgesync-agent", "controller": "edgesync-controller"}
-PATH_SETTINGS = ("cert", "key", "ca", "client-ca", "admin-ca")
+PATH_SETTINGS = ("cert", "key", "ca", "client-ca", "admin-ca", "ca-cert", "ca-key")
 
 
 def load(name):
@@ -178,6 +178,15 @@ class TestKubernetes(unittest.TestCase):
         host = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
         self.assertTrue({"/sys/fs/bpf", "/sys/kernel/btf", "/sys/kernel/tracing",
                          "/var/lib/edgesync"} <= host)
+        # Nodes join with the token of one Secret; no Secret holds node keys.
+        self.assertFalse([v for v in spec["volumes"] if "secret" in v])
+        refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in c["env"]
+                if "secretKeyRef" in e.get("valueFrom", {})}
+        self.assertEqual(refs, {"EDGESYNC_TOKEN": {"name": "edgesync-join-token", "key": "token"},
+                                "EDGESYNC_CA_HASH": {"name": "edgesync-join-token",
+                                                     "key": "ca-hash"}})
+        for r in refs.values():
+            self.assertIn(r["key"], self.secrets[r["name"]]["stringData"])
         res = c["resources"]
         self.assertEqual(res["requests"], {"cpu": "10m", "memory": "32Mi"})
         self.assertEqual(res["limits"], {"memory": "64Mi"})
@@ -194,7 +203,7 @@ class TestKubernetes(unittest.TestCase):
             self.assertEqual(labels.get(k), v)
         ports = {p["name"]: p["containerPort"] for p in spec["containers"][0]["ports"]}
         got = {p["port"]: p["targetPort"] for p in svc["spec"]["ports"]}
-        self.assertEqual(got, {7443: "sync", 7444: "admin"})
+        self.assertEqual(got, {7443: "sync", 7444: "admin", 7445: "join"})
         for tp in got.values():
             self.assertIn(tp, ports)
         claims = {v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"]

@@ -1,0 +1,151 @@
+/*
+ * ca_cli.c - `edgesync-controller ca init | hash` (ca_cli.h).
+ */
+#define _GNU_SOURCE /* asprintf */
+#include "ca/ca_cli.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mbedtls/x509_crt.h>
+
+#include "ca/ca.h"
+#include "es_config.h"
+#include "es_fs.h"
+#include "es_obj.h"
+#include "es_pki.h"
+
+#define PROG "edgesync-controller"
+
+typedef struct ca_cfg {
+	char *state_dir, *ca_cert, *ca_key, *trust_domain;
+} ca_cfg;
+
+static const es_setting ca_table[] = {
+	{ "state-dir", "EDGESYNC_STATE_DIR", "state-dir", ES_SET_STRING,
+	  "/var/lib/edgesync-controller", 0, 0, offsetof(ca_cfg, state_dir),
+	  "state directory; the CA goes to <state-dir>/ca/", NULL, 0 },
+	{ "ca-cert", "EDGESYNC_CA_CERT", "ca-cert", ES_SET_STRING, NULL, 0, 0,
+	  offsetof(ca_cfg, ca_cert), "CA certificate to write (default <state-dir>/ca/ca.crt)",
+	  NULL, 0 },
+	{ "ca-key", "EDGESYNC_CA_KEY", "ca-key", ES_SET_STRING, NULL, 0, 0,
+	  offsetof(ca_cfg, ca_key), "CA key to write, mode 0600 (default <state-dir>/ca/ca.key)",
+	  NULL, 0 },
+	{ "trust-domain", "EDGESYNC_TRUST_DOMAIN", "trust-domain", ES_SET_STRING,
+	  ES_PKI_DEFAULT_TRUST_DOMAIN, 0, 0, offsetof(ca_cfg, trust_domain),
+	  "SPIFFE trust domain, named in the CA's subject", NULL, 0 },
+};
+#define CA_N (sizeof(ca_table) / sizeof(ca_table[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " ca init [flags]\n"
+		"       " PROG " ca hash FILE\n"
+		"\n"
+		"ca init makes a signing CA for nodes that join with a bootstrap token\n"
+		"and prints its hash for `edgesync-agent join --ca-hash`; it never\n"
+		"overwrites a CA. ca hash prints the hash of each CA in a PEM file.\n");
+	es_config_print_help(ca_table, CA_N, f);
+}
+
+static int cmd_hash(int argc, char **argv)
+{
+	mbedtls_x509_crt crt, *c;
+	char pin[ES_ENROLL_PIN_SZ];
+	int rc = 1, n = 0;
+
+	if (argc != 4) {
+		fprintf(stderr, PROG ": usage: ca hash FILE\n");
+		return 2;
+	}
+	mbedtls_x509_crt_init(&crt);
+	if (mbedtls_x509_crt_parse_file(&crt, argv[3]) != 0) {
+		fprintf(stderr, PROG ": %s: not a file of PEM certificates\n", argv[3]);
+		goto cleanup;
+	}
+	for (c = &crt; c && c->raw.len; c = c->next) {
+		if (!c->MBEDTLS_PRIVATE(ca_istrue))
+			continue;
+		if (es_enroll_cert_pin(c->raw.p, c->raw.len, pin) != ES_OK)
+			goto cleanup;
+		printf("%s\n", pin);
+		n++;
+	}
+	if (n == 0) {
+		fprintf(stderr, PROG ": %s: holds no CA certificate\n", argv[3]);
+		goto cleanup;
+	}
+	rc = 0;
+cleanup:
+	mbedtls_x509_crt_free(&crt);
+	return rc;
+}
+
+static int cmd_init(int argc, char **argv)
+{
+	ca_cfg cfg = { 0 };
+	char err[1024], dir[4200], pin[ES_ENROLL_PIN_SZ];
+	int rc = 2;
+	es_err e;
+
+	if (es_config_defaults(ca_table, CA_N, &cfg, err, sizeof(err)) != ES_OK ||
+	    es_config_load_env(ca_table, CA_N, &cfg, err, sizeof(err)) != ES_OK ||
+	    es_config_load_args(ca_table, CA_N, &cfg, argc, argv, 3, NULL, NULL, err,
+				sizeof(err)) != ES_OK)
+		goto fail;
+	if (!es_obj_name_valid(cfg.trust_domain)) {
+		snprintf(err, sizeof(err), "trust-domain: \"%s\": expected a lower-case "
+			 "DNS name", cfg.trust_domain);
+		goto fail;
+	}
+	if (strlen(cfg.state_dir) > 4000) {
+		snprintf(err, sizeof(err), "state-dir: path too long");
+		goto fail;
+	}
+	snprintf(dir, sizeof(dir), "%s/ca", cfg.state_dir);
+	if ((!cfg.ca_cert && asprintf(&cfg.ca_cert, "%s/ca.crt", dir) < 0) ||
+	    (!cfg.ca_key && asprintf(&cfg.ca_key, "%s/ca.key", dir) < 0)) {
+		snprintf(err, sizeof(err), "out of memory");
+		rc = 1;
+		goto fail;
+	}
+	rc = 1;
+	if (es_fs_mkdir_p(dir, 0700, err, sizeof(err)) != ES_OK)
+		goto fail;
+	e = es_ca_create(cfg.ca_cert, cfg.ca_key, cfg.trust_domain, pin, err, sizeof(err));
+	if (e != ES_OK) {
+		rc = e == ES_ERR_EXISTS ? 2 : 1;
+		goto fail;
+	}
+	printf("CA certificate: %s\nCA key:         %s (mode 0600)\nca-hash:        %s\n\n"
+	       "Controller settings that use it (the agents' certificates it signs\n"
+	       "must verify against client-ca, so name the same file there):\n"
+	       "  ca-cert = %s\n  ca-key = %s\n  client-ca = %s\n",
+	       cfg.ca_cert, cfg.ca_key, pin, cfg.ca_cert, cfg.ca_key, cfg.ca_cert);
+	rc = 0;
+	goto cleanup;
+fail:
+	fprintf(stderr, PROG ": %s\n", err);
+cleanup:
+	es_config_free(ca_table, CA_N, &cfg);
+	return rc;
+}
+
+int es_ca_cli_main(int argc, char **argv)
+{
+	const char *sub = argc > 2 ? argv[2] : NULL;
+
+	if (!sub || !strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+		usage(sub ? stdout : stderr);
+		return sub ? 0 : 2;
+	}
+	if (!strcmp(sub, "init"))
+		return cmd_init(argc, argv);
+	if (!strcmp(sub, "hash"))
+		return cmd_hash(argc, argv);
+	fprintf(stderr, PROG ": unknown command \"ca %s\" (init, hash)\n", sub);
+	return 2;
+}

@@ -1,0 +1,358 @@
+/*
+ * server_join.c - joining nodes (PROTOCOL.md,
+ * "Joining"): a listener of its own (join-listen), HTTPS without client
+ * certificates, since libwebsockets on mbedTLS asks for one optionally or
+ * requires it depending on the TLS server name the client sends:
+ *   GET  /v1/join/ca  the trust bundle (PEM), for the agent to compare with
+ *                     its pinned hash before it sends anything secret;
+ *   POST /v1/join     {token, nodeName, csr} -> {certificate, caBundle,
+ *                     labels}, or a Kubernetes Status naming why not.
+ */
+#include "net/server_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ca/ca.h"
+#include <mbedtls/x509_crt.h>
+
+#include "es_buf.h"
+#include "es_enroll.h"
+#include "es_json.h"
+#include "es_log.h"
+#include "es_ws.h"
+#include "store/db_enroll.h"
+
+/* Largest join request: a certificate request and little else. */
+#define JOIN_MAX_BODY (ES_ENROLL_CSR_MAX + 4096)
+
+
+static void req_reset(join_req *r)
+{
+	es_buf_free(&r->body);
+	free(r->resp);
+	memset(r, 0, sizeof(*r));
+	es_buf_init(&r->body, JOIN_MAX_BODY);
+}
+
+static int respond(struct lws *wsi, join_req *r, int status, const char *ctype,
+		   char *body)
+{
+	unsigned char hdr[LWS_PRE + 1024], *p = hdr + LWS_PRE,
+		*end = hdr + sizeof(hdr) - 1;
+
+	if (!body)
+		return -1;
+	free(r->resp);
+	r->resp = body;
+	r->resp_len = strlen(body);
+	r->resp_off = 0;
+	r->responding = 1;
+	if (lws_add_http_common_headers(wsi, (unsigned)status, ctype, r->resp_len,
+					&p, end) ||
+	    lws_finalize_write_http_header(wsi, hdr + LWS_PRE, &p, end))
+		return -1;
+	lws_callback_on_writable(wsi);
+	return 0;
+}
+
+static int respond_status(struct lws *wsi, join_req *r, int code,
+			  const char *reason, const char *message)
+{
+	cJSON *st = es_admin_status(code, reason, message);
+	char *b = st ? es_json_print(st) : NULL;
+
+	cJSON_Delete(st);
+	return respond(wsi, r, code, "application/json", b);
+}
+
+/* The reason and message a refused join is answered with (403). */
+static const struct { const char *reason, *message; } refusals[] = {
+	[ES_DB_JOIN_TOKEN_UNKNOWN] = { "TokenInvalid", "no such bootstrap token, or a wrong secret" },
+	[ES_DB_JOIN_TOKEN_EXPIRED] = { "TokenExpired", "the bootstrap token has expired" },
+	[ES_DB_JOIN_TOKEN_USED_UP] = { "TokenUsedUp", "the bootstrap token has no usages left" },
+	[ES_DB_JOIN_NAME_PREFIX] = { "NameOutsidePrefix", "the node name does not start with the token's name prefix" },
+	[ES_DB_JOIN_NAME_TAKEN] = { "NameTaken", "the node name is enrolled with another key; delete the node first (edgesyncctl delete node NAME)" },
+};
+
+static int join(struct lws *wsi, es_server *s, join_req *r)
+{
+	char perr[512], id[8], secret[20], hex[ES_ENROLL_HEX_SZ], msg[768];
+	const char *token = NULL, *name = NULL, *csr = NULL;
+	cJSON *req = NULL, *out = NULL, *labels = NULL;
+	es_ca_issued iss = { 0 };
+	es_db_join_result res = ES_DB_JOIN_TOKEN_UNKNOWN;
+	es_db_join j;
+	time_t now = time(NULL);
+	int rc;
+
+	if (!s->ca)
+		return respond_status(wsi, r, 404, "NotFound", "this controller signs no "
+				      "certificates (no ca-cert): joining is off");
+	if (r->too_big)
+		return respond_status(wsi, r, 413, "RequestEntityTooLarge",
+				      "join request over its limit");
+	if (es_json_parse(r->body.p, r->body.len, 4, &req, perr, sizeof(perr)) != ES_OK ||
+	    es_json_get_str(req, "join request", "token", 1, &token, perr, sizeof(perr)) != ES_OK ||
+	    es_json_get_str(req, "join request", "nodeName", 1, &name, perr, sizeof(perr)) != ES_OK ||
+	    es_json_get_str(req, "join request", "csr", 1, &csr, perr, sizeof(perr)) != ES_OK ||
+	    es_enroll_token_split(token, id, secret, perr, sizeof(perr)) != ES_OK) {
+		rc = respond_status(wsi, r, 400, "BadRequest", perr);
+		goto cleanup;
+	}
+	if (es_enroll_sha256_hex(secret, strlen(secret), hex) != ES_OK ||
+	    es_ca_sign(s->ca, csr, s->trust_domain, name, s->cert_lifetime, now, &iss,
+		       perr, sizeof(perr)) != ES_OK) {
+		rc = respond_status(wsi, r, 422, "Invalid", perr);
+		goto cleanup;
+	}
+	j = (es_db_join){ id, hex, name, iss.key_pin, iss.serial, iss.not_after };
+	if (es_db_join_record(s->db, &j, now, &res, &labels) != ES_OK) {
+		rc = respond_status(wsi, r, 500, "InternalError", "the store failed");
+		goto cleanup;
+	}
+	if (res != ES_DB_JOIN_OK) {
+		es_log_warn("server", "join refused", "peer", r->peer, "node", name,
+			    "token", id, "reason", refusals[res].reason, NULL);
+		snprintf(msg, sizeof(msg), "%s", refusals[res].message);
+		rc = respond_status(wsi, r, 403, refusals[res].reason, msg);
+		goto cleanup;
+	}
+	es_log_info("server", "node joined", "peer", r->peer, "node", name, "token", id,
+		    "serial", iss.serial, NULL);
+	if (!(out = cJSON_CreateObject()) ||
+	    !cJSON_AddStringToObject(out, "certificate", iss.cert_pem) ||
+	    !cJSON_AddStringToObject(out, "caBundle", s->trust_bundle ? s->trust_bundle :
+				     es_ca_cert_pem(s->ca)) ||
+	    !cJSON_AddStringToObject(out, "clientCA", es_ca_cert_pem(s->ca)) ||
+	    !cJSON_AddStringToObject(out, "serial", iss.serial)) {
+		rc = -1;
+		goto cleanup;
+	}
+	cJSON_AddItemToObject(out, "labels", labels);
+	labels = NULL;
+	rc = respond(wsi, r, 200, "application/json", es_json_print(out));
+cleanup:
+	explicit_bzero(secret, sizeof(secret));
+	cJSON_Delete(req);
+	cJSON_Delete(out);
+	cJSON_Delete(labels);
+	es_ca_issued_free(&iss);
+	return rc;
+}
+
+static int dispatch(struct lws *wsi, es_server *s, join_req *r)
+{
+	if (!strcmp(r->path, "/v1/join/ca")) {
+		char *b;
+
+		if (r->is_post)
+			return respond_status(wsi, r, 405, "MethodNotAllowed",
+					      "/v1/join/ca: only GET");
+		if (!s->ca && !s->trust_bundle)
+			return respond_status(wsi, r, 404, "NotFound", "joining is off "
+					      "(no ca-cert)");
+		b = strdup(s->trust_bundle ? s->trust_bundle : es_ca_cert_pem(s->ca));
+		return respond(wsi, r, 200, "application/x-pem-file", b);
+	}
+	if (!strcmp(r->path, "/v1/join")) {
+		if (!r->is_post)
+			return respond_status(wsi, r, 405, "MethodNotAllowed",
+					      "/v1/join: only POST");
+		return join(wsi, s, r);
+	}
+	return respond_status(wsi, r, 404, "NotFound", "no such path");
+}
+
+static int on_http(struct lws *wsi, es_server *s, join_req *r, const char *in,
+		   size_t len)
+{
+	char cl[32] = "";
+	long long clen = -1;
+
+	req_reset(r);
+	lws_get_peer_simple(wsi, r->peer, sizeof(r->peer));
+	/* The request's whole path: in holds what follows the mount point. */
+	if (lws_hdr_copy(wsi, r->path, sizeof(r->path), WSI_TOKEN_GET_URI) <= 0 &&
+	    lws_hdr_copy(wsi, r->path, sizeof(r->path), WSI_TOKEN_POST_URI) <= 0)
+		return respond_status(wsi, r, 404, "NotFound", "no such path");
+	(void)in;
+	(void)len;
+	r->is_post = lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0;
+	if (!r->is_post)
+		return dispatch(wsi, s, r);
+	if (lws_hdr_copy(wsi, cl, sizeof(cl), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0)
+		clen = strtoll(cl, NULL, 10);
+	if (clen < 0)
+		return respond_status(wsi, r, 411, "LengthRequired",
+				      "a join request needs Content-Length");
+	if (clen > JOIN_MAX_BODY)
+		return respond_status(wsi, r, 413, "RequestEntityTooLarge",
+				      "join request over its limit");
+	r->want_body = 1;
+	return 0;
+}
+
+static int on_writeable(struct lws *wsi, es_server *s, join_req *r)
+{
+	int n;
+
+	if (!r->responding)
+		return 0;
+	n = server__http_write_body(wsi, s, r->resp, r->resp_len, &r->resp_off);
+	if (n <= 0)
+		return n;
+	req_reset(r);
+	return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
+static int cb_join(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+		   void *in, size_t len)
+{
+	join_req *r = user;
+	es_server *s = server__from_wsi(wsi);
+
+	switch (reason) {
+	case LWS_CALLBACK_HTTP:
+		return r ? on_http(wsi, s, r, in, len) : -1;
+	case LWS_CALLBACK_HTTP_BODY:
+		if (!r || !r->want_body || r->too_big)
+			return 0;
+		if (es_buf_append(&r->body, in, len) == ES_ERR_TOOBIG) {
+			r->too_big = 1;
+			es_buf_free(&r->body);
+		}
+		return 0;
+	case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+		if (!r || !r->want_body)
+			return 0;
+		r->want_body = 0;
+		return dispatch(wsi, s, r);
+	case LWS_CALLBACK_HTTP_WRITEABLE:
+		return r ? on_writeable(wsi, s, r) : 0;
+	case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+	case LWS_CALLBACK_CLOSED_HTTP:
+		if (r)
+			req_reset(r);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static const struct lws_protocols join_protocols[] = {
+	{ "edgesync-join", cb_join, sizeof(join_req), 16384, 0, NULL, 0 },
+	LWS_PROTOCOL_LIST_TERM
+};
+
+es_err server__join_vhost(es_server *s, const es_server_opts *o, char *err,
+			  size_t errsz)
+{
+	struct lws_context_creation_info info;
+
+	memset(&info, 0, sizeof(info));
+	/* No client certificate is asked for: a joining node has none, and
+	 * a renewing one is checked by what it signs (PROTOCOL.md). */
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+	info.vhost_name = "join";
+	info.iface = o->join_host;
+	info.port = o->join_port;
+	info.protocols = join_protocols;
+	info.ssl_cert_filepath = o->cert;
+	info.ssl_private_key_filepath = o->key;
+	info.user = s;
+	if (!lws_create_vhost(s->ctx, &info))
+		return es_errf(ES_ERR_TLS, err, errsz,
+			       "join-listen %s:%d: could not start the join listener "
+			       "(address in use, or cert %s, key %s unusable)",
+			       o->join_host, o->join_port, o->cert, o->key);
+	return ES_OK;
+}
+
+/* ---- revocation (PROTOCOL.md "Joining", "Revocation") ---- */
+
+/* The serial of the connection's certificate as lower-case hex into out
+ * (sz >= 2 * 20 + 1); "" when unreadable. */
+static void peer_serial(struct lws *wsi, char *out, size_t sz)
+{
+	unsigned char *der = NULL;
+	size_t len = 0;
+	mbedtls_x509_crt crt;
+
+	out[0] = '\0';
+	mbedtls_x509_crt_init(&crt);
+	if (es_ws_peer_cert(wsi, &der, &len) == ES_OK &&
+	    mbedtls_x509_crt_parse_der(&crt, der, len) == 0) {
+		size_t n = crt.serial.len;
+
+		for (size_t i = 0; i < n && 2 * i + 2 < sz; i++)
+			snprintf(out + 2 * i, 3, "%02x", crt.serial.p[i]);
+	}
+	mbedtls_x509_crt_free(&crt);
+	free(der);
+}
+
+int server__enroll_check(conn *c)
+{
+	es_db_cert_status st = ES_DB_CERT_UNKNOWN;
+
+	peer_serial(c->wsi, c->serial, sizeof(c->serial));
+	if (c->serial[0] &&
+	    es_db_cert_state(c->srv->db, c->serial, c->node, &st) != ES_OK) {
+		server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
+		return -1;
+	}
+	if (st == ES_DB_CERT_REVOKED) {
+		es_log_warn("server", "revoked certificate refused", "node", c->node,
+			    "serial", c->serial, NULL);
+		server__queue_error(c, ES_PC_IDENTITY, "this certificate is revoked "
+				    "(the node was deleted): join again with a new token");
+		return -1;
+	}
+	return 0;
+}
+
+void es_server_node_revoked(void *ud, const char *node)
+{
+	es_server *s = ud;
+	int64_t n = 0;
+
+	for (conn *c = s->conns; c; c = c->next) {
+		if (strcmp(c->node, node) != 0 || c->state == CS_CLOSING)
+			continue;
+		if (c->serial[0] &&
+		    es_db_node_revoke(s->db, node, c->serial, time(NULL), &n) != ES_OK)
+			es_log_error("server", "could not record a revoked serial", "node",
+				     node, "serial", c->serial, NULL);
+		es_log_info("server", "closing the session of a deleted node", "node",
+			    node, NULL);
+		server__queue_clear(c);
+		server__queue_error(c, ES_PC_IDENTITY, "the node was deleted: its "
+				    "certificate is revoked");
+	}
+}
+
+es_err server__enroll_labels(conn *c)
+{
+	cJSON *extra = NULL, *it;
+	es_err rc = es_db_enroll_labels(c->srv->db, c->node, &extra);
+
+	if (rc != ES_OK)
+		return rc;
+	cJSON_ArrayForEach(it, extra) {
+		cJSON *v;
+
+		if (!cJSON_IsString(it) || cJSON_GetObjectItemCaseSensitive(c->labels, it->string))
+			continue;
+		if (!(v = cJSON_CreateString(it->valuestring)) ||
+		    !cJSON_AddItemToObject(c->labels, it->string, v)) {
+			cJSON_Delete(v);
+			rc = ES_ERR_NOMEM;
+			break;
+		}
+	}
+	cJSON_Delete(extra);
+	return rc;
+}

@@ -1,0 +1,103 @@
+/*
+ * db_enroll.h - the enrollment part of the controller store (db.h): the
+ * bootstrap tokens (kubeadm's shape: the id in the clear, only the SHA-256
+ * of the secret), the certificates the signing CA issued (serial, node,
+ * the subject key's pin, notAfter, revoked), and the key each enrolled
+ * node name is bound to. Same transactions and thread rules as db.h.
+ */
+#ifndef ES_CTRL_DB_ENROLL_H
+#define ES_CTRL_DB_ENROLL_H
+
+#include <stdint.h>
+#include <time.h>
+#include <cjson/cJSON.h>
+#include "es_err.h"
+#include "store/db.h"
+
+/* A token as stored. */
+typedef struct es_db_token {
+	const char *id;            /* 6 of [a-z0-9] */
+	const char *secret_sha256; /* hex SHA-256 of the secret */
+	time_t expires;            /* Unix seconds */
+	int64_t usages;            /* nodes that may join with it, >= 1 */
+	const cJSON *labels;       /* object of string labels the nodes get */
+	const char *name_prefix;   /* node names must start with it ("" any) */
+	time_t created;
+} es_db_token;
+
+/* Stores a new token. Errors: ES_ERR_EXISTS (the id is taken), ES_ERR_DB,
+ * ES_ERR_NOMEM. */
+es_err es_db_token_create(es_db *db, const es_db_token *t);
+
+/* Every token, ordered by id, as a new array of
+ * {id, expires (RFC 3339), usages, used, labels, namePrefix,
+ * creationTimestamp}: never the secret or its hash. */
+es_err es_db_token_list(es_db *db, cJSON **out);
+
+/* Deletes a token. Errors: ES_ERR_NOTFOUND, ES_ERR_DB. */
+es_err es_db_token_delete(es_db *db, const char *id);
+
+/* Why a join was refused (es_db_join). */
+typedef enum es_db_join_result {
+	ES_DB_JOIN_OK = 0,
+	ES_DB_JOIN_TOKEN_UNKNOWN = 1, /* no such id, or the secret differs */
+	ES_DB_JOIN_TOKEN_EXPIRED = 2,
+	ES_DB_JOIN_TOKEN_USED_UP = 3,
+	ES_DB_JOIN_NAME_PREFIX = 4,   /* the name is outside the token's prefix */
+	ES_DB_JOIN_NAME_TAKEN = 5,    /* enrolled already with another key */
+} es_db_join_result;
+
+/* A join to record: the token presented, the node and its new certificate. */
+typedef struct es_db_join {
+	const char *token_id, *secret_sha256;
+	const char *node;
+	const char *key_pin;     /* pin of the node's public key */
+	const char *serial;      /* the issued certificate's */
+	time_t not_after;
+} es_db_join;
+
+/*
+ * Checks and records a join in one transaction: the token exists and its
+ * secret hash matches (compared in constant time), it has not expired at
+ * now, it has usages left, the node name starts with its prefix, and the
+ * name is not enrolled with another key (the same key may join again,
+ * e.g. after its certificate lapsed). Then: the token's use is counted,
+ * the node's enrollment (key, token, the token's labels) and the
+ * certificate are recorded. *result says which check failed (nothing is
+ * written then); *labels (may be NULL) gets a copy of the token's labels
+ * on ES_DB_JOIN_OK. Errors: ES_ERR_DB, ES_ERR_NOMEM.
+ */
+es_err es_db_join_record(es_db *db, const es_db_join *j, time_t now,
+			 es_db_join_result *result, cJSON **labels);
+
+/* Records a certificate issued to a node outside a join (a renewal).
+ * Errors: ES_ERR_DB. */
+es_err es_db_cert_record(es_db *db, const char *serial, const char *node,
+			 const char *key_pin, time_t not_after, time_t now);
+
+/* What the store knows about a certificate serial (es_db_cert_state). */
+typedef enum es_db_cert_status {
+	ES_DB_CERT_UNKNOWN = 0, /* not issued by the signing CA */
+	ES_DB_CERT_VALID = 1,   /* issued to the node, not revoked */
+	ES_DB_CERT_REVOKED = 2, /* revoked, or issued to another node */
+} es_db_cert_status;
+
+/* The state of serial (lower-case hex) for node. Errors: ES_ERR_DB. */
+es_err es_db_cert_state(es_db *db, const char *serial, const char *node,
+			es_db_cert_status *out);
+
+/*
+ * Revokes a node: its certificates are marked revoked, its enrollment (the
+ * key its name is bound to) is removed so that the name can join again
+ * with a new token, and extra_serial (may be NULL: the serial of a session
+ * open now, which may come from another CA) is recorded revoked too.
+ * *count gets the certificates revoked. Errors: ES_ERR_DB.
+ */
+es_err es_db_node_revoke(es_db *db, const char *node, const char *extra_serial,
+			 time_t now, int64_t *count);
+
+/* The labels the node's enrollment gave it, a new object (an empty one when
+ * the node did not join with a token). Errors: ES_ERR_DB, ES_ERR_NOMEM. */
+es_err es_db_enroll_labels(es_db *db, const char *node, cJSON **out);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * tokens.h - edgesyncctl's bootstrap token commands over the admin API
+ * (controller/api/admin.h, bootstraptokens): create token, get tokens,
+ * delete token. They return ES_CTL_EXIT_* statuses (ctl.h).
+ */
+#ifndef ES_CTL_TOKENS_H
+#define ES_CTL_TOKENS_H
+
+#include <stdio.h>
+#include "print.h"
+#include "es_http.h"
+
+/* What `create token` asks for; NULL strings: the controller's defaults. */
+typedef struct es_ctl_token_opts {
+	const char *ttl;         /* Go duration ("24h", "90m"), whole seconds */
+	const char *usages;      /* decimal count of nodes, >= 1 */
+	const char *labels;      /* "k=v,k2=v2" */
+	const char *name_prefix; /* node names must start with it */
+} es_ctl_token_opts;
+
+/*
+ * Builds the request body of `create token` into *body (malloc'd JSON):
+ * {ttlSeconds?, usages?, labels?, namePrefix?}. Errors: ES_ERR_INVAL with
+ * err naming the flag (--ttl not a duration of whole seconds in 1m..8760h,
+ * --usages not a positive integer, a --labels entry without '='),
+ * ES_ERR_NOMEM.
+ */
+es_err es_ctl_token_body(const es_ctl_token_opts *o, char **body, char *err,
+			 size_t errsz);
+
+/* POSTs a new token (server: the admin API URL without a trailing path)
+ * and prints the token on the first line and the join command on the
+ * second. */
+int es_ctl_token_create(es_http_client *http, const char *server,
+			const es_ctl_token_opts *o);
+
+/* Lists the tokens as a table (ID, USAGES, USED, EXPIRES, NAME-PREFIX,
+ * LABELS) or, with fmt JSON/YAML, as the list object. */
+int es_ctl_token_list(es_http_client *http, const char *server, es_print_fmt fmt);
+
+/* Deletes one token by its id (the part before the '.'; a whole token is
+ * accepted and only its id is sent). */
+int es_ctl_token_delete(es_http_client *http, const char *server, const char *id);
+
+#endif

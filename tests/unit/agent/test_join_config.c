@@ -1,0 +1,94 @@
+/*
+ * test_join_config.c - the join settings of edgesync-agent
+ * (agent/enroll/join.c, es_join_config_finish): the token's and the CA
+ * hash's shapes, controller-url required, join-url and the credential
+ * paths derived, and errors that never quote the token's secret.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "enroll/join.h"
+
+#define HASH "sha256:" "ABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABAB"
+
+static void fill(es_agent_config *c, const char *url, const char *tok,
+		 const char *hash)
+{
+	memset(c, 0, sizeof(*c));
+	c->controller_url = url ? strdup(url) : NULL;
+	c->token = tok ? strdup(tok) : NULL;
+	c->ca_hash = hash ? strdup(hash) : NULL;
+	c->state_dir = strdup("/var/lib/es");
+}
+
+static void derived(void **state)
+{
+	es_agent_config c;
+	char err[256];
+
+	(void)state;
+	fill(&c, "wss://ctl.example:7443", "abcdef.0123456789abcdef", HASH);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_string_equal(c.join_url, "https://ctl.example:7445");
+	assert_string_equal(c.cert, "/var/lib/es/pki/node.crt");
+	assert_string_equal(c.key, "/var/lib/es/pki/node.key");
+	assert_string_equal(c.ca, "/var/lib/es/pki/ca.crt");
+	/* Lower-cased in place. */
+	assert_string_equal(c.ca_hash, "sha256:" "abababababababababababababababababababababababababababababababab");
+	es_agent_config_free(&c);
+
+	fill(&c, "wss://[::1]:7443", "abcdef.0123456789abcdef", HASH);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_string_equal(c.join_url, "https://[::1]:7445");
+	es_agent_config_free(&c);
+}
+
+static void refused(void **state)
+{
+	es_agent_config c;
+	char err[256];
+
+	(void)state;
+	fill(&c, NULL, "abcdef.0123456789abcdef", HASH);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "controller-url"));
+	es_agent_config_free(&c);
+
+	fill(&c, "wss://c:1", "abcdef.0123456789abcdef", NULL);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "ca-hash"));
+	es_agent_config_free(&c);
+
+	fill(&c, "wss://c:1", "abcdef.0123456789ABCDEF", HASH);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "token"));
+	assert_null(strstr(err, "0123456789"));
+	es_agent_config_free(&c);
+
+	fill(&c, "wss://c:1", NULL, HASH);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "only meaningful with token"));
+	es_agent_config_free(&c);
+
+	/* No token, no join settings: nothing changes. */
+	fill(&c, "wss://c:1", NULL, NULL);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_null(c.cert);
+	assert_int_equal(es_join_needed(&c), 0);
+	es_agent_config_free(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(derived),
+		cmocka_unit_test(refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
