@@ -55,6 +55,9 @@ typedef struct es_sync_info {
 /* Seconds between two looks at credential files that were found unusable
  * (missing, unreadable, not PEM, out of their validity, not matching). */
 #define ES_SYNC_CREDS_RETRY_S 5
+/* Seconds the agent keeps a TLS session for resuming it (sync_tls.c): the
+ * longest ticket lifetime a controller accepts. */
+#define ES_SYNC_TLS_SESSION_KEEP_S (7u * 24 * 3600)
 
 /*
  * Creates the client on ctx (a context created with

@@ -59,6 +59,13 @@ static struct lws_vhost *new_vhost(es_sync *s)
 	info.client_ssl_cert_filepath = s->cert;
 	info.client_ssl_private_key_filepath = s->key;
 	info.user = s;
+	/* The TLS session (its RFC 5077 ticket) is kept for the next dial, so
+	 * a reconnect, also to a restarted controller, is an abbreviated
+	 * handshake; kept as long as a controller accepts a ticket at most
+	 * (tls-ticket-lifetime, 7 days), and dropped with the vhost when the
+	 * credential files change. */
+	info.tls_session_timeout = ES_SYNC_TLS_SESSION_KEEP_S;
+	info.tls_session_cache_max = 4;
 	return lws_create_vhost(s->ctx, &info);
 }
 

@@ -34,6 +34,14 @@ typedef struct es_ccfg {
 	int dev;             /* development mode: throwaway CA in <state-dir>/dev */
 	char *dev_node;      /* comma-separated node names to issue in dev mode */
 	int64_t tombstones_kept; /* deletion records kept for resumable sync */
+	/* connections (PROTOCOL.md "Errors", `Overloaded`) */
+	int64_t max_handshakes;    /* TLS handshakes in progress at once */
+	int64_t max_sessions;      /* agent sessions; 0: no limit */
+	int64_t handshake_timeout; /* seconds from accept to hello */
+	int64_t overload_retry;    /* retryAfterSeconds when overloaded */
+	char *tls_ticket_key;      /* session ticket key file; default
+				    * <state-dir>/tls-ticket.key */
+	int64_t tls_ticket_lifetime; /* seconds; 0: no tickets */
 } es_ccfg;
 
 /* The settings table (for help output and tests); *n gets its length. */

@@ -6,6 +6,8 @@
  */
 #include "net/server_int.h"
 
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +18,17 @@
 #include "es_time.h"
 #include "es_version.h"
 #include "es_ws.h"
+#include "net/tickets.h"
 
 #define SWEEP_US (1000 * LWS_US_PER_MS)
 /* Seconds a closing connection may take before it is cut. */
 #define CLOSE_GRACE_S 10
+/* Receive buffer per agent connection, bytes: a message longer than this
+ * arrives in several pieces and is joined by es_ws_rx_add, up to
+ * ES_PROTO_MAX_MESSAGE. */
+#define AGENT_RX_BUFFER 4096
+#define DEFAULT_HANDSHAKE_TIMEOUT_S 10
+#define DEFAULT_OVERLOAD_RETRY_S 30
 
 es_server *server__from_wsi(struct lws *wsi)
 {
@@ -92,6 +101,18 @@ void server__queue_clear(conn *c)
 	es_ws_queue_clear(&c->q);
 }
 
+/* After a message was queued on c: a queue over its limit is cleared and
+ * the connection closed. */
+static void queue_check(conn *c)
+{
+	if (es_ws_queue_over(&c->q) && c->state != CS_CLOSING) {
+		es_log_warn("server", "send queue full, dropping the connection",
+			    "node", c->node, NULL);
+		server__queue_clear(c);
+		server__queue_error(c, ES_PC_INTERNAL, "send queue over its limit");
+	}
+}
+
 es_err server__queue_msg(conn *c, cJSON *m)
 {
 	es_err rc = es_ws_queue_json(&c->q, c->wsi, m);
@@ -103,12 +124,22 @@ es_err server__queue_msg(conn *c, cJSON *m)
 	}
 	if (rc != ES_OK)
 		return rc;
-	if (es_ws_queue_over(&c->q) && c->state != CS_CLOSING) {
-		es_log_warn("server", "send queue full, dropping the connection",
-			    "node", c->node, NULL);
-		server__queue_clear(c);
-		server__queue_error(c, ES_PC_INTERNAL, "send queue over its limit");
+	queue_check(c);
+	return ES_OK;
+}
+
+es_err server__queue_buf(conn *c, es_ws_buf *b)
+{
+	es_err rc = es_ws_queue_buf(&c->q, c->wsi, b);
+
+	if (rc == ES_ERR_TOOBIG) {
+		es_log_error("server", "message over the size limit not sent",
+			     "node", c->node, NULL);
+		return ES_OK;
 	}
+	if (rc != ES_OK)
+		return rc;
+	queue_check(c);
 	return ES_OK;
 }
 
@@ -121,6 +152,64 @@ void server__queue_error(conn *c, es_proto_code code, const char *text)
 	(void)server__queue_msg(c, es_proto_error(code, text));
 	server__start_close(c, es_proto_close_code(code),
 			    es_proto_code_name(code));
+}
+
+/* ---- agents: handshakes in progress ---- */
+
+/* A connection on the agents' listener was accepted: it has
+ * handshake_timeout_s to reach its hello. */
+static void pending_add(es_server *s, struct lws *wsi)
+{
+	pending_conn *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return; /* not timed: lws's own timeouts still apply */
+	p->wsi = wsi;
+	p->deadline_ms = es_time_mono_ms() + s->handshake_timeout_s * 1000LL;
+	p->prev = s->pend_tail;
+	if (s->pend_tail)
+		s->pend_tail->next = p;
+	else
+		s->pend_head = p;
+	s->pend_tail = p;
+	lws_set_opaque_user_data(wsi, p);
+}
+
+void server__pending_done(struct lws *wsi)
+{
+	pending_conn *p = lws_get_opaque_user_data(wsi);
+	es_server *s = server__from_wsi(wsi);
+
+	if (!p)
+		return;
+	lws_set_opaque_user_data(wsi, NULL);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		s->pend_head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		s->pend_tail = p->prev;
+	free(p);
+}
+
+/* Cuts the connections past their deadline (the list is in deadline
+ * order: one timeout for all). */
+static void pending_expire(es_server *s, int64_t now)
+{
+	for (pending_conn *p = s->pend_head; p && p->deadline_ms <= now; p = p->next) {
+		char peer[64] = "";
+
+		if (p->killed)
+			continue;
+		p->killed = 1;
+		lws_get_peer_simple(p->wsi, peer, sizeof(peer));
+		es_log_warn("server", "agent connection closed: TLS, upgrade and "
+			    "hello not done in time", "peer", peer, NULL);
+		es_ctrl_metrics_refused(s->metrics, "HandshakeTimeout");
+		lws_set_timeout(p->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+	}
 }
 
 /* ---- agents: receiving and connection lifecycle ---- */
@@ -136,8 +225,12 @@ static void on_receive(conn *c, const void *in, size_t len)
 	c->last_rx_ms = es_time_mono_ms();
 	if (es_ws_rx_add(&c->rx, c->wsi, in, len, &m) != ES_OK)
 		server__queue_error(c, m.code, m.why);
-	else if (m.done)
+	else if (m.done) {
 		server__handle_message(c, m.text, m.len);
+		/* An idle connection keeps a small buffer, not its largest
+		 * message's. */
+		es_ws_rx_trim(&c->rx);
+	}
 }
 
 static int on_writeable(conn *c)
@@ -190,6 +283,7 @@ static void conn_release(conn *c)
 	es_ws_rx_free(&c->rx);
 	cJSON_Delete(c->labels);
 	memset(c, 0, sizeof(*c));
+	s->closed_since_trim++;
 }
 
 /* 1 when the Sec-WebSocket-Protocol list (RFC 6455 section 11.3.4) offers
@@ -261,11 +355,21 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 		lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND,
 				       "WebSocket edgesync.v1 at /v1/sync only");
 		return lws_http_transaction_completed(wsi) ? -1 : 0;
+	case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+		/* A new socket: whatever an earlier one of this number
+		 * resumed is not its. */
+		es_tickets_forget((int)(intptr_t)in);
+		return 0;
+	case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+		pending_add(server__from_wsi(wsi), wsi);
+		return 0;
 	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
 		/* Before lws matches the subprotocol: a wrong one is refused
 		 * here, with its reason, not silently by lws. */
 		char node[ES_NAME_MAX + 1];
 
+		es_ctrl_metrics_handshake(server__from_wsi(wsi)->metrics,
+					  es_tickets_take_resumed(lws_get_socket_fd(wsi)));
 		return filter_agent(wsi, node, sizeof(node));
 	}
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
@@ -295,7 +399,11 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 	case LWS_CALLBACK_SERVER_WRITEABLE:
 		return c && c->linked ? on_writeable(c) : 0;
 	case LWS_CALLBACK_CLOSED:
+		if (c)
+			conn_release(c);
+		return 0;
 	case LWS_CALLBACK_WSI_DESTROY:
+		server__pending_done(wsi);
 		if (c)
 			conn_release(c);
 		return 0;
@@ -304,11 +412,22 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 	}
 }
 
-/* Closes connections silent for ES_PROTO_CONTROLLER_DEAD_S with 1001. */
+/* Closes connections silent for ES_PROTO_CONTROLLER_DEAD_S with 1001 and
+ * those past their handshake timeout; gives the memory of closed ones back
+ * to the system; keeps the ticket key active. */
 static void sweep_cb(lws_sorted_usec_list_t *sul)
 {
 	es_server *s = lws_container_of(sul, es_server, sweep);
 	int64_t now = es_time_mono_ms();
+
+	pending_expire(s, now);
+	es_tickets_tick();
+	if (s->closed_since_trim) {
+		/* glibc keeps freed connection memory for reuse; a fleet
+		 * that went away should not leave the RSS at its peak. */
+		s->closed_since_trim = 0;
+		malloc_trim(0);
+	}
 
 	for (conn *c = s->conns; c; c = c->next) {
 		if (c->state == CS_CLOSING ||
@@ -324,7 +443,7 @@ static void sweep_cb(lws_sorted_usec_list_t *sul)
 /* ---- context ---- */
 
 static const struct lws_protocols agent_protocols[] = {
-	{ ES_PROTO_SUBPROTOCOL, cb_agent, sizeof(conn), 65536, 0, NULL, 0 },
+	{ ES_PROTO_SUBPROTOCOL, cb_agent, sizeof(conn), AGENT_RX_BUFFER, 0, NULL, 0 },
 	LWS_PROTOCOL_LIST_TERM
 };
 
@@ -351,6 +470,11 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 		goto cleanup;
 	s->hooks.object_changed = es_server_object_changed;
 	s->hooks.ud = s;
+	s->max_sessions = o->max_sessions > 0 ? o->max_sessions : 0;
+	s->handshake_timeout_s = o->handshake_timeout_s > 0 ? o->handshake_timeout_s
+							     : DEFAULT_HANDSHAKE_TIMEOUT_S;
+	s->overload_retry_s = o->overload_retry_s > 0 ? o->overload_retry_s
+						      : DEFAULT_OVERLOAD_RETRY_S;
 
 	memset(&info, 0, sizeof(info));
 	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
@@ -358,6 +482,10 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	info.user = s;
 	info.timeout_secs = 20;
+	/* At the limit lws stops accepting: new connections wait in the
+	 * kernel's listen backlog and cost nothing until a slot frees. */
+	info.simultaneous_ssl_handshake_restriction =
+		o->max_handshakes > 0 ? o->max_handshakes : 0;
 	s->ctx = lws_create_context(&info);
 	if (!s->ctx) {
 		rc = es_errf(ES_ERR_TLS, err, errsz,
@@ -441,6 +569,12 @@ void es_server_destroy(es_server *s)
 	if (s->ctx) {
 		lws_sul_cancel(&s->sweep);
 		lws_context_destroy(s->ctx);
+	}
+	while (s->pend_head) {
+		pending_conn *p = s->pend_head;
+
+		s->pend_head = p->next;
+		free(p);
 	}
 	es_ctrl_metrics_free(s->metrics);
 	free(s->trust_domain);

@@ -373,6 +373,7 @@ static void test_codes_and_names(void **state)
 		{ES_PC_VERSION, "UnsupportedVersion", 4001},
 		{ES_PC_IDENTITY, "IdentityMismatch", 1008},
 		{ES_PC_INTERNAL, "Internal", 1011},
+		{ES_PC_OVERLOADED, "Overloaded", 1013},
 	};
 
 	(void)state;
