@@ -175,7 +175,7 @@ void es_ws_rx_reset(es_ws_rx *rx)
 
 void es_ws_rx_trim(es_ws_rx *rx)
 {
-	if (!rx || rx->in_msg || rx->cap <= RX_FIRST_CAP)
+	if (!rx || rx->in_msg)
 		return;
 	free(rx->buf);
 	rx->buf = NULL;

@@ -89,8 +89,8 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
  * is kept for the next message. NULL-safe. */
 void es_ws_rx_reset(es_ws_rx *rx);
 
-/* Between messages: frees a buffer that grew past its first size (a large
- * message was received), so an idle connection holds little. NULL-safe. */
+/* Between messages: frees the buffer, so an idle connection holds none
+ * (the next message allocates again). No-op inside a message. NULL-safe. */
 void es_ws_rx_trim(es_ws_rx *rx);
 
 /* Frees rx's buffer and forgets the message in progress; rx can be used

@@ -26,7 +26,7 @@
 /* Receive buffer per agent connection, bytes: a message longer than this
  * arrives in several pieces and is joined by es_ws_rx_add, up to
  * ES_PROTO_MAX_MESSAGE. */
-#define AGENT_RX_BUFFER 4096
+#define AGENT_RX_BUFFER 2048
 #define DEFAULT_HANDSHAKE_TIMEOUT_S 10
 #define DEFAULT_OVERLOAD_RETRY_S 30
 
@@ -227,8 +227,7 @@ static void on_receive(conn *c, const void *in, size_t len)
 		server__queue_error(c, m.code, m.why);
 	else if (m.done) {
 		server__handle_message(c, m.text, m.len);
-		/* An idle connection keeps a small buffer, not its largest
-		 * message's. */
+		/* An idle connection holds no reassembly buffer. */
 		es_ws_rx_trim(&c->rx);
 	}
 }

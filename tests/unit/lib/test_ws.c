@@ -352,8 +352,17 @@ static void test_rx_trim(void **state)
 	assert_int_equal(es_ws_rx_add(&rx, fake_wsi, "{}", 2, &m), ES_OK);
 	assert_true(m.done);
 	assert_int_equal(rx.cap, 4096);
-	es_ws_rx_trim(&rx); /* small: kept */
+	/* inside a message: kept */
+	frame_final = 0;
+	assert_int_equal(es_ws_rx_add(&rx, fake_wsi, "{", 1, &m), ES_OK);
+	es_ws_rx_trim(&rx);
 	assert_int_equal(rx.cap, 4096);
+	frame_final = 1;
+	assert_int_equal(es_ws_rx_add(&rx, fake_wsi, "}", 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_memory_equal(m.text, "{}", 2);
+	es_ws_rx_trim(&rx);
+	assert_null(rx.buf);
 	es_ws_rx_free(&rx);
 	es_ws_rx_trim(NULL);
 }
