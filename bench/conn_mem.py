@@ -24,12 +24,10 @@ accept the same flags; nothing new is passed).
 
 import argparse
 import base64
-import json
 import os
 import resource
 import socket
 import ssl
-import struct
 import time
 
 from benchlib import Owner, harness, proc_status, use_build
@@ -43,47 +41,16 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def ws_frame(obj):
-    payload = json.dumps(obj).encode()
-    n = len(payload)
-    hdr = struct.pack("!BB", 0x81, 0x80 | n) if n < 126 else \
-        struct.pack("!BBH", 0x81, 0x80 | 126, n)
-    mask = os.urandom(4)
-    return hdr + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-
-
-def read_until_desired_done(s):
-    """Reads frames until a desired message without more=true."""
-    buf = b""
-
-    def need(k):
-        nonlocal buf
-        while len(buf) < k:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise EOFError("closed")
-            buf += chunk
-
+def read_until_desired_done(peer):
+    """Reads messages until a desired message without more=true."""
     while True:
-        need(2)
-        n = buf[1] & 0x7F
-        off = 2
-        if n == 126:
-            need(4)
-            n = struct.unpack("!H", buf[2:4])[0]
-            off = 4
-        elif n == 127:
-            need(10)
-            n = struct.unpack("!Q", buf[2:10])[0]
-            off = 10
-        need(off + n)
-        payload, buf = buf[off:off + n], buf[off + n:]
-        if payload[:1] == b"{":
-            m = json.loads(payload)
-            if m.get("type") == "error":
-                raise EOFError(f"controller error: {m}")
-            if m.get("type") == "desired" and not m.get("more"):
-                return
+        m = peer.recv()
+        if m[0] == "close":
+            raise EOFError(f"closed with {m[1]}: {m[2]}")
+        if m[1].get("type") == "error":
+            raise EOFError(f"controller error: {m[1]}")
+        if m[1].get("type") == "desired" and not m[1].get("more"):
+            return
 
 
 def session(port, ctx, node, tls_session=None):
@@ -103,8 +70,9 @@ def session(port, ctx, node, tls_session=None):
         head += chunk
     if b" 101 " not in head.split(b"\r\n", 1)[0] + b" ":
         raise EOFError(head.split(b"\r\n", 1)[0].decode())
-    s.sendall(ws_frame(harness.hello(node)))
-    read_until_desired_done(s)
+    peer = harness.WSPeer(s, head.split(b"\r\n\r\n", 1)[1])
+    peer.send_json(harness.hello(node))
+    read_until_desired_done(peer)
     return s
 
 

@@ -101,33 +101,6 @@ void server__queue_clear(conn *c)
 	es_ws_queue_clear(&c->q);
 }
 
-/* After a message was queued on c: a queue over its limit is cleared and
- * the connection closed. */
-static void queue_check(conn *c)
-{
-	if (es_ws_queue_over(&c->q) && c->state != CS_CLOSING) {
-		es_log_warn("server", "send queue full, dropping the connection",
-			    "node", c->node, NULL);
-		server__queue_clear(c);
-		server__queue_error(c, ES_PC_INTERNAL, "send queue over its limit");
-	}
-}
-
-es_err server__queue_msg(conn *c, cJSON *m)
-{
-	es_err rc = es_ws_queue_json(&c->q, c->wsi, m);
-
-	if (rc == ES_ERR_TOOBIG) {
-		es_log_error("server", "message over the size limit not sent",
-			     "node", c->node, NULL);
-		return ES_OK;
-	}
-	if (rc != ES_OK)
-		return rc;
-	queue_check(c);
-	return ES_OK;
-}
-
 es_err server__queue_buf(conn *c, es_ws_buf *b)
 {
 	es_err rc = es_ws_queue_buf(&c->q, c->wsi, b);
@@ -139,8 +112,24 @@ es_err server__queue_buf(conn *c, es_ws_buf *b)
 	}
 	if (rc != ES_OK)
 		return rc;
-	queue_check(c);
+	if (es_ws_queue_over(&c->q) && c->state != CS_CLOSING) {
+		es_log_warn("server", "send queue full, dropping the connection",
+			    "node", c->node, NULL);
+		server__queue_clear(c);
+		server__queue_error(c, ES_PC_INTERNAL, "send queue over its limit");
+	}
 	return ES_OK;
+}
+
+es_err server__queue_msg(conn *c, cJSON *m)
+{
+	es_ws_buf *b = NULL;
+	es_err rc = es_ws_buf_json(m, 0, &b);
+
+	if (rc == ES_OK)
+		rc = server__queue_buf(c, b);
+	es_ws_buf_unref(b);
+	return rc;
 }
 
 void server__queue_error(conn *c, es_proto_code code, const char *text)
