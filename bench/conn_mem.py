@@ -85,9 +85,15 @@ class PyClient:
     """An agent session from Python's ssl module (OpenSSL, 16 KiB records,
     no max_fragment_length)."""
 
+    contexts = {}
+
     def __init__(self, port, cert, key, ca, node, resume=None):
-        ctx = ssl.create_default_context(cafile=ca)
-        ctx.load_cert_chain(cert, key)
+        # A session resumes only in the context that made it.
+        ctx = self.contexts.get(cert)
+        if not ctx:
+            ctx = ssl.create_default_context(cafile=ca)
+            ctx.load_cert_chain(cert, key)
+            self.contexts[cert] = ctx
         raw = socket.create_connection(("127.0.0.1", port), timeout=30)
         self.s = ctx.wrap_socket(raw, server_hostname="localhost",
                                  session=resume.session if resume else None)
@@ -194,6 +200,16 @@ def main():
             s.close()
         time.sleep(a.settle)
         rss_after = rss_kib(pid)
+        print(f"sessions: {n} idle mutual-TLS agent sessions on loopback "
+              f"(client: {a.client}, on the same machine)")
+        print(f"controller_rss_kib{{sessions=\"0\"}} {rss0}")
+        print(f"controller_rss_kib{{sessions=\"{n}\"}} {rss_n}")
+        print(f"controller_rss_kib{{sessions=\"0\",after=\"disconnect\"}} {rss_after}")
+        print(f"memory_per_connection_kib {(rss_n - rss0) / n:.1f}")
+        print(f"memory_not_returned_kib {rss_after - rss0}")
+        print(f"full_handshake_controller_cpu_ms {1000 * (cpu1 - cpu0) / n:.2f}")
+        print(f"full_handshake_wall_ms {1000 * (t1 - t0) / n:.2f}", flush=True)
+
         # Reconnects offering the first connection's session.
         first = socks
         m0 = resumed_metric() or 0.0
@@ -207,16 +223,6 @@ def main():
             resumed = sum(1 for s in socks if s.reused)
         for s in socks:
             s.close()
-
-        print(f"sessions: {n} idle mutual-TLS agent sessions on loopback "
-              f"(client: {a.client}, on the same machine)")
-        print(f"controller_rss_kib{{sessions=\"0\"}} {rss0}")
-        print(f"controller_rss_kib{{sessions=\"{n}\"}} {rss_n}")
-        print(f"controller_rss_kib{{sessions=\"0\",after=\"disconnect\"}} {rss_after}")
-        print(f"memory_per_connection_kib {(rss_n - rss0) / n:.1f}")
-        print(f"memory_not_returned_kib {rss_after - rss0}")
-        print(f"full_handshake_controller_cpu_ms {1000 * (cpu1 - cpu0) / n:.2f}")
-        print(f"full_handshake_wall_ms {1000 * (t1 - t0) / n:.2f}")
         print(f"reconnect_controller_cpu_ms {1000 * (cpu3 - cpu2) / n:.2f}")
         print(f"reconnect_wall_ms {1000 * (t3 - t2) / n:.2f}")
         print(f"reconnects_resumed {'unknown' if resumed is None else resumed}/{n}")

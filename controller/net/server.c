@@ -72,6 +72,13 @@ int server__check_peer(es_server *s, struct lws *wsi, es_identity_kind want,
 				"client CA (unknown issuer or bad signature)");
 		goto cleanup;
 	}
+	/* A resumed TLS session (net/tickets.h) carries the verification of
+	 * the handshake that made it, perhaps days ago: the validity period
+	 * is checked against the clock on every connection. */
+	if (es_pki_check_validity(der, len, time(NULL), v, sizeof(v)) == ES_ERR_AUTH) {
+		es_errf(ES_ERR_AUTH, why, whysz, "client certificate %s", v);
+		goto cleanup;
+	}
 	if (es_pki_check_peer(der, len, s->trust_domain, want, name, namesz, why,
 			      whysz) != ES_OK)
 		goto cleanup;

@@ -283,6 +283,7 @@ static void on_hello(conn *c, const cJSON *msg)
 		es_log_warn("server", "agent session refused: max-sessions reached",
 			    "node", c->node, NULL);
 		es_ctrl_metrics_refused(s->metrics, "Overloaded");
+		server__pending_done(c->wsi);
 		(void)server__queue_msg(c, es_proto_overloaded(
 			s->overload_retry_s, "too many agent sessions; come back later"));
 		server__start_close(c, es_proto_close_code(ES_PC_OVERLOADED),
