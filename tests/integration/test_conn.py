@@ -112,6 +112,34 @@ class SlowHandshakeTest(unittest.TestCase):
             raise AssertionError(f"{e}\n{c.logs()}") from e
 
 
+    def test_handshakes_bounded(self):
+        """With max-handshakes 1, a connection stuck before its TLS
+        ClientHello holds the only slot: an agent's connection waits in the
+        listen backlog, not refused, and is served once the stuck one is
+        cut."""
+        c = Cluster(self, nodes=["n1"])
+        c.start_controller(extra=["--handshake-timeout", "4",
+                                  "--max-handshakes", "1"])
+        try:
+            stuck = socket.create_connection(("127.0.0.1", c.port), timeout=20)
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            c.start_agent("n1")
+            time.sleep(2)
+            self.assertFalse(connected(c, "n1"),
+                             "served while the only handshake slot was taken")
+            wait_for("n1 connected after the stuck handshake was cut",
+                     lambda: connected(c, "n1"), timeout=20)
+            self.assertGreaterEqual(time.monotonic() - t0, 3)
+            try:
+                self.assertEqual(stuck.recv(1), b"")
+            except ConnectionResetError:
+                pass
+            stuck.close()
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+
+
 class ResumeTest(unittest.TestCase):
     def test_reconnect_after_restart_is_abbreviated(self):
         c = Cluster(self, nodes=["n1"])
