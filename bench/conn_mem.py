@@ -95,6 +95,9 @@ class PyClient:
             ctx.load_cert_chain(cert, key)
             self.contexts[cert] = ctx
         raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+        # As the agent (libwebsockets) does: else Nagle and the delayed ACK
+        # add 40 ms to the abbreviated handshake's last flight.
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.s = ctx.wrap_socket(raw, server_hostname="localhost",
                                  session=resume.session if resume else None)
         agent_session(self.s, port, node)
