@@ -28,7 +28,6 @@ accept the same flags; nothing new is passed).
 
 import argparse
 import base64
-import http.client
 import os
 import resource
 import socket
@@ -136,21 +135,6 @@ class OpenSSLClient:
         self.p.wait()
 
 
-def metric(c, sample):
-    """A sample of the controller's /metrics, or None when it has none."""
-    conn = http.client.HTTPSConnection("localhost", c.admin_port,
-                                       context=c.admin_ssl(), timeout=10)
-    try:
-        conn.request("GET", "/metrics")
-        body = conn.getresponse().read().decode()
-    finally:
-        conn.close()
-    for line in body.splitlines():
-        if line.startswith(sample + " "):
-            return float(line.split()[-1])
-    return None
-
-
 def rss_kib(pid):
     return proc_status(pid, "VmRSS")
 
@@ -187,7 +171,7 @@ def main():
             return client(c.port, certs[i][0], certs[i][1], ca, f"bench-{i}", resume)
 
         def resumed_metric():
-            return metric(c, 'edgesync_controller_tls_handshakes_total{resumed="true"}')
+            return c.metric('edgesync_controller_tls_handshakes_total{resumed="true"}')
 
         # Warm up: one session opened and closed, so what the first one
         # allocates for good is in the baseline.

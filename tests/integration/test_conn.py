@@ -6,7 +6,6 @@ handshake-timeout is cut (slowloris); a reconnect after a controller
 restart resumes its TLS session from a ticket whose key survived in the
 state directory (edgesync_controller_tls_handshakes_total{resumed="true"})."""
 
-import http.client
 import os
 import re
 import signal
@@ -19,18 +18,8 @@ from harness import Cluster, main, wait_for
 
 
 def metric(c, name, labels):
-    """The value of one sample of the controller's /metrics, 0 if absent."""
-    conn = http.client.HTTPSConnection("localhost", c.admin_port,
-                                       context=c.admin_ssl(), timeout=10)
-    try:
-        conn.request("GET", "/metrics")
-        body = conn.getresponse().read().decode()
-    finally:
-        conn.close()
-    for line in body.splitlines():
-        if line.startswith(f"{name}{{{labels}}} "):
-            return float(line.split()[-1])
-    return 0.0
+    """One sample of the controller's /metrics, 0 when absent."""
+    return c.metric(f"{name}{{{labels}}}") or 0.0
 
 
 def connected(c, node):
