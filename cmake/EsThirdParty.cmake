@@ -130,6 +130,9 @@ function(_es_build name pkg file sha srcdir lib cache_text)
     if(NOT EXISTS "${ES_DEPS_SRC}/${srcdir}/CMakeLists.txt")
         message(FATAL_ERROR "edgesync: ${tarball} did not unpack to ${ES_DEPS_SRC}/${srcdir}")
     endif()
+    if(COMMAND _es_${name}_configure_source)
+        cmake_language(CALL _es_${name}_configure_source "${ES_DEPS_SRC}/${srcdir}")
+    endif()
     file(WRITE "${init}" "${cache_text}")
 
     set(gen -G "${CMAKE_GENERATOR}")
@@ -174,8 +177,33 @@ set(BUILD_SHARED_LIBS OFF CACHE BOOL \"\")
 ")
 
 # --- mbedTLS -----------------------------------------------------------------
-# Default configuration (include/mbedtls/mbedtls_config.h, unmodified). It is
-# checked below for what edgesync uses.
+# Default configuration (include/mbedtls/mbedtls_config.h) with one change:
+# MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH, so that a connection whose peer
+# negotiated a smaller maximum fragment length (RFC 6066; the agent asks
+# for 4096) holds record buffers of that size, not 2 x 16 KiB, once its
+# handshake is done: the controller's memory per agent session. It changes
+# the layout of mbedtls_ssl_context, so libwebsockets is rebuilt with it
+# (its cache text below names it). It is checked below for what edgesync
+# uses.
+# ES_MBEDTLS_VARIABLE_BUFFERS=OFF builds the configuration unmodified (a
+# build tree that shares a _deps built so).
+option(ES_MBEDTLS_VARIABLE_BUFFERS
+       "mbedTLS with MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH (small record buffers for agents)" ON)
+if(ES_MBEDTLS_VARIABLE_BUFFERS)
+    set(ES_MBEDTLS_CONFIG_EDITS "SSL_VARIABLE_BUFFER_LENGTH")
+    set(_es_mbedtls_edits_note " config ${ES_MBEDTLS_CONFIG_EDITS}")
+else()
+    set(ES_MBEDTLS_CONFIG_EDITS "")
+    set(_es_mbedtls_edits_note "")
+endif()
+function(_es_mbedtls_configure_source dir)
+    set(cfg "${dir}/include/mbedtls/mbedtls_config.h")
+    file(READ "${cfg}" text)
+    foreach(opt IN LISTS ES_MBEDTLS_CONFIG_EDITS)
+        string(REPLACE "//#define MBEDTLS_${opt}\n" "#define MBEDTLS_${opt}\n" text "${text}")
+    endforeach()
+    file(WRITE "${cfg}" "${text}")
+endfunction()
 set(_es_mbedtls_cache "${_es_common}\
 set(ENABLE_PROGRAMS OFF CACHE BOOL \"\")
 set(ENABLE_TESTING OFF CACHE BOOL \"\")
@@ -183,7 +211,7 @@ set(USE_STATIC_MBEDTLS_LIBRARY ON CACHE BOOL \"\")
 set(USE_SHARED_MBEDTLS_LIBRARY OFF CACHE BOOL \"\")
 set(GEN_FILES OFF CACHE BOOL \"\")
 set(MBEDTLS_FATAL_WARNINGS OFF CACHE BOOL \"\")
-# mbedtls ${ES_MBEDTLS_VERSION} sha256 ${ES_MBEDTLS_SHA256}
+# mbedtls ${ES_MBEDTLS_VERSION} sha256 ${ES_MBEDTLS_SHA256}${_es_mbedtls_edits_note}
 ")
 _es_build(mbedtls mbedtls ${ES_MBEDTLS_TARBALL} ${ES_MBEDTLS_SHA256}
           mbedtls-${ES_MBEDTLS_VERSION} "${ES_DEPS_INSTALL}/lib/libmbedtls.a"
@@ -193,7 +221,8 @@ file(STRINGS "${ES_DEPS_INSTALL}/include/mbedtls/mbedtls_config.h" _es_mbedtls_d
      REGEX "^#define MBEDTLS_[A-Z0-9_]+$")
 foreach(opt X509_CRT_WRITE_C X509_CSR_WRITE_C X509_CREATE_C X509_CRT_PARSE_C PEM_WRITE_C
             PK_WRITE_C ECDSA_C ECP_C SSL_PROTO_TLS1_2 SSL_PROTO_TLS1_3 SSL_SRV_C SSL_CLI_C
-            SSL_KEEP_PEER_CERTIFICATE)
+            SSL_KEEP_PEER_CERTIFICATE SSL_TICKET_C SSL_SESSION_TICKETS
+            SSL_MAX_FRAGMENT_LENGTH ${ES_MBEDTLS_CONFIG_EDITS})
     if(NOT "#define MBEDTLS_${opt}" IN_LIST _es_mbedtls_defs)
         message(FATAL_ERROR "edgesync: the mbedTLS build lacks MBEDTLS_${opt} "
                 "(${ES_DEPS_INSTALL}/include/mbedtls/mbedtls_config.h); delete ${ES_DEPS_DIR} and reconfigure")
@@ -259,7 +288,7 @@ set(LWS_WITH_SYS_STATE OFF CACHE BOOL \"\")
 set(LWS_WITH_GENCRYPTO OFF CACHE BOOL \"\")
 set(LWS_WITH_SECURE_STREAMS OFF CACHE BOOL \"\")
 set(DISABLE_WERROR ON CACHE BOOL \"\")
-# libwebsockets ${ES_LWS_VERSION} sha256 ${ES_LWS_SHA256} on mbedtls ${ES_MBEDTLS_SHA256}
+# libwebsockets ${ES_LWS_VERSION} sha256 ${ES_LWS_SHA256} on mbedtls ${ES_MBEDTLS_SHA256}${_es_mbedtls_edits_note}
 ")
 _es_build(libwebsockets libwebsockets ${ES_LWS_TARBALL} ${ES_LWS_SHA256}
           libwebsockets-${ES_LWS_VERSION} "${ES_DEPS_INSTALL}/lib/libwebsockets.a"

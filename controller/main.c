@@ -27,6 +27,7 @@
 #include "es_pki.h"
 #include "es_version.h"
 #include "net/server.h"
+#include "net/tickets.h"
 
 #define PROG "edgesync-controller"
 
@@ -267,6 +268,17 @@ static int cmd_run(int argc, char **argv)
 		so.join_host = join_host;
 		so.join_port = jaddr.port;
 	}
+	so.max_handshakes = (int)cfg.max_handshakes;
+	so.max_sessions = (int)cfg.max_sessions;
+	so.handshake_timeout_s = (int)cfg.handshake_timeout;
+	so.overload_retry_s = (int)cfg.overload_retry;
+	if (cfg.tls_ticket_lifetime > 0 &&
+	    es_tickets_init(cfg.tls_ticket_key, (uint32_t)cfg.tls_ticket_lifetime,
+			    err, sizeof(err)) != ES_OK) {
+		es_log_error("main", "cannot load the TLS session ticket key", "error",
+			     err, NULL);
+		goto cleanup;
+	}
 	if (es_server_new(&so, db, &g_server, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot start", "error", err, NULL);
 		goto cleanup;
@@ -291,6 +303,7 @@ cleanup:
 	if (g_server)
 		es_notify_stopping();
 	es_server_destroy(g_server);
+	es_tickets_shutdown();
 	g_server = NULL;
 	es_db_close(db);
 	es_ca_free(ca);

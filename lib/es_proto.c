@@ -33,6 +33,7 @@ static const struct {
 	[ES_PC_VERSION] = {"UnsupportedVersion", 4001},
 	[ES_PC_IDENTITY] = {"IdentityMismatch", 1008},
 	[ES_PC_INTERNAL] = {"Internal", 1011},
+	[ES_PC_OVERLOADED] = {"Overloaded", 1013},
 };
 #define PC_COUNT (sizeof(pc_table) / sizeof(pc_table[0]))
 
@@ -353,6 +354,7 @@ static es_err check_report(const cJSON *m, char *err, size_t errsz)
 static es_err check_error(const cJSON *m, char *err, size_t errsz)
 {
 	const char *s = NULL;
+	int64_t retry = 0;
 	es_err rc;
 
 	if ((rc = es_json_get_str(m, "error", "code", 1, &s, err, errsz)) != ES_OK)
@@ -360,6 +362,10 @@ static es_err check_error(const cJSON *m, char *err, size_t errsz)
 	if (es_proto_code_parse(s) < 0)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "error.code: \"%.48s\" is not a protocol error code", s);
+	rc = es_json_get_int(m, "error", "retryAfterSeconds", 0, 1,
+			     ES_PROTO_RETRY_AFTER_MAX_S, &retry, err, errsz);
+	if (rc != ES_OK && rc != ES_ERR_NOTFOUND)
+		return rc;
 	return es_json_get_str(m, "error", "message", 1, &s, err, errsz);
 }
 
@@ -645,6 +651,21 @@ cJSON *es_proto_error(es_proto_code code, const char *message)
 
 	if (!m || add_str(m, "code", es_proto_code_name(code)) != 0 ||
 	    add_str(m, "message", message) != 0) {
+		cJSON_Delete(m);
+		return NULL;
+	}
+	return m;
+}
+
+cJSON *es_proto_overloaded(int retry_after_s, const char *message)
+{
+	cJSON *m = es_proto_error(ES_PC_OVERLOADED, message);
+
+	if (retry_after_s < 1)
+		retry_after_s = 1;
+	if (retry_after_s > ES_PROTO_RETRY_AFTER_MAX_S)
+		retry_after_s = ES_PROTO_RETRY_AFTER_MAX_S;
+	if (m && !cJSON_AddNumberToObject(m, "retryAfterSeconds", retry_after_s)) {
 		cJSON_Delete(m);
 		return NULL;
 	}

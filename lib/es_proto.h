@@ -57,7 +57,11 @@ typedef enum es_proto_code {
 	ES_PC_VERSION,            /* "UnsupportedVersion", 4001 */
 	ES_PC_IDENTITY,           /* "IdentityMismatch", 1008 */
 	ES_PC_INTERNAL,           /* "Internal", 1011 */
+	ES_PC_OVERLOADED,         /* "Overloaded", 1013 (come back later) */
 } es_proto_code;
+
+/* Bounds of error.retryAfterSeconds (PROTOCOL.md "Errors"). */
+#define ES_PROTO_RETRY_AFTER_MAX_S 3600
 
 const char *es_proto_code_name(es_proto_code c);
 int es_proto_close_code(es_proto_code c);
@@ -108,6 +112,10 @@ cJSON *es_proto_resync(void);
 cJSON *es_proto_ping(const char *time);
 cJSON *es_proto_pong(const char *time);
 cJSON *es_proto_error(es_proto_code code, const char *message);
+/* The come-back-later `error` (PROTOCOL.md "Errors"): code Overloaded and
+ * retryAfterSeconds (1 .. ES_PROTO_RETRY_AFTER_MAX_S, clamped). NULL when
+ * out of memory. */
+cJSON *es_proto_overloaded(int retry_after_s, const char *message);
 
 /* A desired.deleted entry {kind, name, uid, resourceVersion}:
  * resource_version is the controller's resourceVersion of the write that

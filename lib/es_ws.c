@@ -12,10 +12,15 @@
 /* Reassembly buffers start at this many bytes and double. */
 #define RX_FIRST_CAP 4096
 
-struct es_ws_qmsg {
-	struct es_ws_qmsg *next;
+struct es_ws_buf {
+	unsigned refs;
 	size_t len;
 	unsigned char data[]; /* LWS_PRE bytes, then the message */
+};
+
+struct es_ws_qmsg {
+	struct es_ws_qmsg *next;
+	es_ws_buf *buf;
 };
 
 int es_ws_send(struct lws *wsi, unsigned char *payload, size_t len)
@@ -25,30 +30,75 @@ int es_ws_send(struct lws *wsi, unsigned char *payload, size_t len)
 	return n < 0 || (size_t)n < len ? -1 : 0;
 }
 
-/* A queue entry holding len bytes of text after LWS_PRE bytes of headroom,
- * or NULL. */
-static es_ws_qmsg *msg_new(const char *text, size_t len)
+/* A buffer with one reference holding len bytes of text after LWS_PRE
+ * bytes of headroom, or NULL. */
+static es_ws_buf *buf_new(const char *text, size_t len)
 {
-	es_ws_qmsg *m = malloc(sizeof(*m) + LWS_PRE + len);
+	es_ws_buf *b = malloc(sizeof(*b) + LWS_PRE + len);
 
-	if (!m)
+	if (!b)
 		return NULL;
-	m->next = NULL;
-	m->len = len;
-	memcpy(m->data + LWS_PRE, text, len);
-	return m;
+	b->refs = 1;
+	b->len = len;
+	memcpy(b->data + LWS_PRE, text, len);
+	return b;
 }
 
 int es_ws_send_text(struct lws *wsi, const char *text, size_t len)
 {
-	es_ws_qmsg *m = msg_new(text, len);
+	es_ws_buf *b = buf_new(text, len);
 	int rc;
 
-	if (!m)
+	if (!b)
 		return -1;
-	rc = es_ws_send(wsi, m->data + LWS_PRE, len);
-	free(m);
+	rc = es_ws_send(wsi, b->data + LWS_PRE, len);
+	free(b);
 	return rc;
+}
+
+es_err es_ws_buf_json(cJSON *m, size_t max_len, es_ws_buf **out)
+{
+	char *text = m ? es_json_print(m) : NULL;
+	size_t len = text ? strlen(text) : 0;
+
+	*out = NULL;
+	cJSON_Delete(m);
+	if (!text)
+		return ES_ERR_NOMEM;
+	if (max_len && len > max_len) {
+		free(text);
+		return ES_ERR_TOOBIG;
+	}
+	*out = buf_new(text, len);
+	free(text);
+	return *out ? ES_OK : ES_ERR_NOMEM;
+}
+
+es_ws_buf *es_ws_buf_ref(es_ws_buf *b)
+{
+	b->refs++;
+	return b;
+}
+
+void es_ws_buf_unref(es_ws_buf *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+size_t es_ws_buf_len(const es_ws_buf *b)
+{
+	return b->len;
+}
+
+const char *es_ws_buf_text(const es_ws_buf *b)
+{
+	return (const char *)b->data + LWS_PRE;
+}
+
+unsigned es_ws_buf_refs(const es_ws_buf *b)
+{
+	return b->refs;
 }
 
 /* ---- receiving ---- */
@@ -123,6 +173,16 @@ void es_ws_rx_reset(es_ws_rx *rx)
 	rx->in_msg = rx->binary = rx->skip = 0;
 }
 
+void es_ws_rx_trim(es_ws_rx *rx)
+{
+	if (!rx || rx->in_msg)
+		return;
+	free(rx->buf);
+	rx->buf = NULL;
+	rx->cap = 0;
+	rx->len = 0;
+}
+
 void es_ws_rx_free(es_ws_rx *rx)
 {
 	if (!rx)
@@ -140,32 +200,42 @@ void es_ws_queue_init(es_ws_queue *q, size_t max_msg, size_t max)
 	q->max = max;
 }
 
-es_err es_ws_queue_json(es_ws_queue *q, struct lws *wsi, cJSON *m)
+es_err es_ws_queue_buf(es_ws_queue *q, struct lws *wsi, es_ws_buf *b)
 {
-	char *text = m ? es_json_print(m) : NULL;
-	size_t len = text ? strlen(text) : 0;
-	es_ws_qmsg *o = NULL;
+	es_ws_qmsg *o;
 
-	cJSON_Delete(m);
-	if (!text)
-		return ES_ERR_NOMEM;
-	if (q->max_msg && len > q->max_msg) {
-		free(text);
+	if (q->max_msg && b->len > q->max_msg)
 		return ES_ERR_TOOBIG;
-	}
-	o = msg_new(text, len);
-	free(text);
+	o = malloc(sizeof(*o));
 	if (!o)
 		return ES_ERR_NOMEM;
+	o->next = NULL;
+	o->buf = es_ws_buf_ref(b);
 	if (q->tail)
 		q->tail->next = o;
 	else
 		q->head = o;
 	q->tail = o;
-	q->bytes += len;
+	q->bytes += b->len;
 	if (wsi)
 		lws_callback_on_writable(wsi);
 	return ES_OK;
+}
+
+es_err es_ws_queue_json(es_ws_queue *q, struct lws *wsi, cJSON *m)
+{
+	es_ws_buf *b = NULL;
+	es_err rc = es_ws_buf_json(m, q->max_msg, &b);
+
+	if (rc == ES_OK)
+		rc = es_ws_queue_buf(q, wsi, b);
+	es_ws_buf_unref(b);
+	return rc;
+}
+
+es_ws_buf *es_ws_queue_peek(const es_ws_queue *q)
+{
+	return q->head ? q->head->buf : NULL;
 }
 
 int es_ws_queue_over(const es_ws_queue *q)
@@ -188,8 +258,9 @@ int es_ws_queue_write(es_ws_queue *q, struct lws *wsi)
 	q->head = m->next;
 	if (!q->head)
 		q->tail = NULL;
-	q->bytes -= m->len;
-	rc = es_ws_send(wsi, m->data + LWS_PRE, m->len);
+	q->bytes -= m->buf->len;
+	rc = es_ws_send(wsi, m->buf->data + LWS_PRE, m->buf->len);
+	es_ws_buf_unref(m->buf);
 	free(m);
 	return rc == 0 ? 1 : -1;
 }
@@ -202,6 +273,7 @@ void es_ws_queue_clear(es_ws_queue *q)
 		es_ws_qmsg *m = q->head;
 
 		q->head = m->next;
+		es_ws_buf_unref(m->buf);
 		free(m);
 	}
 	q->tail = NULL;

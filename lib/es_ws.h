@@ -89,11 +89,50 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
  * is kept for the next message. NULL-safe. */
 void es_ws_rx_reset(es_ws_rx *rx);
 
+/* Between messages: frees the buffer, so an idle connection holds none
+ * (the next message allocates again). No-op inside a message. NULL-safe. */
+void es_ws_rx_trim(es_ws_rx *rx);
+
 /* Frees rx's buffer and forgets the message in progress; rx can be used
  * again. NULL-safe. */
 void es_ws_rx_free(es_ws_rx *rx);
 
 /* ---- sending ---- */
+
+/*
+ * One serialised outgoing message, shared by every connection it is queued
+ * on and freed with its last reference: a change fanned out to N agents is
+ * printed once and held once (PROTOCOL.md "Desired state"). The text sits
+ * after LWS_PRE bytes of headroom, into which lws_write puts the frame
+ * header. A server's frames are not masked (RFC 6455 section 5.1), so the
+ * header is the same for every connection and the text is never changed:
+ * one buffer may be written to many server connections. A client masks its
+ * frames in place, so a client writes a buffer once.
+ */
+typedef struct es_ws_buf es_ws_buf;
+
+/*
+ * Prints m (taken; NULL counts as an allocation failure) as compact JSON
+ * (es_json_print) into a new buffer with one reference, in *out. max_len:
+ * longest text accepted in bytes (0: no limit). Errors: ES_ERR_NOMEM,
+ * ES_ERR_TOOBIG (the text is over max_len: no buffer).
+ */
+es_err es_ws_buf_json(cJSON *m, size_t max_len, es_ws_buf **out);
+
+/* Adds a reference to b and returns it. */
+es_ws_buf *es_ws_buf_ref(es_ws_buf *b);
+
+/* Drops a reference; the last one frees b. NULL-safe. */
+void es_ws_buf_unref(es_ws_buf *b);
+
+/* The text's length in bytes. */
+size_t es_ws_buf_len(const es_ws_buf *b);
+
+/* The text (borrowed, es_ws_buf_len bytes, not NUL-terminated). */
+const char *es_ws_buf_text(const es_ws_buf *b);
+
+/* The references held on b (for tests and accounting). */
+unsigned es_ws_buf_refs(const es_ws_buf *b);
 
 /* One queued message (es_ws.c). */
 typedef struct es_ws_qmsg es_ws_qmsg;
@@ -120,6 +159,17 @@ void es_ws_queue_init(es_ws_queue *q, size_t max_msg, size_t max);
  * ES_ERR_TOOBIG (the text is over q->max_msg bytes: not queued).
  */
 es_err es_ws_queue_json(es_ws_queue *q, struct lws *wsi, cJSON *m);
+
+/*
+ * Appends b (borrowed: the queue takes a reference of its own) to q, then
+ * asks for wsi's WRITEABLE callback (wsi may be NULL). Costs the queue one
+ * small entry, not a copy of the text. Errors: ES_ERR_NOMEM, ES_ERR_TOOBIG
+ * (b is over q->max_msg bytes: not queued).
+ */
+es_err es_ws_queue_buf(es_ws_queue *q, struct lws *wsi, es_ws_buf *b);
+
+/* The oldest queued message (borrowed), or NULL when q is empty. */
+es_ws_buf *es_ws_queue_peek(const es_ws_queue *q);
 
 /* 1 when q holds more than its limit of bytes (q->max, when set), else 0:
  * the caller decides (the controller clears the queue and closes). */

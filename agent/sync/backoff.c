@@ -39,6 +39,7 @@ void es_backoff_init(es_backoff *b, es_backoff_rand_fn rnd, void *rnd_ctx)
 	b->reset_ms = ES_BACKOFF_RESET_MS;
 	b->up = 0;
 	b->up_since_ms = 0;
+	b->retry_after_ms = 0;
 	b->rnd = rnd ? rnd : default_rand;
 	b->rnd_ctx = rnd ? rnd_ctx : NULL;
 }
@@ -47,6 +48,17 @@ void es_backoff_up(es_backoff *b, int64_t now_ms)
 {
 	b->up = 1;
 	b->up_since_ms = now_ms;
+}
+
+void es_backoff_ok(es_backoff *b)
+{
+	b->attempt = 0;
+}
+
+void es_backoff_retry_after(es_backoff *b, int64_t ms)
+{
+	if (ms > 0)
+		b->retry_after_ms = ms;
 }
 
 int64_t es_backoff_bound_ms(const es_backoff *b)
@@ -69,6 +81,12 @@ int64_t es_backoff_next(es_backoff *b, int64_t now_ms)
 	if (b->up && now_ms - b->up_since_ms >= b->reset_ms)
 		b->attempt = 0;
 	b->up = 0;
+	if (b->retry_after_ms > 0) {
+		int64_t r = b->retry_after_ms;
+
+		b->retry_after_ms = 0;
+		return r + (int64_t)(b->rnd(b->rnd_ctx) % (uint64_t)(r + 1));
+	}
 	if (b->attempt < 64)
 		b->attempt++;
 	bound = es_backoff_bound_ms(b);

@@ -59,6 +59,13 @@ typedef struct es_sync_info {
 /* Seconds between two looks at credential files that were found unusable
  * (missing, unreadable, not PEM, out of their validity, not matching). */
 #define ES_SYNC_CREDS_RETRY_S 5
+/* Seconds the agent keeps a TLS session for resuming it (sync_tls.c): the
+ * longest ticket lifetime a controller accepts. */
+#define ES_SYNC_TLS_SESSION_KEEP_S (7u * 24 * 3600)
+/* Largest TLS record the agent asks the controller to send, bytes
+ * (RFC 6066 max_fragment_length: 512, 1024, 2048 or 4096), and its code. */
+#define ES_SYNC_TLS_MAX_FRAGMENT 4096
+#define ES_SYNC_TLS_MFL_CODE MBEDTLS_SSL_MAX_FRAG_LEN_4096
 
 /*
  * Creates the client on ctx (a context created with

@@ -63,6 +63,8 @@ struct es_sync {
 
 	int64_t sent_after, state_inflight;
 	int snapshot_sent;
+	int session_acked;    /* 1: a report of this session was acknowledged
+			       * (the backoff was reset, backoff.h) */
 	int64_t last_rx_ms, last_ping_ms;
 	int heartbeat_s;
 

@@ -200,6 +200,7 @@ static void on_welcome(es_sync *s, const cJSON *msg)
 	s->sent_after = 0;
 	s->state_inflight = 0;
 	s->snapshot_sent = 0;
+	s->session_acked = 0;
 	s->last_ping_ms = es_time_mono_ms();
 	snprintf(a, sizeof(a), "%lld", (long long)acked);
 	es_log_info("sync", "connected", "url", s->url, "ackedSeq", a, NULL);
@@ -315,6 +316,12 @@ void sync__on_message(es_sync *s, const char *buf, size_t len)
 		es_agent_metrics_synced(s->metrics, time(NULL));
 		if (s->state_inflight && seq >= s->state_inflight)
 			s->state_inflight = 0;
+		/* Welcome received and a report acknowledged: this session
+		 * worked, so its loss is a blip, not a failing controller. */
+		if (!s->session_acked) {
+			s->session_acked = 1;
+			es_backoff_ok(&s->bo);
+		}
 		lws_callback_on_writable(s->wsi);
 		break;
 	case ES_MSG_RESYNC:
@@ -333,6 +340,23 @@ void sync__on_message(es_sync *s, const char *buf, size_t len)
 	case ES_MSG_ERROR:
 		es_json_get_str(msg, "error", "code", 0, &c, NULL, 0);
 		es_json_get_str(msg, "error", "message", 0, &m, NULL, 0);
+		if (c && strcmp(c, es_proto_code_name(ES_PC_OVERLOADED)) == 0) {
+			int64_t after = 0;
+			char a[24];
+
+			es_json_get_int(msg, "error", "retryAfterSeconds", 0, 1,
+					ES_PROTO_RETRY_AFTER_MAX_S, &after, NULL, 0);
+			if (after < 1)
+				after = 1;
+			es_backoff_retry_after(&s->bo, after * 1000);
+			snprintf(a, sizeof(a), "%lld", (long long)after);
+			es_log_warn("sync", "controller overloaded, coming back later",
+				    "retryAfterSeconds", a, "message", m, NULL);
+			snprintf(err, sizeof(err), "controller overloaded: retry after %s s",
+				 a);
+			sync__set_error(s, err, NULL);
+			break;
+		}
 		es_log_warn("sync", "controller reported an error", "code", c,
 			    "message", m, NULL);
 		snprintf(err, sizeof(err), "controller: %s: %s", c ? c : "",

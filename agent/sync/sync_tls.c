@@ -2,18 +2,43 @@
  * sync_tls.c - the sync client's TLS side (sync.h, sync_int.h): its
  * credential files, checked and re-read before every dial, the vhost built
  * from them, the check of the controller's certificate after the handshake,
- * and the message of a TLS failure.
+ * the message of a TLS failure, and the record size it asks for.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <mbedtls/ssl.h>
+
 #include "es_log.h"
 #include "es_pki.h"
 #include "es_time.h"
 #include "es_ws.h"
 #include "sync/sync_int.h"
+
+int __real_mbedtls_ssl_setup(mbedtls_ssl_context *ssl, const mbedtls_ssl_config *conf);
+int __wrap_mbedtls_ssl_setup(mbedtls_ssl_context *ssl, const mbedtls_ssl_config *conf);
+
+/*
+ * Every client connection asks for records of at most
+ * ES_SYNC_TLS_MAX_FRAGMENT bytes (RFC 6066 max_fragment_length), so that a
+ * controller built with MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH holds small
+ * record buffers for it (cmake/EsThirdParty.cmake), and so does this
+ * agent. libwebsockets makes one mbedTLS configuration per connection and
+ * offers no hook before its handshake starts, so this is set where mbedTLS
+ * binds it to the connection: mbedtls_ssl_setup is wrapped at link time
+ * (agent/sync/CMakeLists.txt).
+ */
+int __wrap_mbedtls_ssl_setup(mbedtls_ssl_context *ssl, const mbedtls_ssl_config *conf)
+{
+#if defined(MBEDTLS_SSL_MAX_FRAGMENT_LENGTH)
+	if (conf && mbedtls_ssl_conf_get_endpoint(conf) == MBEDTLS_SSL_IS_CLIENT)
+		(void)mbedtls_ssl_conf_max_frag_len((mbedtls_ssl_config *)conf,
+						    ES_SYNC_TLS_MFL_CODE);
+#endif
+	return __real_mbedtls_ssl_setup(ssl, conf);
+}
 
 /* Condition reasons of a bad file, by es_pki_file and es_pki_file_state. */
 static const char *const bad_reasons[ES_PKI_NFILES][3] = {
@@ -59,6 +84,13 @@ static struct lws_vhost *new_vhost(es_sync *s)
 	info.client_ssl_cert_filepath = s->cert;
 	info.client_ssl_private_key_filepath = s->key;
 	info.user = s;
+	/* The TLS session (its RFC 5077 ticket) is kept for the next dial, so
+	 * a reconnect, also to a restarted controller, is an abbreviated
+	 * handshake; kept as long as a controller accepts a ticket at most
+	 * (tls-ticket-lifetime, 7 days), and dropped with the vhost when the
+	 * credential files change. */
+	info.tls_session_timeout = ES_SYNC_TLS_SESSION_KEEP_S;
+	info.tls_session_cache_max = 4;
 	return lws_create_vhost(s->ctx, &info);
 }
 

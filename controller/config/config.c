@@ -86,6 +86,29 @@ static const es_setting ccfg_table[] = {
 	ES_CCFG_STRING("trust-bundle", "TRUST_BUNDLE", NULL, trust_bundle,
 		       "PEM file of the CAs that verify cert, given to joining agents "
 		       "(default: ca-cert)"),
+	{ "max-handshakes", "EDGESYNC_MAX_HANDSHAKES", "max-handshakes",
+	  ES_SET_INT, "128", 0, INT64_C(1000000), offsetof(es_ccfg, max_handshakes),
+	  "TLS handshakes in progress at once (0: no limit); more connections wait in the listen backlog",
+	  NULL, 0 },
+	{ "max-sessions", "EDGESYNC_MAX_SESSIONS", "max-sessions",
+	  ES_SET_INT, "50000", 0, INT64_C(10000000), offsetof(es_ccfg, max_sessions),
+	  "agent sessions (0: no limit); past it a hello is told to come back later",
+	  NULL, 0 },
+	{ "handshake-timeout", "EDGESYNC_HANDSHAKE_TIMEOUT", "handshake-timeout",
+	  ES_SET_INT, "10", 1, 600, offsetof(es_ccfg, handshake_timeout),
+	  "seconds an agent connection has from accept to its hello (TLS, upgrade, hello)",
+	  NULL, 0 },
+	{ "overload-retry-seconds", "EDGESYNC_OVERLOAD_RETRY_SECONDS",
+	  "overload-retry-seconds", ES_SET_INT, "30", 1, 3600,
+	  offsetof(es_ccfg, overload_retry),
+	  "retryAfterSeconds told to an agent refused for load (it waits that to twice that)",
+	  NULL, 0 },
+	ES_CCFG_STRING("tls-ticket-key", "TLS_TICKET_KEY", NULL, tls_ticket_key,
+		       "TLS session ticket key file, created 0600 if missing; give every controller the same (default <state-dir>/tls-ticket.key)"),
+	{ "tls-ticket-lifetime", "EDGESYNC_TLS_TICKET_LIFETIME", "tls-ticket-lifetime",
+	  ES_SET_INT, "604800", 0, 604800, offsetof(es_ccfg, tls_ticket_lifetime),
+	  "seconds a session ticket resumes a TLS session (0: no tickets, every connect is a full handshake)",
+	  NULL, 0 },
 };
 
 #define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))
@@ -299,6 +322,8 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 			       "dev-node: only meaningful with --dev");
 
 	rc = default_path(&cfg->db, cfg->state_dir, "controller.db");
+	if (rc == ES_OK)
+		rc = default_path(&cfg->tls_ticket_key, cfg->state_dir, "tls-ticket.key");
 	if (rc == ES_OK && cfg->dev) {
 		snprintf(dev_dir, sizeof(dev_dir), "%s/dev", cfg->state_dir);
 		rc = default_path(&cfg->cert, dev_dir, "controller.crt");

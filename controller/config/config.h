@@ -44,6 +44,14 @@ typedef struct es_ccfg {
 	char *advertise_url;     /* wss:// URL agents dial; default from listen */
 	char *join_listen;       /* join listener "host:port"; default <listen host>:7445 */
 	char *trust_bundle;      /* CAs joining agents trust for this controller; NULL: ca-cert */
+	/* connections (PROTOCOL.md "Errors", `Overloaded`) */
+	int64_t max_handshakes;    /* TLS handshakes in progress at once */
+	int64_t max_sessions;      /* agent sessions; 0: no limit */
+	int64_t handshake_timeout; /* seconds from accept to hello */
+	int64_t overload_retry;    /* retryAfterSeconds when overloaded */
+	char *tls_ticket_key;      /* session ticket key file; default
+				    * <state-dir>/tls-ticket.key */
+	int64_t tls_ticket_lifetime; /* seconds; 0: no tickets */
 } es_ccfg;
 
 /* The settings table (for help output and tests); *n gets its length. */

@@ -14,7 +14,7 @@ struct es_ctrl_metrics {
 	es_metrics *reg;
 	char *db_path;
 	es_metric *build_info, *connected, *messages, *duplicates, *ack_latency,
-		*store_size;
+		*store_size, *handshakes, *refused;
 };
 
 es_err es_ctrl_metrics_new(const char *db_path, const char *version,
@@ -49,6 +49,14 @@ es_err es_ctrl_metrics_new(const char *db_path, const char *version,
 				       "Time from an object write to the desiredAck, covering it, of each connected agent it was pushed to.",
 				       NULL, 0, buckets, sizeof(buckets) / sizeof(buckets[0]),
 				       &m->ack_latency, err, errsz)) != ES_OK ||
+	    (rc = es_metrics_counter(m->reg, "edgesync_controller_tls_handshakes_total",
+				     "TLS handshakes on the agents' listener that reached the WebSocket upgrade; resumed=\"true\": abbreviated, from a session ticket.",
+				     (const char *[]){ "resumed" }, 1, &m->handshakes,
+				     err, errsz)) != ES_OK ||
+	    (rc = es_metrics_counter(m->reg, "edgesync_controller_connections_refused_total",
+				     "Agent connections the controller closed for load: reason=\"Overloaded\" (come back later) or \"HandshakeTimeout\".",
+				     (const char *[]){ "reason" }, 1, &m->refused,
+				     err, errsz)) != ES_OK ||
 	    (rc = es_metrics_gauge(m->reg, "edgesync_controller_store_size_bytes",
 				   "Bytes on disk of the SQLite store: the database file and its write-ahead log.",
 				   NULL, 0, &m->store_size, err, errsz)) != ES_OK)
@@ -87,6 +95,19 @@ void es_ctrl_metrics_message(es_ctrl_metrics *m, const char *type)
 {
 	if (m && type)
 		es_metric_add(m->messages, (const char *[]){ type }, 1);
+}
+
+void es_ctrl_metrics_handshake(es_ctrl_metrics *m, int resumed)
+{
+	if (m)
+		es_metric_add(m->handshakes,
+			      (const char *[]){ resumed ? "true" : "false" }, 1);
+}
+
+void es_ctrl_metrics_refused(es_ctrl_metrics *m, const char *reason)
+{
+	if (m && reason)
+		es_metric_add(m->refused, (const char *[]){ reason }, 1);
 }
 
 void es_ctrl_metrics_duplicate(es_ctrl_metrics *m)

@@ -9,6 +9,8 @@
  *   edgesync_controller_reports_duplicate_total        counter
  *   edgesync_controller_desired_ack_latency_seconds    histogram
  *   edgesync_controller_store_size_bytes               gauge
+ *   edgesync_controller_tls_handshakes_total{resumed}  counter
+ *   edgesync_controller_connections_refused_total{reason} counter
  *
  * The ack latency is the time from an object write through the admin API
  * to the desiredAck of each connected agent the write was pushed to that
@@ -63,6 +65,14 @@ void es_ctrl_metrics_message(es_ctrl_metrics *m, const char *type);
 
 /* A report was dropped as a duplicate (its seq was already stored). */
 void es_ctrl_metrics_duplicate(es_ctrl_metrics *m);
+
+/* A TLS handshake on the agents' listener reached the WebSocket upgrade;
+ * resumed: 1 when it was abbreviated (a session ticket, RFC 5077). */
+void es_ctrl_metrics_handshake(es_ctrl_metrics *m, int resumed);
+
+/* An agent connection was closed for load; reason: "Overloaded" or
+ * "HandshakeTimeout" (borrowed). */
+void es_ctrl_metrics_refused(es_ctrl_metrics *m, const char *reason);
 
 /* A write at monotonic time at_us (es_time_mono_us) was pushed to a
  * connection in a desired message of resourceVersion rv. */

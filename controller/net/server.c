@@ -6,6 +6,8 @@
  */
 #include "net/server_int.h"
 
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +19,17 @@
 #include "es_time.h"
 #include "es_version.h"
 #include "es_ws.h"
+#include "net/tickets.h"
 
 #define SWEEP_US (1000 * LWS_US_PER_MS)
 /* Seconds a closing connection may take before it is cut. */
 #define CLOSE_GRACE_S 10
+/* Receive buffer per agent connection, bytes: a message longer than this
+ * arrives in several pieces and is joined by es_ws_rx_add, up to
+ * ES_PROTO_MAX_MESSAGE. */
+#define AGENT_RX_BUFFER 2048
+#define DEFAULT_HANDSHAKE_TIMEOUT_S 10
+#define DEFAULT_OVERLOAD_RETRY_S 30
 
 es_server *server__from_wsi(struct lws *wsi)
 {
@@ -64,6 +73,13 @@ int server__check_peer(es_server *s, struct lws *wsi, es_identity_kind want,
 				"client CA (unknown issuer or bad signature)");
 		goto cleanup;
 	}
+	/* A resumed TLS session (net/tickets.h) carries the verification of
+	 * the handshake that made it, perhaps days ago: the validity period
+	 * is checked against the clock on every connection. */
+	if (es_pki_check_validity(der, len, time(NULL), v, sizeof(v)) == ES_ERR_AUTH) {
+		es_errf(ES_ERR_AUTH, why, whysz, "client certificate %s", v);
+		goto cleanup;
+	}
 	if (es_pki_check_peer(der, len, s->trust_domain, want, name, namesz, why,
 			      whysz) != ES_OK)
 		goto cleanup;
@@ -93,9 +109,9 @@ void server__queue_clear(conn *c)
 	es_ws_queue_clear(&c->q);
 }
 
-es_err server__queue_msg(conn *c, cJSON *m)
+es_err server__queue_buf(conn *c, es_ws_buf *b)
 {
-	es_err rc = es_ws_queue_json(&c->q, c->wsi, m);
+	es_err rc = es_ws_queue_buf(&c->q, c->wsi, b);
 
 	if (rc == ES_ERR_TOOBIG) {
 		es_log_error("server", "message over the size limit not sent",
@@ -113,6 +129,17 @@ es_err server__queue_msg(conn *c, cJSON *m)
 	return ES_OK;
 }
 
+es_err server__queue_msg(conn *c, cJSON *m)
+{
+	es_ws_buf *b = NULL;
+	es_err rc = es_ws_buf_json(m, 0, &b);
+
+	if (rc == ES_OK)
+		rc = server__queue_buf(c, b);
+	es_ws_buf_unref(b);
+	return rc;
+}
+
 void server__queue_error(conn *c, es_proto_code code, const char *text)
 {
 	if (c->state == CS_CLOSING)
@@ -122,6 +149,64 @@ void server__queue_error(conn *c, es_proto_code code, const char *text)
 	(void)server__queue_msg(c, es_proto_error(code, text));
 	server__start_close(c, es_proto_close_code(code),
 			    es_proto_code_name(code));
+}
+
+/* ---- agents: handshakes in progress ---- */
+
+/* A connection on the agents' listener was accepted: it has
+ * handshake_timeout_s to reach its hello. */
+static void pending_add(es_server *s, struct lws *wsi)
+{
+	pending_conn *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return; /* not timed: lws's own timeouts still apply */
+	p->wsi = wsi;
+	p->deadline_ms = es_time_mono_ms() + s->handshake_timeout_s * 1000LL;
+	p->prev = s->pend_tail;
+	if (s->pend_tail)
+		s->pend_tail->next = p;
+	else
+		s->pend_head = p;
+	s->pend_tail = p;
+	lws_set_opaque_user_data(wsi, p);
+}
+
+void server__pending_done(struct lws *wsi)
+{
+	pending_conn *p = lws_get_opaque_user_data(wsi);
+	es_server *s = server__from_wsi(wsi);
+
+	if (!p)
+		return;
+	lws_set_opaque_user_data(wsi, NULL);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		s->pend_head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		s->pend_tail = p->prev;
+	free(p);
+}
+
+/* Cuts the connections past their deadline (the list is in deadline
+ * order: one timeout for all). */
+static void pending_expire(es_server *s, int64_t now)
+{
+	for (pending_conn *p = s->pend_head; p && p->deadline_ms <= now; p = p->next) {
+		char peer[64] = "";
+
+		if (p->killed)
+			continue;
+		p->killed = 1;
+		lws_get_peer_simple(p->wsi, peer, sizeof(peer));
+		es_log_warn("server", "agent connection closed: TLS, upgrade and "
+			    "hello not done in time", "peer", peer, NULL);
+		es_ctrl_metrics_refused(s->metrics, "HandshakeTimeout");
+		lws_set_timeout(p->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+	}
 }
 
 /* ---- agents: receiving and connection lifecycle ---- */
@@ -137,8 +222,11 @@ static void on_receive(conn *c, const void *in, size_t len)
 	c->last_rx_ms = es_time_mono_ms();
 	if (es_ws_rx_add(&c->rx, c->wsi, in, len, &m) != ES_OK)
 		server__queue_error(c, m.code, m.why);
-	else if (m.done)
+	else if (m.done) {
 		server__handle_message(c, m.text, m.len);
+		/* An idle connection holds no reassembly buffer. */
+		es_ws_rx_trim(&c->rx);
+	}
 }
 
 static int on_writeable(conn *c)
@@ -192,6 +280,7 @@ static void conn_release(conn *c)
 	es_ws_rx_free(&c->rx);
 	cJSON_Delete(c->labels);
 	memset(c, 0, sizeof(*c));
+	s->closed_since_trim++;
 }
 
 /* 1 when the Sec-WebSocket-Protocol list (RFC 6455 section 11.3.4) offers
@@ -263,11 +352,21 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 		lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND,
 				       "WebSocket edgesync.v1 at /v1/sync only");
 		return lws_http_transaction_completed(wsi) ? -1 : 0;
+	case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+		/* A new socket: whatever an earlier one of this number
+		 * resumed is not its. */
+		es_tickets_forget((int)(intptr_t)in);
+		return 0;
+	case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+		pending_add(server__from_wsi(wsi), wsi);
+		return 0;
 	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
 		/* Before lws matches the subprotocol: a wrong one is refused
 		 * here, with its reason, not silently by lws. */
 		char node[ES_NAME_MAX + 1];
 
+		es_ctrl_metrics_handshake(server__from_wsi(wsi)->metrics,
+					  es_tickets_take_resumed(lws_get_socket_fd(wsi)));
 		return filter_agent(wsi, node, sizeof(node));
 	}
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
@@ -297,7 +396,11 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 	case LWS_CALLBACK_SERVER_WRITEABLE:
 		return c && c->linked ? on_writeable(c) : 0;
 	case LWS_CALLBACK_CLOSED:
+		if (c)
+			conn_release(c);
+		return 0;
 	case LWS_CALLBACK_WSI_DESTROY:
+		server__pending_done(wsi);
 		if (c)
 			conn_release(c);
 		return 0;
@@ -306,11 +409,22 @@ static int cb_agent(struct lws *wsi, enum lws_callback_reasons reason,
 	}
 }
 
-/* Closes connections silent for ES_PROTO_CONTROLLER_DEAD_S with 1001. */
+/* Closes connections silent for ES_PROTO_CONTROLLER_DEAD_S with 1001 and
+ * those past their handshake timeout; gives the memory of closed ones back
+ * to the system; keeps the ticket key active. */
 static void sweep_cb(lws_sorted_usec_list_t *sul)
 {
 	es_server *s = lws_container_of(sul, es_server, sweep);
 	int64_t now = es_time_mono_ms();
+
+	pending_expire(s, now);
+	es_tickets_tick();
+	if (s->closed_since_trim) {
+		/* glibc keeps freed connection memory for reuse; a fleet
+		 * that went away should not leave the RSS at its peak. */
+		s->closed_since_trim = 0;
+		malloc_trim(0);
+	}
 
 	for (conn *c = s->conns; c; c = c->next) {
 		if (c->state == CS_CLOSING ||
@@ -326,7 +440,7 @@ static void sweep_cb(lws_sorted_usec_list_t *sul)
 /* ---- context ---- */
 
 static const struct lws_protocols agent_protocols[] = {
-	{ ES_PROTO_SUBPROTOCOL, cb_agent, sizeof(conn), 65536, 0, NULL, 0 },
+	{ ES_PROTO_SUBPROTOCOL, cb_agent, sizeof(conn), AGENT_RX_BUFFER, 0, NULL, 0 },
 	LWS_PROTOCOL_LIST_TERM
 };
 
@@ -371,6 +485,11 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 			goto cleanup;
 		s->trust_bundle = txt;
 	}
+	s->max_sessions = o->max_sessions > 0 ? o->max_sessions : 0;
+	s->handshake_timeout_s = o->handshake_timeout_s > 0 ? o->handshake_timeout_s
+							     : DEFAULT_HANDSHAKE_TIMEOUT_S;
+	s->overload_retry_s = o->overload_retry_s > 0 ? o->overload_retry_s
+						      : DEFAULT_OVERLOAD_RETRY_S;
 
 	memset(&info, 0, sizeof(info));
 	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
@@ -378,6 +497,10 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	info.user = s;
 	info.timeout_secs = 20;
+	/* At the limit lws stops accepting: new connections wait in the
+	 * kernel's listen backlog and cost nothing until a slot frees. */
+	info.simultaneous_ssl_handshake_restriction =
+		o->max_handshakes > 0 ? o->max_handshakes : 0;
 	s->ctx = lws_create_context(&info);
 	if (!s->ctx) {
 		rc = es_errf(ES_ERR_TLS, err, errsz,
@@ -464,6 +587,12 @@ void es_server_destroy(es_server *s)
 		lws_sul_cancel(&s->sweep);
 		server__batch_flush(s);
 		lws_context_destroy(s->ctx);
+	}
+	while (s->pend_head) {
+		pending_conn *p = s->pend_head;
+
+		s->pend_head = p->next;
+		free(p);
 	}
 	es_ctrl_metrics_free(s->metrics);
 	free(s->trust_domain);

@@ -18,7 +18,12 @@
  *
  * A second agent connection for a node replaces the first: the old one is
  * closed with code 4000 ("replaced"). A connection that sends nothing for
- * ES_PROTO_CONTROLLER_DEAD_S seconds is closed with 1001.
+ * ES_PROTO_CONTROLLER_DEAD_S seconds is closed with 1001. One that has not
+ * finished TLS, the WebSocket upgrade and its hello handshake_timeout_s
+ * after it was accepted is cut (slowloris). A hello past max_sessions is
+ * answered with the come-back-later `error` Overloaded and close 1013.
+ * Outgoing messages are shared buffers (es_ws_buf): a change fanned out to
+ * many agents is serialised once.
  */
 #ifndef ES_CTRL_SERVER_H
 #define ES_CTRL_SERVER_H
@@ -55,6 +60,15 @@ typedef struct es_server_opts {
 	const char *trust_bundle; /* PEM file of the CAs agents should trust for
 				   * this controller, served to joining nodes
 				   * (NULL: the signing CA's certificate) */
+	/* Load limits (PROTOCOL.md "Errors", `Overloaded`); 0 is no limit. */
+	int max_handshakes;       /* TLS handshakes in progress at once, both
+				   * listeners; more connections wait in the
+				   * listen backlog (libwebsockets'
+				   * simultaneous_ssl_handshake_restriction) */
+	int max_sessions;         /* agent sessions; a hello past it is
+				   * answered `Overloaded` */
+	int handshake_timeout_s;  /* TCP accept to hello, else closed; 0: 10 */
+	int overload_retry_s;     /* retryAfterSeconds of `Overloaded`; 0: 30 */
 } es_server_opts;
 
 /*

@@ -55,6 +55,15 @@ typedef struct conn {
 	char serial[41];      /* its certificate's serial, hex (server_join.c) */
 } conn;
 
+/* An agent connection accepted and not yet past its hello (the
+ * handshake timeout); the wsi's opaque user data points to it. */
+typedef struct pending_conn {
+	struct pending_conn *prev, *next;
+	struct lws *wsi;
+	int64_t deadline_ms;  /* monotonic */
+	int killed;
+} pending_conn;
+
 struct es_server {
 	struct lws_context *ctx;
 	es_db *db;
@@ -74,6 +83,10 @@ struct es_server {
 	int64_t cert_lifetime; /* es_server_opts.cert_lifetime */
 	char *advertise_url;   /* es_server_opts.advertise_url (copied) */
 	char *trust_bundle;    /* PEM text of es_server_opts.trust_bundle, or NULL */
+	pending_conn *pend_head, *pend_tail;
+	int max_sessions, handshake_timeout_s, overload_retry_s;
+	int closed_since_trim; /* connections released since the last
+				* malloc_trim */
 	unsigned char chunk[LWS_PRE + SERVER_HTTP_CHUNK];
 };
 
@@ -104,9 +117,17 @@ void server__queue_clear(conn *c);
  * internal error. Errors: ES_ERR_NOMEM. */
 es_err server__queue_msg(conn *c, cJSON *m);
 
+/* Queues b (borrowed; the queue takes its own reference) on c, with
+ * server__queue_msg's limits. Errors: ES_ERR_NOMEM. */
+es_err server__queue_buf(conn *c, es_ws_buf *b);
+
 /* Sends `error` then closes with the code's close code (PROTOCOL.md
  * "Errors"). */
 void server__queue_error(conn *c, es_proto_code code, const char *text);
+
+/* The connection on wsi passed its hello: no handshake timeout any more.
+ * No-op when it was not pending. */
+void server__pending_done(struct lws *wsi);
 
 /* ---- server_sync.c ---- */
 

@@ -173,44 +173,65 @@ cleanup:
 	return rc;
 }
 
+/* The change set {objects:[obj]} (del 0) or {deleted:[ref of obj]} (del 1)
+ * at rv, serialised once for every connection it goes to. Errors:
+ * ES_ERR_NOMEM, ES_ERR_TOOBIG. */
+static es_err change_buf(const cJSON *obj, int del, int64_t rv, es_ws_buf **out)
+{
+	cJSON *objs = cJSON_CreateArray(), *dels = cJSON_CreateArray();
+	cJSON *item = del ? deleted_ref(obj, rv) : cJSON_Duplicate(obj, 1);
+
+	*out = NULL;
+	if (!objs || !dels || !item) {
+		cJSON_Delete(objs);
+		cJSON_Delete(dels);
+		cJSON_Delete(item);
+		return ES_ERR_NOMEM;
+	}
+	cJSON_AddItemToArray(del ? dels : objs, item);
+	return es_ws_buf_json(es_proto_desired(0, rv, objs, dels, 0),
+			      ES_PROTO_MAX_MESSAGE, out);
+}
+
 void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 {
 	es_server *s = ud;
 	int64_t rv = 0, compacted = 0, now_us = es_time_mono_us();
+	/* [0]: the object for nodes it targets, [1]: its deletion for nodes
+	 * it targeted; each built at its first use. */
+	es_ws_buf *bufs[2] = { NULL, NULL };
+	es_err built[2] = { ES_ERR_NOTFOUND, ES_ERR_NOTFOUND };
 
 	if (es_db_rv(s->db, &rv, &compacted) != ES_OK)
 		rv = es_obj_resource_version(cur ? cur : prev);
 	for (conn *c = s->conns; c; c = c->next) {
-		cJSON *objs, *dels, *item = NULL;
-		int del = 0;
+		int del;
 
 		if (c->state != CS_READY)
 			continue;
-		if (cur && es_obj_selects(cur, c->labels)) {
-			item = cJSON_Duplicate(cur, 1);
-		} else if (prev && es_obj_selects(prev, c->labels)) {
-			item = deleted_ref(prev, rv);
+		if (cur && es_obj_selects(cur, c->labels))
+			del = 0;
+		else if (prev && es_obj_selects(prev, c->labels))
 			del = 1;
-		} else {
+		else
+			continue;
+		if (built[del] == ES_ERR_NOTFOUND) {
+			built[del] = change_buf(del ? prev : cur, del, rv, &bufs[del]);
+			if (built[del] == ES_ERR_TOOBIG)
+				es_log_error("server", "change set over the size "
+					     "limit not sent", "name",
+					     es_obj_name(del ? prev : cur), NULL);
+		}
+		if (built[del] == ES_ERR_TOOBIG)
+			continue;
+		if (built[del] == ES_OK && server__queue_buf(c, bufs[del]) == ES_OK) {
+			es_ctrl_metrics_pushed(&c->acks, rv, now_us);
 			continue;
 		}
-		objs = cJSON_CreateArray();
-		dels = cJSON_CreateArray();
-		if (item && objs && dels) {
-			cJSON_AddItemToArray(del ? dels : objs, item);
-			item = NULL;
-			if (server__queue_msg(c, es_proto_desired(0, rv, objs,
-								  dels, 0)) == ES_OK) {
-				es_ctrl_metrics_pushed(&c->acks, rv, now_us);
-				continue;
-			}
-		} else {
-			cJSON_Delete(objs);
-			cJSON_Delete(dels);
-		}
-		cJSON_Delete(item);
 		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
 	}
+	es_ws_buf_unref(bufs[0]);
+	es_ws_buf_unref(bufs[1]);
 }
 
 /* ---- agents: batches of reports ---- */
@@ -328,6 +349,16 @@ static es_err hello_stream(conn *c, const char *stream, int64_t next_seq,
 	return ES_OK;
 }
 
+/* 1 when another session of c's node is up (c's hello replaces it, so it
+ * adds no session). */
+static int node_has_session(const es_server *s, const conn *c)
+{
+	for (const conn *o = s->conns; o; o = o->next)
+		if (o != c && o->state == CS_READY && strcmp(o->node, c->node) == 0)
+			return 1;
+	return 0;
+}
+
 static void on_hello(conn *c, const cJSON *msg)
 {
 	es_server *s = c->srv;
@@ -348,6 +379,20 @@ static void on_hello(conn *c, const cJSON *msg)
 			 "hello.node \"%.253s\" is not the certificate's node \"%s\"",
 			 node ? node : "", c->node);
 		server__queue_error(c, ES_PC_IDENTITY, e);
+		return;
+	}
+	if (s->max_sessions && s->n_ready >= s->max_sessions &&
+	    !node_has_session(s, c)) {
+		/* Come back later (PROTOCOL.md "Errors"), before any store
+		 * work: the agent waits retryAfterSeconds and some jitter. */
+		es_log_warn("server", "agent session refused: max-sessions reached",
+			    "node", c->node, NULL);
+		es_ctrl_metrics_refused(s->metrics, "Overloaded");
+		server__pending_done(c->wsi);
+		(void)server__queue_msg(c, es_proto_overloaded(
+			s->overload_retry_s, "too many agent sessions; come back later"));
+		server__start_close(c, es_proto_close_code(ES_PC_OVERLOADED),
+				    es_proto_code_name(ES_PC_OVERLOADED));
 		return;
 	}
 	if (server__enroll_check(c) != 0)
@@ -383,6 +428,7 @@ static void on_hello(conn *c, const cJSON *msg)
 	c->helloed = 1;
 	c->state = CS_READY;
 	s->n_ready++;
+	server__pending_done(c->wsi);
 	es_log_info("server", "agent connected", "node", c->node, NULL);
 	if (server__queue_msg(c, es_proto_welcome(c->node, ES_VERSION,
 						  acked)) != ES_OK ||

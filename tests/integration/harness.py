@@ -277,6 +277,21 @@ class Cluster:
         return https_json("localhost", self.admin_port, ctx or self.admin_ssl(),
                           method, path, body)
 
+    def metric(self, sample):
+        """The value of one sample (`name{labels}` as exposed) of the
+        controller's /metrics, or None when it has no such sample."""
+        conn = http.client.HTTPSConnection("localhost", self.admin_port,
+                                           context=self.admin_ssl(), timeout=10)
+        try:
+            conn.request("GET", "/metrics")
+            body = conn.getresponse().read().decode()
+        finally:
+            conn.close()
+        for line in body.splitlines():
+            if line.startswith(sample + " "):
+                return float(line.split()[-1])
+        return None
+
     def node(self, name=None):
         st, body = self.admin("GET", f"{API}/nodes/{name or self.nodes[0]}")
         return body if st == 200 else None

@@ -1,7 +1,8 @@
 /*
  * test_backoff.c - reconnect backoff (agent/sync/backoff.h; PROTOCOL.md
  * "Errors": full jitter in [0, min(cap, base * 2^n)], base 1 s, cap 60 s,
- * reset after a connection stayed up 60 s).
+ * reset after a connection stayed up 60 s or was acknowledged; a
+ * come-back-later of R seconds waits in [R, 2R]).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,6 +151,84 @@ static void test_jitter_spans_range(void **state)
 	assert_true(low_half > 800 && high_half > 800);
 }
 
+static void test_reset_after_acknowledged_session(void **state)
+{
+	fake_rand f = { { 1999, 2000 }, 2, 0 };
+	es_backoff b;
+	int i;
+
+	(void)state;
+	es_backoff_init(&b, fake_next, &f);
+	b.attempt = 8;
+	/* a short session whose first report was acknowledged: the blip that
+	 * ends it costs at most base * 2, not the cap */
+	es_backoff_up(&b, 5000);
+	es_backoff_ok(&b);
+	assert_int_equal(es_backoff_next(&b, 5100), 1999);
+	assert_int_equal(b.attempt, 1);
+	/* a session that came up but was never acknowledged does not reset */
+	for (i = 0; i < 8; i++)
+		(void)es_backoff_next(&b, 0);
+	es_backoff_up(&b, 6000);
+	es_backoff_next(&b, 6100);
+	assert_int_equal(b.attempt, 10);
+	assert_int_equal(es_backoff_bound_ms(&b), ES_BACKOFF_CAP_MS);
+}
+
+static void test_retry_after(void **state)
+{
+	fake_rand f = { { 0, 30000, 30001, 7 }, 4, 0 };
+	es_backoff b;
+
+	(void)state;
+	es_backoff_init(&b, fake_next, &f);
+	es_backoff_next(&b, 0);
+	es_backoff_next(&b, 0);
+	assert_int_equal(b.attempt, 2);
+	f.i = 0;
+	/* [R, 2R] for R = 30 s: the bottom, the top, wrapped, and the next
+	 * failure is back on the exponential curve with n unchanged by the
+	 * come-back-later */
+	es_backoff_retry_after(&b, 30000);
+	assert_int_equal(es_backoff_next(&b, 0), 30000);
+	assert_int_equal(b.attempt, 2);
+	es_backoff_retry_after(&b, 30000);
+	assert_int_equal(es_backoff_next(&b, 0), 60000);
+	es_backoff_retry_after(&b, 30000);
+	assert_int_equal(es_backoff_next(&b, 0), 30000);
+	assert_int_equal(es_backoff_next(&b, 0), 7);
+	assert_int_equal(b.attempt, 3);
+	/* ignored when not positive; a later one replaces an earlier one */
+	es_backoff_retry_after(&b, 0);
+	es_backoff_retry_after(&b, -5);
+	assert_int_equal(b.retry_after_ms, 0);
+	es_backoff_retry_after(&b, 1000);
+	es_backoff_retry_after(&b, 2000);
+	f.i = 0;
+	assert_int_equal(es_backoff_next(&b, 0), 2000);
+}
+
+static void test_retry_after_jitter_spreads(void **state)
+{
+	es_backoff b;
+	int64_t lo = INT64_MAX, hi = -1, d;
+	int i;
+
+	(void)state;
+	es_backoff_init(&b, NULL, NULL);
+	for (i = 0; i < 2000; i++) {
+		es_backoff_retry_after(&b, 10000);
+		d = es_backoff_next(&b, 0);
+		assert_true(d >= 10000 && d <= 20000);
+		if (d < lo)
+			lo = d;
+		if (d > hi)
+			hi = d;
+	}
+	assert_true(lo < 10500);
+	assert_true(hi > 19500);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -158,6 +237,9 @@ int main(void)
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_reset_after_long_connection),
 		cmocka_unit_test(test_jitter_spans_range),
+		cmocka_unit_test(test_reset_after_acknowledged_session),
+		cmocka_unit_test(test_retry_after),
+		cmocka_unit_test(test_retry_after_jitter_spreads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

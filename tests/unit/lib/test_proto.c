@@ -133,6 +133,9 @@ static cJSON *reencode(es_msg_type t, const cJSON *m)
 		int c = es_proto_code_parse(get_str(m, "code"));
 
 		assert_true(c >= 0);
+		if (c == ES_PC_OVERLOADED)
+			return es_proto_overloaded((int)get_int(m, "retryAfterSeconds"),
+						   get_str(m, "message"));
 		return es_proto_error((es_proto_code)c, get_str(m, "message"));
 	}
 	case ES_MSG_UNKNOWN:
@@ -358,6 +361,34 @@ static void test_hostile_generated(void **state)
 	expect_fail("NULL buffer", NULL, 0, ES_PC_MALFORMED, NULL);
 }
 
+/* error.retryAfterSeconds: optional, an integer 1 .. 3600. */
+static void test_retry_after_bounds(void **state)
+{
+	static const char zero[] = "{\"type\":\"error\",\"code\":\"Overloaded\","
+				   "\"message\":\"m\",\"retryAfterSeconds\":0}";
+	static const char big[] = "{\"type\":\"error\",\"code\":\"Overloaded\","
+				  "\"message\":\"m\",\"retryAfterSeconds\":3601}";
+	static const char str[] = "{\"type\":\"error\",\"code\":\"Overloaded\","
+				  "\"message\":\"m\",\"retryAfterSeconds\":\"30\"}";
+	cJSON *m;
+
+	(void)state;
+	expect_fail("retryAfterSeconds 0", zero, sizeof(zero) - 1, ES_PC_INVALID,
+		    "retryAfterSeconds");
+	expect_fail("retryAfterSeconds 3601", big, sizeof(big) - 1, ES_PC_INVALID,
+		    "retryAfterSeconds");
+	expect_fail("retryAfterSeconds string", str, sizeof(str) - 1, ES_PC_INVALID,
+		    "retryAfterSeconds");
+	/* the builder clamps */
+	m = es_proto_overloaded(0, "m");
+	assert_int_equal(get_int(m, "retryAfterSeconds"), 1);
+	cJSON_Delete(m);
+	m = es_proto_overloaded(99999, "m");
+	assert_int_equal(get_int(m, "retryAfterSeconds"), ES_PROTO_RETRY_AFTER_MAX_S);
+	assert_string_equal(get_str(m, "code"), "Overloaded");
+	cJSON_Delete(m);
+}
+
 static void test_codes_and_names(void **state)
 {
 	static const struct {
@@ -373,6 +404,7 @@ static void test_codes_and_names(void **state)
 		{ES_PC_VERSION, "UnsupportedVersion", 4001},
 		{ES_PC_IDENTITY, "IdentityMismatch", 1008},
 		{ES_PC_INTERNAL, "Internal", 1011},
+		{ES_PC_OVERLOADED, "Overloaded", 1013},
 	};
 
 	(void)state;
@@ -543,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_fixtures),
 		cmocka_unit_test(test_hostile_generated),
 		cmocka_unit_test(test_codes_and_names),
+		cmocka_unit_test(test_retry_after_bounds),
 		cmocka_unit_test(test_encoder_details),
 		cmocka_unit_test(test_encoders_out_of_memory),
 		cmocka_unit_test(test_golden_objects_valid),
