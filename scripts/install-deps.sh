@@ -11,7 +11,7 @@
 # podman with runc (crun refuses hybrid cgroup v1 hosts), mmdebstrap and
 # systemd-nspawn (systemd-container). As root, podman and mmdebstrap need
 # no subordinate ids (uidmap). `--build-only` leaves those out (the
-# container image's build stage uses it), and the cross toolchains too.
+# container image's build stage uses it).
 set -euo pipefail
 
 build_only=0
@@ -35,12 +35,34 @@ if [[ ${build_only} == 0 ]]; then
     PACKAGES+=(podman runc mmdebstrap systemd-container)
 fi
 
+SRC_FILE=/etc/apt/sources.list.d/trixie-src.sources
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+wrote_sources=0
+
+if [[ ! -f ${SRC_FILE} ]]; then
+    cat >"${SRC_FILE}" <<SOURCES
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie trixie-updates
+Components: main
+Signed-By: ${KEYRING}
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: trixie-security
+Components: main
+Signed-By: ${KEYRING}
+SOURCES
+    echo "install-deps.sh: wrote ${SRC_FILE}"
+    wrote_sources=1
+fi
+
 # Cross builds (scripts/cross-build.sh, cmake/toolchains/): Debian's cross
 # compilers, each target's libraries as multiarch packages (all Multi-Arch:
 # same, so they sit beside the amd64 ones; apt keeps both at one version),
 # libsystemd0 for the unit tests of es_notify, and qemu-user-static to
-# run the targets' tests. zlib stays in the list even where nothing links
-# it directly: libwebsockets needs it.
+# run the targets' tests (`--build-only` leaves them out). zlib stays in
+# the list even where nothing links it directly: libwebsockets needs it.
 CROSS_ARCHS=(arm64 armhf)
 CROSS_LIBS=(libbpf-dev libelf-dev zlib1g-dev libcjson-dev libsqlite3-dev libcmocka-dev
     libyaml-dev libnftables-dev libsystemd0)
@@ -62,28 +84,6 @@ if [[ ${build_only} == 0 ]]; then
             added_arch=1
         fi
     done
-fi
-
-SRC_FILE=/etc/apt/sources.list.d/trixie-src.sources
-KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-wrote_sources=0
-
-if [[ ! -f ${SRC_FILE} ]]; then
-    cat >"${SRC_FILE}" <<SOURCES
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: trixie trixie-updates
-Components: main
-Signed-By: ${KEYRING}
-
-Types: deb-src
-URIs: http://deb.debian.org/debian-security
-Suites: trixie-security
-Components: main
-Signed-By: ${KEYRING}
-SOURCES
-    echo "install-deps.sh: wrote ${SRC_FILE}"
-    wrote_sources=1
 fi
 
 # A name without :ARCH is this machine's architecture (or all): with
