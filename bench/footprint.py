@@ -4,6 +4,9 @@ DaemonSet's requests and limits and of the README's size claims:
 
 - stripped sizes of edgesync-agent, edgesync-controller and edgesyncctl
   (strip(1) of this build's binaries, as the packages ship them);
+- the stripped agent of each architecture's tree (build/, build-arm64/,
+  build-armhf/ of scripts/cross-build.sh), stripped with that target's
+  strip; a tree not built is said so;
 - the packages of <build>/packages (`cmake --build BUILD --target
   packages`): file size, Installed-Size, and the size of the data archive;
 - resident memory (VmRSS, VmHWM) of the agent at steady state holding 100
@@ -12,7 +15,7 @@ DaemonSet's requests and limits and of the README's size claims:
   from /proc/<pid>/smaps_rollup, since most of the RSS is library pages
   that other processes share.
 
-Usage: bench/footprint.py [--build DIR] [--settle SECONDS]
+Usage: bench/footprint.py [--build DIR] [--settle SECONDS] [--arch-only]
 """
 
 import argparse
@@ -42,6 +45,34 @@ def stripped_sizes(bindir):
             out = os.path.join(tmp, p)
             subprocess.run(["strip", "-o", out, src], check=True)
             print(f"binary_stripped_bytes{{program=\"{p}\"}} {os.path.getsize(out)}  "
+                  f"({kib(os.path.getsize(out))}; unstripped {kib(os.path.getsize(src))})")
+
+
+# Debian architecture -> (build tree beside the native one, strip program).
+ARCH_TREES = (("amd64", None, "strip"), ("arm64", "build-arm64", "aarch64-linux-gnu-strip"),
+              ("armhf", "build-armhf", "arm-linux-gnueabihf-strip"))
+
+
+def arch_sizes(build):
+    """The agent of each architecture's tree, stripped by that target's
+    strip. The cross trees sit beside the source, as cross-build.sh makes
+    them; the amd64 one is BUILD."""
+    root = os.path.join(HERE, "..")
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch, tree, strip in ARCH_TREES:
+            src = os.path.join(build if tree is None else os.path.join(root, tree),
+                               "bin", "edgesync-agent")
+            if not os.path.exists(src):
+                print(f"agent_stripped_bytes{{arch=\"{arch}\"}} missing ({src}; "
+                      "scripts/cross-build.sh builds it)")
+                continue
+            out = os.path.join(tmp, arch)
+            try:
+                subprocess.run([strip, "-o", out, src], check=True)
+            except FileNotFoundError:
+                print(f"agent_stripped_bytes{{arch=\"{arch}\"}} unknown ({strip} not installed)")
+                continue
+            print(f"agent_stripped_bytes{{arch=\"{arch}\"}} {os.path.getsize(out)}  "
                   f"({kib(os.path.getsize(out))}; unstripped {kib(os.path.getsize(src))})")
 
 
@@ -140,8 +171,13 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--settle", type=int, default=25,
                     help="seconds of steady state before measuring (default 25)")
+    ap.add_argument("--arch-only", action="store_true",
+                    help="print only the per-architecture agent sizes")
     args = ap.parse_args()
     build = use_build(args.build)
+    arch_sizes(build)
+    if args.arch_only:
+        return
     stripped_sizes(harness.BIN_DIR)
     package_sizes(os.path.join(build, "packages"))
     resident(args.settle)

@@ -11,7 +11,12 @@
 #
 # vmlinux.h (the kernel's types for CO-RE) is generated at build time from
 # the build host's BTF, /sys/kernel/btf/vmlinux, or taken from the file named
-# by -DES_VMLINUX_H=PATH at configure time (cross builds, hosts without BTF).
+# by -DES_VMLINUX_H=PATH at configure time (hosts without BTF). It only
+# names the types and fields the programs read: where they are in the
+# running kernel libbpf works out at load time from that kernel's BTF
+# (CO-RE), so one vmlinux.h, whatever kernel or architecture it came from,
+# serves every target. A cross tree takes the native tree's objects
+# (ES_BPF_SKEL_DIR below) and so needs no vmlinux.h of its own.
 
 set(ES_VMLINUX_H "" CACHE FILEPATH
     "vmlinux.h for the eBPF programs (default: generated from /sys/kernel/btf/vmlinux)")
@@ -19,45 +24,60 @@ set(ES_VMLINUX_H "" CACHE FILEPATH
 set(ES_BPF_OUT "${CMAKE_BINARY_DIR}/bpf")
 file(MAKE_DIRECTORY "${ES_BPF_OUT}")
 
-if(ES_VMLINUX_H)
-    if(NOT EXISTS "${ES_VMLINUX_H}")
-        message(FATAL_ERROR "ES_VMLINUX_H: ${ES_VMLINUX_H} does not exist")
-    endif()
-    set(_es_vmlinux_src "${ES_VMLINUX_H}")
-    add_custom_command(OUTPUT "${ES_BPF_OUT}/vmlinux.h"
-        COMMAND ${CMAKE_COMMAND} -E copy "${ES_VMLINUX_H}" "${ES_BPF_OUT}/vmlinux.h"
-        DEPENDS "${ES_VMLINUX_H}"
-        COMMENT "vmlinux.h from ${ES_VMLINUX_H}")
-else()
-    if(NOT EXISTS /sys/kernel/btf/vmlinux)
-        message(FATAL_ERROR "edgesync's eBPF programs need the build host's BTF "
-            "(/sys/kernel/btf/vmlinux) or -DES_VMLINUX_H=PATH to a vmlinux.h")
-    endif()
-    add_custom_command(OUTPUT "${ES_BPF_OUT}/vmlinux.h"
-        COMMAND ${ES_BPFTOOL} btf dump file /sys/kernel/btf/vmlinux format c
-                > "${ES_BPF_OUT}/vmlinux.h.tmp"
-        COMMAND ${CMAKE_COMMAND} -E rename "${ES_BPF_OUT}/vmlinux.h.tmp"
-                "${ES_BPF_OUT}/vmlinux.h"
-        COMMENT "vmlinux.h from /sys/kernel/btf/vmlinux")
-endif()
-add_custom_target(es_bpf_vmlinux DEPENDS "${ES_BPF_OUT}/vmlinux.h")
+# ES_BPF_SKEL_DIR: the bpf/ directory of another build tree of this source
+# (scripts/cross-build.sh passes the native tree's) whose skeletons this
+# tree uses as they are instead of compiling its own: the cross trees then
+# embed the very objects the native agent does.
+set(ES_BPF_SKEL_DIR "" CACHE PATH
+    "bpf/ directory of a built tree whose eBPF skeletons to reuse (default: compile them here)")
 
-# clang's target architecture macro for bpf_tracing.h.
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|amd64|AMD64")
-    set(ES_BPF_ARCH x86)
-elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
-    set(ES_BPF_ARCH arm64)
-elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^arm")
-    set(ES_BPF_ARCH arm)
-elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "riscv64")
-    set(ES_BPF_ARCH riscv)
-elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "mips")
-    set(ES_BPF_ARCH mips)
-else()
-    message(FATAL_ERROR "eBPF: unknown architecture ${CMAKE_SYSTEM_PROCESSOR}")
+# vmlinux.h: only where this tree compiles its own objects.
+if(NOT ES_BPF_SKEL_DIR)
+    if(ES_VMLINUX_H)
+        if(NOT EXISTS "${ES_VMLINUX_H}")
+            message(FATAL_ERROR "ES_VMLINUX_H: ${ES_VMLINUX_H} does not exist")
+        endif()
+        set(_es_vmlinux_src "${ES_VMLINUX_H}")
+        add_custom_command(OUTPUT "${ES_BPF_OUT}/vmlinux.h"
+            COMMAND ${CMAKE_COMMAND} -E copy "${ES_VMLINUX_H}" "${ES_BPF_OUT}/vmlinux.h"
+            DEPENDS "${ES_VMLINUX_H}"
+            COMMENT "vmlinux.h from ${ES_VMLINUX_H}")
+    else()
+        if(NOT EXISTS /sys/kernel/btf/vmlinux)
+            message(FATAL_ERROR "edgesync's eBPF programs need the build host's BTF "
+                "(/sys/kernel/btf/vmlinux) or -DES_VMLINUX_H=PATH to a vmlinux.h")
+        endif()
+        add_custom_command(OUTPUT "${ES_BPF_OUT}/vmlinux.h"
+            COMMAND ${ES_BPFTOOL} btf dump file /sys/kernel/btf/vmlinux format c
+                    > "${ES_BPF_OUT}/vmlinux.h.tmp"
+            COMMAND ${CMAKE_COMMAND} -E rename "${ES_BPF_OUT}/vmlinux.h.tmp"
+                    "${ES_BPF_OUT}/vmlinux.h"
+            COMMENT "vmlinux.h from /sys/kernel/btf/vmlinux")
+    endif()
+    add_custom_target(es_bpf_vmlinux DEPENDS "${ES_BPF_OUT}/vmlinux.h")
 endif()
+
+# No -D__TARGET_ARCH_<arch>: the programs are tracepoint, raw-tracepoint
+# and cgroup programs, which never read struct pt_regs, the one kernel type
+# whose layout CO-RE cannot relocate (its registers differ per
+# architecture; bpf_tracing.h's PT_REGS_* and BPF_KPROBE need the macro).
+# Without it bpf_tracing.h makes any PT_REGS_* use a compile error, so the
+# objects stay architecture-neutral: every field they read is relocated by
+# libbpf against the running kernel's BTF (offsets and load sizes, which
+# covers 32-bit kernels' 4-byte pointers), whatever machine built them.
 
 function(es_bpf_skeleton name)
+    if(ES_BPF_SKEL_DIR)
+        if(NOT EXISTS "${ES_BPF_SKEL_DIR}/${name}.skel.h")
+            message(FATAL_ERROR "ES_BPF_SKEL_DIR: ${ES_BPF_SKEL_DIR}/${name}.skel.h is missing "
+                    "(build that tree first)")
+        endif()
+        add_library(es_bpf_${name} INTERFACE)
+        target_include_directories(es_bpf_${name} INTERFACE
+            "${ES_BPF_SKEL_DIR}" "${PROJECT_SOURCE_DIR}/bpf")
+        target_link_libraries(es_bpf_${name} INTERFACE es::bpf es::elf es::zlib)
+        return()
+    endif()
     set(src "${PROJECT_SOURCE_DIR}/bpf/${name}.bpf.c")
     set(obj "${ES_BPF_OUT}/${name}.bpf.o")
     set(skel "${ES_BPF_OUT}/${name}.skel.h")
@@ -74,7 +94,7 @@ function(es_bpf_skeleton name)
         set(strip_cmd COMMAND ${ES_LLVM_STRIP} -g "${obj}")
     endif()
     add_custom_command(OUTPUT "${obj}"
-        COMMAND ${ES_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${ES_BPF_ARCH}
+        COMMAND ${ES_CLANG} -g -O2 -target bpf
                 -Wall -Werror -I "${ES_BPF_OUT}" -I "${PROJECT_SOURCE_DIR}/bpf"
                 -c "${src}" -o "${obj}"
         ${strip_cmd}

@@ -139,7 +139,7 @@ function(_es_build name pkg file sha srcdir lib cache_text)
     if(CMAKE_MAKE_PROGRAM)
         list(APPEND gen "-DCMAKE_MAKE_PROGRAM=${CMAKE_MAKE_PROGRAM}")
     endif()
-    _es_run(${name} configure "${CMAKE_COMMAND}" ${gen} -C "${init}"
+    _es_run(${name} configure "${CMAKE_COMMAND}" ${gen} -C "${init}" ${_es_toolchain_arg}
             -S "${ES_DEPS_SRC}/${srcdir}" -B "${ES_DEPS_BUILD}/${name}")
     _es_run(${name} build "${CMAKE_COMMAND}" --build "${ES_DEPS_BUILD}/${name}"
             --parallel ${ES_DEPS_JOBS})
@@ -167,7 +167,20 @@ set(ES_DEPS_C_COMPILER "${_es_deps_cc_default}" CACHE FILEPATH
 
 # Settings shared by both builds: static, PIC, Release, ES_DEPS_C_COMPILER,
 # installed under _deps/install/{include,lib}.
-set(_es_common "\
+#
+# A cross build (CMAKE_TOOLCHAIN_FILE, cmake/toolchains/) hands its
+# toolchain file to both builds: the same compiler, search paths and
+# pkg-config directories as edgesync's, so the archives are the target's.
+# Each build tree has its own _deps/, so a cross tree never reuses the
+# native one's archives.
+set(_es_toolchain "")
+set(_es_toolchain_arg "")
+if(CMAKE_TOOLCHAIN_FILE)
+    file(REAL_PATH "${CMAKE_TOOLCHAIN_FILE}" _es_toolchain_path)
+    set(_es_toolchain "set(CMAKE_TOOLCHAIN_FILE \"${_es_toolchain_path}\" CACHE FILEPATH \"\")\n")
+    set(_es_toolchain_arg "-DCMAKE_TOOLCHAIN_FILE=${_es_toolchain_path}")
+endif()
+set(_es_common "${_es_toolchain}\
 set(CMAKE_BUILD_TYPE Release CACHE STRING \"\")
 set(CMAKE_C_COMPILER \"${ES_DEPS_C_COMPILER}\" CACHE FILEPATH \"\")
 set(CMAKE_POSITION_INDEPENDENT_CODE ON CACHE BOOL \"\")

@@ -63,9 +63,44 @@ SOURCES
     wrote_sources=1
 fi
 
+# Cross builds (scripts/cross-build.sh, cmake/toolchains/): Debian's cross
+# compilers, each target's libraries as multiarch packages (all Multi-Arch:
+# same, so they sit beside the amd64 ones; apt keeps both at one version),
+# libsystemd0 for the unit tests of es_notify, and qemu-user-static to
+# run the targets' tests (`--build-only` leaves them out). zlib stays in
+# the list even where nothing links it directly: libwebsockets needs it.
+CROSS_ARCHS=(arm64 armhf)
+CROSS_LIBS=(libbpf-dev libelf-dev zlib1g-dev libcjson-dev libsqlite3-dev libcmocka-dev
+    libyaml-dev libnftables-dev libsystemd0)
+if [[ ${build_only} == 0 ]]; then
+    PACKAGES+=(qemu-user-static)
+    for a in "${CROSS_ARCHS[@]}"; do
+        PACKAGES+=("crossbuild-essential-${a}")
+        for l in "${CROSS_LIBS[@]}"; do
+            PACKAGES+=("${l}:${a}")
+        done
+    done
+fi
+added_arch=0
+if [[ ${build_only} == 0 ]]; then
+    for a in "${CROSS_ARCHS[@]}"; do
+        if ! dpkg --print-foreign-architectures | grep -qx "${a}"; then
+            dpkg --add-architecture "${a}"
+            echo "install-deps.sh: added dpkg architecture ${a}"
+            added_arch=1
+        fi
+    done
+fi
+
+# A name without :ARCH is this machine's architecture (or all): with
+# foreign architectures added, dpkg-query lists one line per architecture.
+native_arch=$(dpkg --print-architecture)
 missing=()
 for p in "${PACKAGES[@]}"; do
-    if [[ $(dpkg-query -W -f='${Status}' "${p}" 2>/dev/null || true) != "install ok installed" ]]; then
+    want="${native_arch}|all"
+    [[ ${p} == *:* ]] && want=${p##*:}
+    if ! dpkg-query -W -f='${Status} ${Architecture}\n' "${p}" 2>/dev/null |
+        grep -Eqx "install ok installed (${want})"; then
         missing+=("${p}")
     fi
 done
@@ -77,7 +112,7 @@ have_debian_lists() {
         compgen -G '/var/lib/apt/lists/*_dists_trixie_*Sources*' >/dev/null
 }
 
-if [[ ${#missing[@]} -eq 0 && ${wrote_sources} -eq 0 ]] && have_debian_lists; then
+if [[ ${#missing[@]} -eq 0 && ${wrote_sources} -eq 0 && ${added_arch} -eq 0 ]] && have_debian_lists; then
     echo "install-deps.sh: all ${#PACKAGES[@]} packages already installed"
     exit 0
 fi

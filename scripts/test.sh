@@ -3,15 +3,17 @@
 #
 # Installs what the build needs (Debian 12 packages; mbedTLS 3.6 and
 # libwebsockets 4.3 are built from Debian 13 sources inside the build tree),
-# builds with warnings as errors, runs the whole suite, then builds again
-# with AddressSanitizer and UndefinedBehaviorSanitizer and runs the unit and
-# integration tests a second time. Last it builds the libFuzzer targets
+# builds with warnings as errors, runs the whole suite, cross-builds arm64
+# and armhf (build-arm64/, build-armhf/: scripts/cross-build.sh) and runs
+# their unit tests and the agent's smoke test under qemu-user-static, then
+# builds again with AddressSanitizer and UndefinedBehaviorSanitizer and
+# runs the unit and integration tests a second time. Last it builds the libFuzzer targets
 # (tests/fuzz) with clang in a tree of their own and runs each for
 # ES_FUZZ_SECONDS (CTest label fuzz).
 #
 # Environment: ES_BUILD_DIR (default build), ES_JOBS (default nproc),
-# ES_SKIP_SANITIZE=1 skips the sanitizer pass and ES_SKIP_FUZZ=1 the fuzz
-# pass (local use only).
+# ES_SKIP_SANITIZE=1 skips the sanitizer pass, ES_SKIP_FUZZ=1 the fuzz
+# pass and ES_SKIP_CROSS=1 the arm64/armhf pass (local use only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +43,20 @@ if [[ -f ${build}/platform/timings.txt ]]; then
 fi
 if [[ ${status} != 0 ]]; then
     exit "${status}"
+fi
+
+# The arm64 and armhf builds (scripts/cross-build.sh): their unit tests
+# and the agent's smoke test under qemu-user-static, and their .deb
+# packages. Exit 77 from it (a cross toolchain missing) is a skip, said why.
+if [[ ${ES_SKIP_CROSS:-0} != 1 ]]; then
+    cross=0
+    ES_BUILD_DIR=${build} ES_JOBS=${jobs} bash scripts/cross-build.sh --test --packages \
+        arm64 armhf || cross=$?
+    if [[ ${cross} == 77 ]]; then
+        echo "test.sh: cross builds skipped (exit 77): the cross toolchain is missing (see above)" >&2
+    elif [[ ${cross} != 0 ]]; then
+        exit "${cross}"
+    fi
 fi
 
 if [[ ${ES_SKIP_SANITIZE:-0} != 1 ]]; then

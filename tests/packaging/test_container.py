@@ -104,7 +104,11 @@ class TestContainerfile(unittest.TestCase):
             with open(os.path.join(stage, name, "runtime-packages")) as f:
                 pkgs = f.read().split()
             self.assertIn("libc6", pkgs)
-            files = pkgtest.run(["dpkg-query", "-L"] + pkgs).stdout.split()
+            # This machine's architecture: with foreign ones added (the
+            # cross builds' multiarch libraries) a bare name is ambiguous.
+            arch = pkgtest.run(["dpkg", "--print-architecture"]).stdout.strip()
+            files = pkgtest.run(["dpkg-query", "-L"] + [
+                p if ":" in p else f"{p}:{arch}" for p in pkgs]).stdout.split()
             names = {os.path.basename(p) for p in files}
             bins = [r.split()[-2] for w, r in self.stages[name]["ins"]
                     if w == "COPY" and "/usr/bin/" in r]

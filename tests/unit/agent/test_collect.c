@@ -30,6 +30,13 @@
 
 int __real_uname(struct utsname *u);
 int __wrap_uname(struct utsname *u);
+/* On a 32-bit ABI with a 64-bit off_t (the armhf cross build's
+ * _FILE_OFFSET_BITS=64) glibc's header binds statvfs() to the symbol
+ * statvfs64: that is the one to wrap there (both are --wrap'ed). */
+#if defined(__USE_FILE_OFFSET64) && __SIZEOF_LONG__ == 4
+#define __real_statvfs __real_statvfs64
+#define __wrap_statvfs __wrap_statvfs64
+#endif
 int __real_statvfs(const char *path, struct statvfs *sv);
 int __wrap_statvfs(const char *path, struct statvfs *sv);
 

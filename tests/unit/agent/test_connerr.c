@@ -13,6 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <linux/tcp.h>
 #include <poll.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -108,6 +110,18 @@ static void wait_readable(int fd)
 	assert_int_equal(poll(&p, 1, 5000), 1);
 }
 
+/* True when getsockopt(TCP_INFO) answers a whole struct tcp_info.
+ * qemu-user (the cross builds' unit tests) answers 4 bytes, as for an int
+ * option: the peer states cannot be seen there. */
+static int tcp_info_works(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+	       len >= offsetof(struct tcp_info, tcpi_data_segs_in) + sizeof(ti.tcpi_data_segs_in);
+}
+
 static void test_peer_state(void **state)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
@@ -118,6 +132,13 @@ static void test_peer_state(void **state)
 	assert_int_equal(es_connerr_peer_state(-1), ES_CONNERR_PEER_UNKNOWN);
 
 	pair(&cli, &srv);
+	if (!tcp_info_works(cli)) {
+		print_message("getsockopt(TCP_INFO) answers a short struct (qemu-user?): "
+			      "peer states not testable here\n");
+		close(cli);
+		close(srv);
+		skip();
+	}
 	assert_int_equal(es_connerr_peer_state(cli), ES_CONNERR_PEER_SILENT);
 	close(srv);
 	wait_readable(cli);
