@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "es_json.h"
 
@@ -15,14 +16,48 @@
 struct es_ws_qmsg {
 	struct es_ws_qmsg *next;
 	size_t len;
+	int binary;           /* compressed JSON */
 	unsigned char data[]; /* LWS_PRE bytes, then the message */
 };
 
-int es_ws_send(struct lws *wsi, unsigned char *payload, size_t len)
+static int send_frame(struct lws *wsi, unsigned char *payload, size_t len, int binary)
 {
-	int n = lws_write(wsi, payload, len, LWS_WRITE_TEXT);
+	int n = lws_write(wsi, payload, len, binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
 
 	return n < 0 || (size_t)n < len ? -1 : 0;
+}
+
+int es_ws_send(struct lws *wsi, unsigned char *payload, size_t len)
+{
+	return send_frame(wsi, payload, len, 0);
+}
+
+/* A queue entry holding the zlib stream of len bytes of text after LWS_PRE
+ * bytes of headroom, when deflate is set and it is shorter than the text;
+ * else NULL with *nomem 0 (send the text), or NULL with *nomem 1. */
+static es_ws_qmsg *msg_deflated(const char *text, size_t len, int deflate, int *nomem)
+{
+	es_ws_qmsg *m;
+	uLongf out;
+
+	*nomem = 0;
+	if (!deflate || len < ES_WS_DEFLATE_MIN)
+		return NULL;
+	out = compressBound((uLong)len);
+	m = malloc(sizeof(*m) + LWS_PRE + out);
+	if (!m) {
+		*nomem = 1;
+		return NULL;
+	}
+	if (compress2(m->data + LWS_PRE, &out, (const Bytef *)text, (uLong)len,
+		      Z_DEFAULT_COMPRESSION) != Z_OK || out >= len) {
+		free(m);
+		return NULL;
+	}
+	m->next = NULL;
+	m->len = out;
+	m->binary = 1;
+	return m;
 }
 
 /* A queue entry holding len bytes of text after LWS_PRE bytes of headroom,
@@ -35,19 +70,87 @@ static es_ws_qmsg *msg_new(const char *text, size_t len)
 		return NULL;
 	m->next = NULL;
 	m->len = len;
+	m->binary = 0;
 	memcpy(m->data + LWS_PRE, text, len);
 	return m;
 }
 
 int es_ws_send_text(struct lws *wsi, const char *text, size_t len)
 {
-	es_ws_qmsg *m = msg_new(text, len);
-	int rc;
+	return es_ws_send_json_text(wsi, text, len, 0);
+}
 
+int es_ws_send_json_text(struct lws *wsi, const char *text, size_t len, int deflate)
+{
+	int nomem, rc;
+	es_ws_qmsg *m = msg_deflated(text, len, deflate, &nomem);
+
+	if (!m && !nomem)
+		m = msg_new(text, len);
 	if (!m)
 		return -1;
-	rc = es_ws_send(wsi, m->data + LWS_PRE, len);
+	rc = send_frame(wsi, m->data + LWS_PRE, m->len, m->binary);
 	free(m);
+	return rc;
+}
+
+/* Inflates the len bytes of the zlib stream at in into rx->ibuf. Returns
+ * ES_OK (*olen set), ES_ERR_TOOBIG (more than ES_PROTO_MAX_MESSAGE bytes),
+ * ES_ERR_PROTO (not one complete zlib stream), ES_ERR_NOMEM. */
+static es_err inflate_msg(es_ws_rx *rx, const void *in, size_t len, size_t *olen)
+{
+	z_stream z;
+	es_err rc = ES_OK;
+	int r;
+
+	memset(&z, 0, sizeof(z));
+	if (inflateInit(&z) != Z_OK)
+		return ES_ERR_NOMEM;
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	for (;;) {
+		if (z.total_out == rx->icap) {
+			size_t cap = rx->icap ? rx->icap * 2 : RX_FIRST_CAP;
+			char *n;
+
+			if (rx->icap >= ES_PROTO_MAX_MESSAGE + 1) {
+				rc = ES_ERR_TOOBIG;
+				break;
+			}
+			if (cap > ES_PROTO_MAX_MESSAGE + 1)
+				cap = ES_PROTO_MAX_MESSAGE + 1;
+			if (!(n = realloc(rx->ibuf, cap))) {
+				rc = ES_ERR_NOMEM;
+				break;
+			}
+			rx->ibuf = n;
+			rx->icap = cap;
+		}
+		z.next_out = (Bytef *)rx->ibuf + z.total_out;
+		z.avail_out = (uInt)(rx->icap - z.total_out);
+		r = inflate(&z, Z_NO_FLUSH);
+		if (r == Z_STREAM_END) {
+			if (z.avail_in != 0)
+				rc = ES_ERR_PROTO;
+			else if (z.total_out > ES_PROTO_MAX_MESSAGE)
+				rc = ES_ERR_TOOBIG;
+			break;
+		}
+		if (r == Z_MEM_ERROR) {
+			rc = ES_ERR_NOMEM;
+			break;
+		}
+		if (r != Z_OK && !(r == Z_BUF_ERROR && z.avail_out == 0)) {
+			rc = ES_ERR_PROTO;
+			break;
+		}
+		if (z.avail_in == 0 && z.avail_out != 0) {
+			rc = ES_ERR_PROTO; /* the stream ends early */
+			break;
+		}
+	}
+	*olen = z.total_out;
+	inflateEnd(&z);
 	return rc;
 }
 
@@ -85,7 +188,7 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 	if (len > ES_PROTO_MAX_MESSAGE - rx->len)
 		return refuse(rx, final, ES_ERR_TOOBIG, ES_PC_TOO_BIG,
 			      "message over 1048576 bytes", out);
-	if (!rx->binary && rx->len + len > rx->cap) {
+	if ((!rx->binary || rx->inflate) && rx->len + len > rx->cap) {
 		size_t cap = rx->cap ? rx->cap : RX_FIRST_CAP;
 		char *n;
 
@@ -100,15 +203,34 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 		rx->buf = n;
 		rx->cap = cap;
 	}
-	if (!rx->binary && len)
+	if ((!rx->binary || rx->inflate) && len)
 		memcpy(rx->buf + rx->len, in, len);
 	rx->len += len;
 	if (!final)
 		return ES_OK;
 	rx->in_msg = 0;
-	if (rx->binary)
+	if (rx->binary && !rx->inflate)
 		return refuse(rx, final, ES_ERR_PROTO, ES_PC_MALFORMED,
 			      "binary message; one JSON text message expected", out);
+	if (rx->binary) {
+		size_t n = 0;
+		es_err rc = inflate_msg(rx, rx->buf, rx->len, &n);
+
+		if (rc == ES_ERR_TOOBIG)
+			return refuse(rx, final, rc, ES_PC_TOO_BIG,
+				      "compressed message inflates past 1048576 bytes", out);
+		if (rc == ES_ERR_NOMEM)
+			return refuse(rx, final, rc, ES_PC_INTERNAL, "out of memory", out);
+		if (rc != ES_OK)
+			return refuse(rx, final, rc, ES_PC_MALFORMED,
+				      "binary message is not one complete zlib stream "
+				      "(deflate-compressed JSON)", out);
+		rx->len = 0;
+		out->done = 1;
+		out->text = rx->ibuf;
+		out->len = n;
+		return ES_OK;
+	}
 	out->done = 1;
 	out->text = rx->buf;
 	out->len = rx->len;
@@ -120,7 +242,7 @@ void es_ws_rx_reset(es_ws_rx *rx)
 	if (!rx)
 		return;
 	rx->len = 0;
-	rx->in_msg = rx->binary = rx->skip = 0;
+	rx->in_msg = rx->binary = rx->skip = rx->inflate = 0;
 }
 
 void es_ws_rx_free(es_ws_rx *rx)
@@ -128,6 +250,7 @@ void es_ws_rx_free(es_ws_rx *rx)
 	if (!rx)
 		return;
 	free(rx->buf);
+	free(rx->ibuf);
 	memset(rx, 0, sizeof(*rx));
 }
 
@@ -145,6 +268,7 @@ es_err es_ws_queue_json(es_ws_queue *q, struct lws *wsi, cJSON *m)
 	char *text = m ? es_json_print(m) : NULL;
 	size_t len = text ? strlen(text) : 0;
 	es_ws_qmsg *o = NULL;
+	int nomem = 0;
 
 	cJSON_Delete(m);
 	if (!text)
@@ -153,10 +277,13 @@ es_err es_ws_queue_json(es_ws_queue *q, struct lws *wsi, cJSON *m)
 		free(text);
 		return ES_ERR_TOOBIG;
 	}
-	o = msg_new(text, len);
+	o = msg_deflated(text, len, q->deflate, &nomem);
+	if (!o && !nomem)
+		o = msg_new(text, len);
 	free(text);
 	if (!o)
 		return ES_ERR_NOMEM;
+	len = o->len;
 	if (q->tail)
 		q->tail->next = o;
 	else
@@ -189,7 +316,7 @@ int es_ws_queue_write(es_ws_queue *q, struct lws *wsi)
 	if (!q->head)
 		q->tail = NULL;
 	q->bytes -= m->len;
-	rc = es_ws_send(wsi, m->data + LWS_PRE, m->len);
+	rc = send_frame(wsi, m->data + LWS_PRE, m->len, m->binary);
 	free(m);
 	return rc == 0 ? 1 : -1;
 }
@@ -206,6 +333,7 @@ void es_ws_queue_clear(es_ws_queue *q)
 	}
 	q->tail = NULL;
 	q->bytes = 0;
+	q->deflate = 0;
 }
 
 es_err es_ws_peer_cert(struct lws *wsi, unsigned char **der, size_t *len)

@@ -56,6 +56,12 @@ struct es_agent {
 	es_kcollectors *kcs;    /* the kernel collectors (kcollect.h) */
 	es_kc_cgnet_metrics cgnet_metrics; /* container_network_* (kc_cgroupnet.h) */
 	es_egress *egress;      /* EgressPolicy enforcement (egress.h) */
+	/* What the outbox got (agent_report.c): the Node last queued, as
+	 * compact JSON text, NULL before the first round; when usage figures
+	 * were last sent; the activity lists last turned into events. */
+	char *reported_json;
+	time_t usage_sent_at;
+	cJSON *activity_seen[3];
 };
 
 /* agent_kc.c: the kernel collectors (kcollect.h) */
@@ -79,6 +85,19 @@ es_err agent__kc_metrics(es_agent *a, char *err, size_t errsz);
 
 /* Queues the event ev in the outbox; consumes ev (NULL is ignored). */
 void agent__queue_event(es_agent *a, cJSON *ev);
+
+/* agent_report.c */
+
+/* What the round's node (changed in place) reports (PROTOCOL.md "Usage
+ * figures", "Activity events"): usage figures held at the values of
+ * a->reported_json unless a usage report is due (usage-report-interval)
+ * and they moved more than usage-min-change; with protocol-version 2 the
+ * recent execs, exits and OOM victims queued as events (OOM victims at
+ * once, the others with the usage report) and left out. Returns the
+ * text of the reported Node (malloc'd) or NULL when out of memory. */
+char *agent__report_view(es_agent *a, cJSON *node, time_t now);
+/* Frees what agent__report_view keeps. */
+void agent__report_free(es_agent *a);
 
 /* agent_node.c */
 

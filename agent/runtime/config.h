@@ -39,6 +39,10 @@ typedef struct es_agent_config {
 	char *egress_pin_dir;  /* bpffs directory of the EgressPolicy pins */
 	int64_t egress_check_interval; /* seconds between EgressPolicy drift checks */
 	int egress_backend;    /* es_egress_backend (egress/egress.h) */
+	int64_t usage_report_interval; /* seconds between usage reports */
+	int64_t usage_min_change;      /* percent a usage figure must move */
+	int64_t protocol_version;      /* hello.protocolVersion, 1 or 2 */
+	int compress;                  /* offer deflate (protocol 2) */
 } es_agent_config;
 
 /* The settings table (for help output and tests); *n gets its length. */

@@ -50,6 +50,10 @@ struct es_sync {
 
 	int64_t sent_after, state_inflight;
 	int snapshot_sent;
+	/* The protocol: what the hello offers (es_sync_opts), and what the
+	 * welcome of the live connection agreed (version 1 until then). */
+	int proto_offer, deflate_offer;
+	int proto, deflate;
 	int64_t last_rx_ms, last_ping_ms;
 	int heartbeat_s;
 

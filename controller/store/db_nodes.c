@@ -11,6 +11,7 @@
 #include "es_cond.h"
 #include "es_json.h"
 #include "es_log.h"
+#include "es_kpatch.h"
 #include "es_mpatch.h"
 #include "es_proto.h"
 #include "es_time.h"
@@ -256,6 +257,26 @@ typedef struct report_in {
 	const cJSON *body;
 } report_in;
 
+/* A report that changes the state it is based on: `patch` (RFC 7386) or,
+ * protocol version 2, `delta` (keyed change, es_kpatch.h). */
+static int is_change(const char *type)
+{
+	return strcmp(type, "patch") == 0 || strcmp(type, "delta") == 0;
+}
+
+/*
+ * Applies the change report r to the node's reported *state: the one place
+ * where a report's body becomes state. Returns ES_OK, ES_ERR_NOMEM, or
+ * ES_ERR_INVAL for a delta that cannot be applied (err says why; *state is
+ * unchanged).
+ */
+static es_err apply_change(cJSON **state, const report_in *r, char *err, size_t errsz)
+{
+	if (strcmp(r->type, "delta") == 0)
+		return es_kpatch_apply(state, r->body, err, errsz);
+	return es_mpatch_apply(state, r->body);
+}
+
 static es_err report_parse(const cJSON *msg, report_in *r)
 {
 	char e[128];
@@ -269,7 +290,7 @@ static es_err report_parse(const cJSON *msg, report_in *r)
 		return ES_ERR_INVAL;
 	if (es_json_get_str(msg, "report", "time", 0, &r->time, e, sizeof(e)) == ES_ERR_INVAL)
 		return ES_ERR_INVAL;
-	if (strcmp(r->type, "patch") == 0) {
+	if (is_change(r->type)) {
 		if (es_json_get_int(msg, "report", "baseSeq", 1, 0, ES_JSON_MAX_INT,
 				    &r->base_seq, e, sizeof(e)) != ES_OK)
 			return ES_ERR_INVAL;
@@ -295,7 +316,7 @@ static es_err report_insert(es_db *db, const char *node, const char *stream,
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, r->seq);
 	sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
-	if (strcmp(r->type, "patch") == 0)
+	if (is_change(r->type))
 		sqlite3_bind_int64(st, 4, r->base_seq);
 	else
 		sqlite3_bind_null(st, 4);
@@ -363,17 +384,30 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 			goto cleanup;
 		}
 		state_changed = 1;
-	} else if (strcmp(r.type, "patch") == 0) {
+	} else if (is_change(r.type)) {
 		if (sqlite3_column_type(st, 2) == SQLITE_NULL || r.base_seq != state_seq) {
 			if (need_resync)
 				*need_resync = 1;
 		} else {
+			char why[256] = "";
+
 			rc = es_sqlite_column_json(db->sq, st, 2, "report store", &state);
 			if (rc == ES_OK)
-				rc = es_mpatch_apply(&state, r.body);
-			if (rc != ES_OK)
+				rc = apply_change(&state, &r, why, sizeof(why));
+			if (rc == ES_ERR_INVAL) {
+				/* Stored and acknowledged, not applied: the agent
+				 * sends a snapshot (as for another base). */
+				es_log_warn("store", "a delta report cannot be applied; "
+					    "asking for a snapshot", "node", node,
+					    "error", why, NULL);
+				if (need_resync)
+					*need_resync = 1;
+				rc = ES_OK;
+			} else if (rc != ES_OK) {
 				goto cleanup;
-			state_changed = 1;
+			} else {
+				state_changed = 1;
+			}
 		}
 	}
 	sqlite3_finalize(st);

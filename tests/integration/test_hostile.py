@@ -118,7 +118,7 @@ class HostileTest(unittest.TestCase):
     def test_unsupported_version(self):
         ws = self.session(after_hello=False)
         h = hello("evil")
-        h["protocolVersion"] = 2
+        h["protocolVersion"] = 3
         ws.send_json(h)
         self.expect_error(ws, "UnsupportedVersion", 4001)
 
