@@ -301,7 +301,10 @@ static void on_hello(conn *c, const cJSON *msg)
 	c->state = CS_READY;
 	s->n_ready++;
 	es_log_info("server", "agent connected", "node", c->node, "protocolVersion",
-		    es_proto_version_of(msg) == 2 ? "2" : "1", NULL);
+		    es_proto_version_of(msg) == 2 ? "2" : "1", "compression",
+		    es_proto_version_of(msg) == 2 &&
+		    es_proto_has_capability(msg, ES_PROTO_CAP_DEFLATE) ? "deflate" : "none",
+		    NULL);
 	if (queue_welcome(c, msg, acked) != ES_OK ||
 	    sync_desired(c, since, labels_changed) != ES_OK)
 		server__queue_error(c, ES_PC_INTERNAL,
