@@ -119,6 +119,9 @@ int sync__send_next_report(es_sync *s, struct lws *wsi)
 		goto cleanup;
 	}
 	es_agent_metrics_report_sent(s->metrics, row.seq);
+	/* A report is a sign of life, and its ack one back: the next ping
+	 * is due a heartbeat later (PROTOCOL.md "Liveness"). */
+	s->last_ping_ms = es_time_mono_ms();
 	s->sent_after = row.seq;
 	if (row.is_state)
 		s->state_inflight = row.seq;

@@ -10,16 +10,9 @@
 
 #include "es_json.h"
 #include "es_kpatch.h"
+#include "testutil.h"
 
-static cJSON *J(const char *s)
-{
-	char err[256] = "";
-	cJSON *v = NULL;
-
-	if (es_json_parse(s, strlen(s), ES_JSON_MAX_DEPTH, &v, err, sizeof(err)) != ES_OK)
-		fail_msg("fixture does not parse: %s: %s", s, err);
-	return v;
-}
+#define J es_test_json
 
 /* Applies diff(a, b) to a copy of a and checks that it gives b, the
  * order of every list included; returns the printed change (caller
