@@ -115,6 +115,23 @@ static void damp(cJSON *cur, const cJSON *prev, damp_ctx *d)
 
 	if (!prev)
 		return;
+	/* Activity changes on every round, its lists too (connections that
+	 * closed, cgroups that ran something): between usage reports it
+	 * stays as last sent, whole. */
+	if (!d->due && strcmp(d->path, "status.activity") == 0 &&
+	    cJSON_IsObject(cur) && cJSON_IsObject(prev)) {
+		cJSON *keep = cJSON_Duplicate(prev, 1);
+
+		if (keep) {
+			/* Swap the members: cur stays the member of status. */
+			cJSON *c = cur->child;
+
+			cur->child = keep->child;
+			keep->child = c;
+			cJSON_Delete(keep);
+		}
+		return;
+	}
 	if (cJSON_IsNumber(cur) && cJSON_IsNumber(prev)) {
 		double o = prev->valuedouble, v = cur->valuedouble;
 
