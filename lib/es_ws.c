@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "es_json.h"
+#include "es_ws_dict.h"
 
 /* Reassembly buffers start at this many bytes and double. */
 #define RX_FIRST_CAP 4096
@@ -32,6 +33,35 @@ int es_ws_send(struct lws *wsi, unsigned char *payload, size_t len)
 	return send_frame(wsi, payload, len, 0);
 }
 
+/* Compresses len bytes of text into the *outlen bytes at out as one zlib
+ * stream with the preset dictionary (PROTOCOL.md "Compressed messages").
+ * Returns 0 (*outlen set), or -1 (*nomem 1 when memory ran out; else the
+ * output did not fit). */
+static int deflate_dict(unsigned char *out, uLongf *outlen, const char *text,
+			size_t len, int *nomem)
+{
+	z_stream z;
+	int r;
+
+	memset(&z, 0, sizeof(z));
+	if ((r = deflateInit(&z, Z_DEFAULT_COMPRESSION)) != Z_OK) {
+		*nomem = r == Z_MEM_ERROR;
+		return -1;
+	}
+	if (deflateSetDictionary(&z, es_ws_dict, (uInt)sizeof(es_ws_dict)) != Z_OK) {
+		deflateEnd(&z);
+		return -1;
+	}
+	z.next_in = (Bytef *)text;
+	z.avail_in = (uInt)len;
+	z.next_out = out;
+	z.avail_out = (uInt)*outlen;
+	r = deflate(&z, Z_FINISH);
+	*outlen = z.total_out;
+	deflateEnd(&z);
+	return r == Z_STREAM_END ? 0 : -1;
+}
+
 /* A queue entry holding the zlib stream of len bytes of text after LWS_PRE
  * bytes of headroom, when deflate is set and it is shorter than the text;
  * else NULL with *nomem 0 (send the text), or NULL with *nomem 1. */
@@ -43,14 +73,13 @@ static es_ws_qmsg *msg_deflated(const char *text, size_t len, int deflate, int *
 	*nomem = 0;
 	if (!deflate || len < ES_WS_DEFLATE_MIN)
 		return NULL;
-	out = compressBound((uLong)len);
+	out = compressBound((uLong)len) + 16;
 	m = malloc(sizeof(*m) + LWS_PRE + out);
 	if (!m) {
 		*nomem = 1;
 		return NULL;
 	}
-	if (compress2(m->data + LWS_PRE, &out, (const Bytef *)text, (uLong)len,
-		      Z_DEFAULT_COMPRESSION) != Z_OK || out >= len) {
+	if (deflate_dict(m->data + LWS_PRE, &out, text, len, nomem) != 0 || out >= len) {
 		free(m);
 		return NULL;
 	}
@@ -129,6 +158,18 @@ static es_err inflate_msg(es_ws_rx *rx, const void *in, size_t len, size_t *olen
 		z.next_out = (Bytef *)rx->ibuf + z.total_out;
 		z.avail_out = (uInt)(rx->icap - z.total_out);
 		r = inflate(&z, Z_NO_FLUSH);
+		if (r == Z_NEED_DICT) {
+			/* The stream names its dictionary by Adler-32: only
+			 * edgesync's is known. */
+			if (z.adler != adler32(adler32(0L, Z_NULL, 0), es_ws_dict,
+					       (uInt)sizeof(es_ws_dict)) ||
+			    inflateSetDictionary(&z, es_ws_dict,
+						 (uInt)sizeof(es_ws_dict)) != Z_OK) {
+				rc = ES_ERR_PROTO;
+				break;
+			}
+			r = inflate(&z, Z_NO_FLUSH);
+		}
 		if (r == Z_STREAM_END) {
 			if (z.avail_in != 0)
 				rc = ES_ERR_PROTO;

@@ -43,12 +43,14 @@ int es_ws_send_text(struct lws *wsi, const char *text, size_t len);
  * Compressed messages (PROTOCOL.md "Transport", protocol version 2, when
  * both sides announced the capability `deflate`): a binary WebSocket
  * message holding one zlib stream (RFC 1950, deflate of RFC 1951) of the
- * JSON text. Messages shorter than ES_WS_DEFLATE_MIN bytes, and those that
- * would not shrink, go as text. This replaces permessage-deflate (RFC
- * 7692), which stays off: each message is compressed on its own, with no
- * context carried between messages.
+ * JSON text, with the preset dictionary of proto/deflate-dictionary.txt
+ * (RFC 1950 FDICT; a stream without one is taken too). Messages shorter
+ * than ES_WS_DEFLATE_MIN bytes, and those that would not shrink, go as
+ * text. This replaces permessage-deflate (RFC 7692), which stays off: each
+ * message is compressed on its own, with no context carried between
+ * messages.
  */
-#define ES_WS_DEFLATE_MIN 96
+#define ES_WS_DEFLATE_MIN 32
 
 /*
  * Writes len bytes of JSON text (borrowed) as one message on wsi:
