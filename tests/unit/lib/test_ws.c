@@ -395,6 +395,24 @@ static void test_deflate_refused(void **state)
 		assert_true(m.done);
 		assert_memory_equal(m.text, "{}", 2);
 	}
+	/* A stream naming a dictionary that is not edgesync's. */
+	{
+		unsigned char other[64];
+		z_stream zs;
+
+		memset(&zs, 0, sizeof(zs));
+		assert_int_equal(deflateInit(&zs, 9), Z_OK);
+		assert_int_equal(deflateSetDictionary(&zs, (const Bytef *)"other", 5), Z_OK);
+		zs.next_in = (Bytef *)"{}";
+		zs.avail_in = 2;
+		zs.next_out = other;
+		zs.avail_out = sizeof(other);
+		assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+		assert_int_equal(add(&rx, (const char *)other, zs.total_out, 1, 1, &m),
+				 ES_ERR_PROTO);
+		assert_int_equal(m.code, ES_PC_MALFORMED);
+		deflateEnd(&zs);
+	}
 	/* A small stream that inflates past 1 MiB. */
 	assert_int_equal(add(&rx, (const char *)z, clen, 1, 1, &m), ES_ERR_TOOBIG);
 	assert_int_equal(m.code, ES_PC_TOO_BIG);
