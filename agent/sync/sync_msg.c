@@ -354,6 +354,14 @@ void sync__on_message(es_sync *s, const char *buf, size_t len)
 		es_json_get_str(msg, "error", "message", 0, &m, NULL, 0);
 		es_log_warn("sync", "controller reported an error", "code", c,
 			    "message", m, NULL);
+		/* A controller of version 1 refuses a version 2 hello: the
+		 * next connections offer version 1 (PROTOCOL.md "Versions"). */
+		if (c && strcmp(c, "UnsupportedVersion") == 0 && s->proto_offer == 2) {
+			es_log_warn("sync", "the controller does not speak protocol "
+				    "version 2; offering version 1", NULL);
+			s->proto_offer = 1;
+			s->deflate_offer = 0;
+		}
 		snprintf(err, sizeof(err), "controller: %s: %s", c ? c : "",
 			 m ? m : "");
 		sync__set_error(s, err, NULL);
