@@ -11,7 +11,8 @@ import string
 import time
 import unittest
 
-from harness import API, Cluster, host_node_name, main, meminfo_total_bytes, wait_for
+from harness import (API, Cluster, FakeController, host_node_name, main,
+                     meminfo_total_bytes, wait_for, welcome)
 
 CC = """apiVersion: edgesync.io/v1alpha1
 kind: CollectorConfig
@@ -367,6 +368,36 @@ class ProtocolVersionTest(unittest.TestCase):
                          r"agent connected\"? node=\S+ protocolVersion=2 compression=deflate")
         # Recent execs and exits travel as events, not state.
         self.assertNotIn("recentExecs", stored.get("activity", {}).get("processes", {}))
+
+    def test_version_2_agent_in_front_of_a_version_1_controller(self):
+        """Refused with UnsupportedVersion, as a controller of the previous
+        release refuses a version 2 hello, the agent offers version 1 on
+        its next connection and then speaks it: text, a snapshot."""
+        c = Cluster(self, nodes=["target"])
+        c.start_controller()
+        c.stop_controller()
+        fake = FakeController(c)
+        c.start_agent("target")
+        ws = fake.accept()
+        _, msg = ws.recv()
+        self.assertEqual((msg["type"], msg["protocolVersion"]), ("hello", 2), msg)
+        self.assertIn("deflate", msg["capabilities"])
+        ws.send_json({"type": "error", "code": "UnsupportedVersion",
+                      "message": "hello.protocolVersion: 2 is not supported "
+                                 "(this side speaks 1)"})
+        ws.close()
+        ws = fake.accept()
+        _, msg = ws.recv()
+        self.assertEqual((msg["type"], msg["protocolVersion"]), ("hello", 1), msg)
+        self.assertNotIn("deflate", msg["capabilities"])
+        self.assertNotIn("keyed-patch", msg["capabilities"])
+        ws.send_json(welcome("target"))
+        for _ in range(20):
+            _, msg = ws.recv()
+            if msg["type"] == "report" and msg["reportType"] != "event":
+                break
+        self.assertEqual(msg["reportType"], "snapshot", msg)
+        ws.close()
 
 
 if __name__ == "__main__":
