@@ -66,6 +66,22 @@ class Counter:
                     self.msgs, self.binary_msgs)
 
 
+# The preset dictionary of compressed messages (PROTOCOL.md "Compressed
+# messages").
+DICT = os.path.join(benchlib.HERE, "..", "proto", "deflate-dictionary.txt")
+
+
+def inflate(data):
+    """The text of a compressed message (a zlib stream, with the preset
+    dictionary when its header names one)."""
+    try:
+        with open(DICT, "rb") as f:
+            z = zlib.decompressobj(zdict=f.read())
+        return z.decompress(data) + z.flush()
+    except zlib.error as e:
+        return f"(not inflated: {e})".encode()
+
+
 class FrameParser:
     """Counts the WebSocket frames (RFC 6455 section 5.2) of one direction
     of a byte stream after the HTTP upgrade; with dump, writes each message
@@ -121,8 +137,7 @@ class FrameParser:
                         self.msg_binary = opcode == 2
                     self.msg_len += n
                     if b0 & 0x80 and self.dump:
-                        text = (zlib.decompress(self.payload) if self.msg_binary
-                                else self.payload)
+                        text = inflate(self.payload) if self.msg_binary else self.payload
                         self.dump.write(f"{time.time():.1f} {self.msg_len} "
                                         f"{text.decode('utf-8', 'replace')}\n")
                         self.dump.flush()
