@@ -345,8 +345,9 @@ static const char *report_foreign_node(const conn *c, const cJSON *msg)
 
 /*
  * Drops from a snapshot's, patch's or delta's status.objects (a merge patch
- * replaces the array whole; a delta's entries are keyed changes) the entries for objects the controller has, with that
- * uid, that do not target c's node; each is logged. Entries for objects the
+ * replaces the array whole; a delta's entries are keyed changes) the
+ * entries for objects the controller has, with that uid, that do not
+ * target c's node; each is logged. Entries for objects the
  * controller no longer has stay: the describe view shows them as still held
  * by the agent. Errors: ES_ERR_DB, ES_ERR_NOMEM.
  */
