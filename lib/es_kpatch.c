@@ -345,8 +345,9 @@ static int list_diff(const cJSON *from, const cJSON *to, const es_kpatch_key *k,
 			if (sub && sub->child) {
 				cJSON *km = key_members(it, k), *m;
 
-				/* The key members first, as a reader expects. */
-				while (km && (m = km->child) != NULL) {
+				/* The key members first, in the key's order, as a
+				 * reader expects: the last one prepended first. */
+				while (km && (m = km->child ? km->child->prev : NULL) != NULL) {
 					cJSON_DetachItemViaPointer(km, m);
 					if (cJSON_GetObjectItemCaseSensitive(sub, m->string))
 						cJSON_DeleteItemFromObjectCaseSensitive(sub, m->string);
