@@ -538,6 +538,12 @@ def _mask_fast(payload, mask):
     return x.to_bytes(len(payload), "big")
 
 
+# Agent flags for tests that need a report from every collection round
+# (usage figures otherwise wait for usage-report-interval, and a round that
+# changes nothing reported sends and writes nothing).
+EVERY_ROUND = ["--usage-report-interval", "1", "--usage-min-change", "0"]
+
+
 def hello(node, rv=0, next_seq=1, labels=None):
     return {"type": "hello", "protocolVersion": 1, "node": node,
             "agentVersion": "test", "bootId": "00000000-0000-0000-0000-000000000000",

@@ -7,7 +7,8 @@ import json
 import socket
 import unittest
 
-from harness import ClassScope, Cluster, FakeController, hello, main, wait_for, welcome
+from harness import (EVERY_ROUND, ClassScope, Cluster, FakeController, hello, main,
+                     wait_for, welcome)
 
 
 class HostileTest(unittest.TestCase):
@@ -15,7 +16,7 @@ class HostileTest(unittest.TestCase):
     def setUpClass(cls):
         cls.c = Cluster(ClassScope(), nodes=["good", "evil"])
         cls.c.start_controller()
-        cls.c.start_agent("good", extra=["--interval", "1"])
+        cls.c.start_agent("good", extra=["--interval", "1"] + EVERY_ROUND)
         wait_for("the good agent connected", lambda: (cls.c.node("good") or {})
                  .get("status", {}).get("sync", {}).get("connected"))
 
