@@ -530,6 +530,20 @@ class FakeController:
         self.ls.close()
 
 
+def agent_and_fake_controller(test, node="target"):
+    """A cluster of one node whose agent dials a FakeController (the real
+    controller runs once first, for the dev files). Returns (cluster,
+    fake controller, the agent's first session, the hello it sent)."""
+    c = Cluster(test, nodes=[node])
+    c.start_controller()
+    c.stop_controller()
+    fake = FakeController(c)
+    c.start_agent(node)
+    ws = fake.accept()
+    _, msg = ws.recv()
+    return c, fake, ws, msg
+
+
 def _mask_fast(payload, mask):
     """XORs payload with the repeating 4-byte mask, as big integers (fast
     enough for the 10 MiB frame)."""

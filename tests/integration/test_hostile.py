@@ -7,8 +7,8 @@ import json
 import socket
 import unittest
 
-from harness import (EVERY_ROUND, ClassScope, Cluster, FakeController, hello, main,
-                     wait_for, welcome)
+from harness import (EVERY_ROUND, ClassScope, Cluster, FakeController,
+                     agent_and_fake_controller, hello, main, wait_for, welcome)
 
 
 class HostileTest(unittest.TestCase):
@@ -129,13 +129,7 @@ class AgentHostileTest(unittest.TestCase):
     "Transport": one JSON text message per WebSocket message)."""
 
     def test_binary_message(self):
-        c = Cluster(self, nodes=["target"])
-        c.start_controller()
-        c.stop_controller()
-        fake = FakeController(c)
-        c.start_agent("target")
-        ws = fake.accept()
-        kind, msg = ws.recv()
+        c, fake, ws, msg = agent_and_fake_controller(self)
         self.assertEqual(msg["type"], "hello")
         ws.send_json(welcome("target"))
         # A ping the agent answers as text, refused as binary: a

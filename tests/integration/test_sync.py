@@ -11,7 +11,7 @@ import string
 import time
 import unittest
 
-from harness import (API, Cluster, FakeController, host_node_name, main,
+from harness import (API, Cluster, agent_and_fake_controller, host_node_name, main,
                      meminfo_total_bytes, wait_for, welcome)
 
 CC = """apiVersion: edgesync.io/v1alpha1
@@ -373,13 +373,7 @@ class ProtocolVersionTest(unittest.TestCase):
         """Refused with UnsupportedVersion, as a controller of the previous
         release refuses a version 2 hello, the agent offers version 1 on
         its next connection and then speaks it: text, a snapshot."""
-        c = Cluster(self, nodes=["target"])
-        c.start_controller()
-        c.stop_controller()
-        fake = FakeController(c)
-        c.start_agent("target")
-        ws = fake.accept()
-        _, msg = ws.recv()
+        _, fake, ws, msg = agent_and_fake_controller(self)
         self.assertEqual((msg["type"], msg["protocolVersion"]), ("hello", 2), msg)
         self.assertIn("deflate", msg["capabilities"])
         ws.send_json({"type": "error", "code": "UnsupportedVersion",
