@@ -201,6 +201,7 @@ static void collect_now(es_agent *a)
 		es_log_error("agent", "collection failed", "error", es_strerror(rc), NULL);
 	} else {
 		agent__update_conditions(a, status, &round, now);
+		agent__report_events(a, status, now);
 		node = agent__build_node(a, status);
 		/* Room for the report envelope around the Node. */
 		text = node ? agent__node_text(node, ES_PROTO_MAX_MESSAGE - 16384) : NULL;

@@ -88,13 +88,18 @@ void agent__queue_event(es_agent *a, cJSON *ev);
 
 /* agent_report.c */
 
+/* With protocol-version 2, queues the round's new recent execs, exits
+ * and OOM victims (status.activity of the round's status, borrowed) as
+ * events (PROTOCOL.md "Activity events": OOM victims at once, the others
+ * when a usage report is due). Call before the Node is built, so that
+ * its status.agent counts what these events cost. */
+void agent__report_events(es_agent *a, const cJSON *status, time_t now);
 /* What the round's node (changed in place) reports (PROTOCOL.md "Usage
- * figures", "Activity events"): usage figures held at the values of
- * a->reported_json unless a usage report is due (usage-report-interval)
- * and they moved more than usage-min-change; with protocol-version 2 the
- * recent execs, exits and OOM victims queued as events (OOM victims at
- * once, the others with the usage report) and left out. Returns the
- * text of the reported Node (malloc'd) or NULL when out of memory. */
+ * figures"): usage figures held at the values of a->reported_json unless
+ * a usage report is due (usage-report-interval) and they moved more than
+ * usage-min-change; with protocol-version 2 the activity lists left out.
+ * Returns the text of the reported Node (malloc'd) or NULL when out of
+ * memory. */
 char *agent__report_view(es_agent *a, cJSON *node, time_t now);
 /* Frees what agent__report_view keeps. */
 void agent__report_free(es_agent *a);

@@ -245,26 +245,33 @@ static void list_events(es_agent *a, size_t li, const cJSON *list, const cJSON *
 	cJSON_Delete(records);
 }
 
-/* Turns the activity lists of node into events (those due this round),
- * remembers what was seen, and takes the lists out of node. */
-static void activity_to_events(es_agent *a, cJSON *node, int usage_due)
+/* 1 when this round sends usage figures (usage-report-interval). */
+static int usage_due(const es_agent *a, time_t now)
 {
-	cJSON *act = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
-		node, "status"), "activity");
+	return !a->reported_json ||
+	       now - a->usage_sent_at >= (time_t)a->cfg->usage_report_interval ||
+	       now < a->usage_sent_at;
+}
 
+void agent__report_events(es_agent *a, const cJSON *status, time_t now)
+{
+	const cJSON *act = cJSON_GetObjectItemCaseSensitive(status, "activity");
+	int due = usage_due(a, now);
+
+	if (a->cfg->protocol_version != 2)
+		return;
 	for (size_t i = 0; i < N_ACTIVITY; i++) {
-		cJSON *g = cJSON_GetObjectItemCaseSensitive(act, activity_lists[i].group);
-		cJSON *list = cJSON_DetachItemFromObjectCaseSensitive(g, activity_lists[i].list);
+		const cJSON *g = cJSON_GetObjectItemCaseSensitive(act, activity_lists[i].group);
+		const cJSON *list = cJSON_GetObjectItemCaseSensitive(g, activity_lists[i].list);
+		cJSON *copy;
 
-		if (!list)
+		if (!list || (!activity_lists[i].at_once && !due))
 			continue;
-		if (!activity_lists[i].at_once && !usage_due) {
-			cJSON_Delete(list);
+		if (!(copy = cJSON_Duplicate(list, 1)))
 			continue;
-		}
 		list_events(a, i, list, a->activity_seen[i]);
 		cJSON_Delete(a->activity_seen[i]);
-		a->activity_seen[i] = list;
+		a->activity_seen[i] = copy;
 	}
 }
 
@@ -275,12 +282,18 @@ char *agent__report_view(es_agent *a, cJSON *node, time_t now)
 	char *text;
 
 	memset(&d, 0, sizeof(d));
-	d.due = !a->reported_json ||
-		now - a->usage_sent_at >= (time_t)a->cfg->usage_report_interval ||
-		now < a->usage_sent_at;
+	d.due = usage_due(a, now);
 	d.min_rel = (double)a->cfg->usage_min_change / 100.0;
-	if (a->cfg->protocol_version == 2)
-		activity_to_events(a, node, d.due);
+	if (a->cfg->protocol_version == 2) {
+		/* The activity lists went as events (agent__report_events). */
+		cJSON *act = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+			node, "status"), "activity");
+
+		for (size_t i = 0; i < N_ACTIVITY; i++)
+			cJSON_DeleteItemFromObjectCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(act, activity_lists[i].group),
+				activity_lists[i].list);
+	}
 	if (a->reported_json)
 		prev = cJSON_Parse(a->reported_json);
 	damp(node, prev, &d);
