@@ -369,6 +369,29 @@ class ProtocolVersionTest(unittest.TestCase):
         # Recent execs and exits travel as events, not state.
         self.assertNotIn("recentExecs", stored.get("activity", {}).get("processes", {}))
 
+    def test_usage_waits_conditions_go_at_once(self):
+        """With usage-report-interval 3600 the usage figures at the
+        controller stay those of the first report, while an object's
+        status and a condition it sets arrive in the round that sees them."""
+        c = Cluster(self)
+        c.start_controller()
+        c.start_agent(extra=["--interval", "1", "--usage-report-interval", "3600"])
+        try:
+            wait_for("the first report", lambda: c.node())
+            first = c.node()["status"]["usage"]["cpu"]["secondsTotal"]
+            local0 = c.agent_state()["node"]["status"]["usage"]["cpu"]["secondsTotal"]
+            st, _ = c.admin("PUT", f"{API}/healthrules/load-known", HR)
+            self.assertIn(st, (200, 201))
+            wait_for("the LoadKnown condition at the controller", lambda: any(
+                x["type"] == "LoadKnown" and x["status"] == "True"
+                for x in c.node()["status"]["conditions"]), timeout=20)
+            wait_for("the agent's own figures moving", lambda: c.agent_state()
+                     ["node"]["status"]["usage"]["cpu"]["secondsTotal"] != local0)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+        self.assertEqual(c.node()["status"]["usage"]["cpu"]["secondsTotal"], first)
+        self.assertIn("delta", {r["reportType"] for r in c.reports()})
+
     def test_version_2_agent_in_front_of_a_version_1_controller(self):
         """Refused with UnsupportedVersion, as a controller of the previous
         release refuses a version 2 hello, the agent offers version 1 on
