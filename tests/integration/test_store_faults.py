@@ -363,8 +363,10 @@ class StoreFaultsTest(unittest.TestCase):
         n = 8
         try:
             self.c.start_controller()
-            self.c.start_agent(state_dir=mnt, extra=EVERY_ROUND + ["--interval", "1",
-                                                     "--max-events", str(n)])
+            # Version 1: the activity events of version 2 (every round
+            # here) would take the n event slots this test counts.
+            self.c.start_agent(state_dir=mnt, extra=EVERY_ROUND + [
+                "--interval", "1", "--max-events", str(n), "--protocol-version", "1"])
             count = wait_for("the process count", lambda: self.state()["node"]
                              ["status"]["usage"]["processes"]["count"])
             threshold = count + 150
