@@ -197,11 +197,12 @@ static es_err check_hello(const cJSON *m, es_proto_code *code, char *err, size_t
 			     err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	if (v != ES_PROTO_VERSION) {
+	if (v < ES_PROTO_VERSION || v > ES_PROTO_VERSION_MAX) {
 		*code = ES_PC_VERSION;
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "hello.protocolVersion: %lld is not supported (this "
-			       "side speaks %d)", (long long)v, ES_PROTO_VERSION);
+			       "side speaks %d to %d)", (long long)v, ES_PROTO_VERSION,
+			       ES_PROTO_VERSION_MAX);
 	}
 	if ((rc = get_name(m, "hello", "node", err, errsz)) != ES_OK ||
 	    (rc = es_json_get_str(m, "hello", "agentVersion", 1, &s, err, errsz)) != ES_OK ||
@@ -232,6 +233,13 @@ static es_err check_welcome(const cJSON *m, char *err, size_t errsz)
 				  HEARTBEAT_MAX_S, &v, err, errsz)) != ES_OK ||
 	    (rc = es_json_get_int(m, "welcome", "maxMessageBytes", 1, 1,
 				  ES_JSON_MAX_INT, &v, err, errsz)) != ES_OK)
+		return rc;
+	rc = es_json_get_int(m, "welcome", "protocolVersion", 0, ES_PROTO_VERSION,
+			     ES_PROTO_VERSION_MAX, &v, err, errsz);
+	if (rc != ES_OK && rc != ES_ERR_NOTFOUND)
+		return rc;
+	if (cJSON_GetObjectItemCaseSensitive(m, "capabilities") &&
+	    (rc = get_string_array(m, "welcome", "capabilities", err, errsz)) != ES_OK)
 		return rc;
 	return ES_OK;
 }
@@ -336,11 +344,11 @@ static es_err check_report(const cJSON *m, char *err, size_t errsz)
 	    (rc = es_json_get_str(m, "report", "reportType", 1, &rt, err, errsz)) != ES_OK)
 		return rc;
 	if (strcmp(rt, "snapshot") != 0 && strcmp(rt, "patch") != 0 &&
-	    strcmp(rt, "event") != 0)
+	    strcmp(rt, "delta") != 0 && strcmp(rt, "event") != 0)
 		return es_errf(ES_ERR_INVAL, err, errsz,
-			       "report.reportType: expected \"snapshot\", \"patch\" or "
-			       "\"event\", got \"%.32s\"", rt);
-	if (strcmp(rt, "patch") == 0 &&
+			       "report.reportType: expected \"snapshot\", \"patch\", "
+			       "\"delta\" or \"event\", got \"%.32s\"", rt);
+	if ((strcmp(rt, "patch") == 0 || strcmp(rt, "delta") == 0) &&
 	    (rc = es_json_get_int(m, "report", "baseSeq", 1, 1, ES_JSON_MAX_INT, &v,
 				  err, errsz)) != ES_OK)
 		return rc;
@@ -564,6 +572,50 @@ cJSON *es_proto_welcome(const char *node, const char *controller_version,
 	return m;
 }
 
+es_err es_proto_make_v2(cJSON *msg, int deflate)
+{
+	cJSON *caps, *v;
+
+	if (!msg)
+		return ES_ERR_INVAL;
+	if (!(v = cJSON_CreateNumber(2)))
+		return ES_ERR_NOMEM;
+	if (cJSON_GetObjectItemCaseSensitive(msg, "protocolVersion"))
+		cJSON_ReplaceItemInObjectCaseSensitive(msg, "protocolVersion", v);
+	else if (!cJSON_AddItemToObject(msg, "protocolVersion", v)) {
+		cJSON_Delete(v);
+		return ES_ERR_NOMEM;
+	}
+	caps = cJSON_GetObjectItemCaseSensitive(msg, "capabilities");
+	if (!caps && !(caps = cJSON_AddArrayToObject(msg, "capabilities")))
+		return ES_ERR_NOMEM;
+	if (!cJSON_AddItemToArray(caps, cJSON_CreateString(ES_PROTO_CAP_KEYED)) ||
+	    (deflate && !cJSON_AddItemToArray(caps,
+					      cJSON_CreateString(ES_PROTO_CAP_DEFLATE))))
+		return ES_ERR_NOMEM;
+	return ES_OK;
+}
+
+int es_proto_has_capability(const cJSON *msg, const char *cap)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(msg, "capabilities"))
+		if (cJSON_IsString(it) && strcmp(it->valuestring, cap) == 0)
+			return 1;
+	return 0;
+}
+
+int es_proto_version_of(const cJSON *msg)
+{
+	int64_t v = ES_PROTO_VERSION;
+
+	if (es_json_get_int(msg, "msg", "protocolVersion", 0, ES_PROTO_VERSION,
+			    ES_PROTO_VERSION_MAX, &v, NULL, 0) != ES_OK)
+		v = ES_PROTO_VERSION;
+	return (int)v;
+}
+
 cJSON *es_proto_desired(int full, int64_t resource_version,
 			cJSON *take_objects, cJSON *take_deleted, int more)
 {
@@ -600,7 +652,8 @@ cJSON *es_proto_report(int64_t seq, const char *time, const char *report_type,
 	if (add_taken(m, "body", take_body, cJSON_CreateObject) != 0 ||
 	    add_int(m, "seq", seq) != 0 || add_str(m, "time", time) != 0 ||
 	    add_str(m, "reportType", report_type) != 0 ||
-	    (report_type && strcmp(report_type, "patch") == 0 &&
+	    (report_type && (strcmp(report_type, "patch") == 0 ||
+			     strcmp(report_type, "delta") == 0) &&
 	     add_int(m, "baseSeq", base_seq) != 0)) {
 		cJSON_Delete(m);
 		return NULL;

@@ -15,7 +15,15 @@
 
 #define ES_PROTO_SUBPROTOCOL "edgesync.v1"
 #define ES_PROTO_PATH "/v1/sync"
+/* Protocol versions this side speaks (PROTOCOL.md "hello"): 2 adds
+ * keyed changes (`delta` reports), activity events and compressed
+ * messages; a controller serves both, an agent says which in hello. */
 #define ES_PROTO_VERSION 1
+#define ES_PROTO_VERSION_MAX 2
+/* Capabilities of protocol version 2 (hello, welcome): keyed changes, and
+ * binary messages holding deflate-compressed JSON. */
+#define ES_PROTO_CAP_KEYED "keyed-patch"
+#define ES_PROTO_CAP_DEFLATE "deflate"
 #define ES_PROTO_MAX_MESSAGE (1024 * 1024)
 #define ES_PROTO_HEARTBEAT_S 20
 #define ES_PROTO_AGENT_DEAD_S 45
@@ -81,7 +89,9 @@ const char *es_proto_type_name(es_msg_type t);
  * (ES_PC_INVALID), a known type (ES_PC_UNKNOWN_TYPE), each member of that
  * type present with its type and range (ES_PC_INVALID; for hello also node
  * name syntax and, when present, streamId syntax), hello.protocolVersion
- * == 1 (ES_PC_VERSION).
+ * 1 or 2 (ES_PC_VERSION), welcome.protocolVersion (optional) 1 or 2, a
+ * report's reportType `snapshot`, `patch`, `delta` (with baseSeq, like
+ * `patch`) or `event`.
  * Returns ES_OK, ES_ERR_PROTO (peer's fault, *code set), ES_ERR_NOMEM.
  */
 es_err es_proto_decode(const char *buf, size_t len, es_msg_type *type,
@@ -101,10 +111,30 @@ cJSON *es_proto_hello(const char *node, const char *agent_version,
 		      const char *stream_id);
 cJSON *es_proto_welcome(const char *node, const char *controller_version,
 			int64_t acked_seq);
+
+/*
+ * Makes the hello or welcome msg (from es_proto_hello or es_proto_welcome)
+ * one of protocol version 2 (PROTOCOL.md "hello", "welcome"): sets
+ * protocolVersion to 2 and adds the capability ES_PROTO_CAP_KEYED, and
+ * ES_PROTO_CAP_DEFLATE when deflate is not 0 (a welcome gets a
+ * capabilities array for them). Errors: ES_ERR_INVAL (msg NULL),
+ * ES_ERR_NOMEM (msg is then unchanged or has some of the capabilities:
+ * delete it).
+ */
+es_err es_proto_make_v2(cJSON *msg, int deflate);
+
+/* 1 when msg (a decoded hello or welcome) lists the capability cap in its
+ * capabilities array, else 0. */
+int es_proto_has_capability(const cJSON *msg, const char *cap);
+
+/* The protocolVersion of a decoded hello or welcome (1 when a welcome
+ * has none: a version 1 controller). */
+int es_proto_version_of(const cJSON *msg);
 cJSON *es_proto_desired(int full, int64_t resource_version,
 			cJSON *take_objects, cJSON *take_deleted, int more);
 cJSON *es_proto_desired_ack(int64_t resource_version);
-/* report_type: "snapshot", "patch" or "event"; base_seq used for "patch". */
+/* report_type: "snapshot", "patch", "delta" or "event"; base_seq used for
+ * "patch" and "delta". */
 cJSON *es_proto_report(int64_t seq, const char *time, const char *report_type,
 		       int64_t base_seq, cJSON *take_body);
 cJSON *es_proto_ack(int64_t seq);

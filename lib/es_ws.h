@@ -39,6 +39,28 @@ int es_ws_send(struct lws *wsi, unsigned char *payload, size_t len);
  */
 int es_ws_send_text(struct lws *wsi, const char *text, size_t len);
 
+/*
+ * Compressed messages (PROTOCOL.md "Transport", protocol version 2, when
+ * both sides announced the capability `deflate`): a binary WebSocket
+ * message holding one zlib stream (RFC 1950, deflate of RFC 1951) of the
+ * JSON text, with the preset dictionary of proto/deflate-dictionary.txt
+ * (RFC 1950 FDICT; a stream without one is taken too). Messages shorter
+ * than ES_WS_DEFLATE_MIN bytes, and those that would not shrink, go as
+ * text. This replaces permessage-deflate (RFC 7692), which stays off: each
+ * message is compressed on its own, with no context carried between
+ * messages.
+ */
+#define ES_WS_DEFLATE_MIN 32
+
+/*
+ * Writes len bytes of JSON text (borrowed) as one message on wsi:
+ * compressed in a binary message when deflate is not 0 and it pays (above),
+ * else as es_ws_send_text. Call from wsi's WRITEABLE callback, once per
+ * callback. Returns 0, or -1 when memory ran out or the write failed
+ * (close the connection).
+ */
+int es_ws_send_json_text(struct lws *wsi, const char *text, size_t len, int deflate);
+
 /* ---- receiving ---- */
 
 /* One connection's message in reassembly. Zero it to start (or
@@ -51,6 +73,11 @@ typedef struct es_ws_rx {
 	int in_msg;    /* 1: a fragment arrived, the final one not yet */
 	int binary;    /* the message in progress is binary */
 	int skip;      /* 1: the message was refused; drop the rest of it */
+	int inflate;   /* set by the owner once `deflate` is negotiated: a
+			* binary message is compressed JSON (ES_WS_DEFLATE_MIN);
+			* es_ws_rx_reset clears it */
+	char *ibuf;    /* the inflated text of the last binary message */
+	size_t icap;   /* bytes allocated at ibuf */
 } es_ws_rx;
 
 /* What es_ws_rx_add found. */
@@ -77,16 +104,17 @@ typedef struct es_ws_msg {
  * sends the error and closes, PROTOCOL.md "Errors"):
  *   ES_ERR_TOOBIG  over ES_PROTO_MAX_MESSAGE bytes (ES_PC_TOO_BIG), as soon
  *                  as the size is passed;
- *   ES_ERR_PROTO   a binary message (ES_PC_MALFORMED), at its final
- *                  fragment (a binary message over the size limit is
- *                  ES_ERR_TOOBIG);
+ *   ES_ERR_PROTO   a binary message while rx->inflate is 0, or one that is
+ *                  not a complete zlib stream (ES_PC_MALFORMED), at its
+ *                  final fragment (a binary message over the size limit,
+ *                  compressed or inflated, is ES_ERR_TOOBIG);
  *   ES_ERR_NOMEM   the buffer could not grow (ES_PC_INTERNAL).
  */
 es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 		    es_ws_msg *out);
 
-/* Forgets the message in progress (a new connection starts); the buffer
- * is kept for the next message. NULL-safe. */
+/* Forgets the message in progress and rx->inflate (a new connection
+ * starts); the buffers are kept for the next message. NULL-safe. */
 void es_ws_rx_reset(es_ws_rx *rx);
 
 /* Between messages: frees the buffer, so an idle connection holds none
@@ -125,10 +153,11 @@ es_ws_buf *es_ws_buf_ref(es_ws_buf *b);
 /* Drops a reference; the last one frees b. NULL-safe. */
 void es_ws_buf_unref(es_ws_buf *b);
 
-/* The text's length in bytes. */
+/* The message's length in bytes (a compressed buffer's: its zlib stream). */
 size_t es_ws_buf_len(const es_ws_buf *b);
 
-/* The text (borrowed, es_ws_buf_len bytes, not NUL-terminated). */
+/* The message (borrowed, es_ws_buf_len bytes, not NUL-terminated): JSON
+ * text, or the zlib stream of a buffer es_ws_queue_buf compressed. */
 const char *es_ws_buf_text(const es_ws_buf *b);
 
 /* The references held on b (for tests and accounting). */
@@ -145,6 +174,9 @@ typedef struct es_ws_queue {
 	size_t max_msg;  /* longest message queued, bytes; 0: no limit */
 	size_t max;      /* bytes the queue may hold (es_ws_queue_over); 0: no
 			  * limit */
+	int deflate;     /* set by the owner once `deflate` is negotiated:
+			  * messages are queued compressed where it pays
+			  * (ES_WS_DEFLATE_MIN); es_ws_queue_clear clears it */
 } es_ws_queue;
 
 /* Empties q's fields and sets its limits (bytes; 0 = none): messages over
@@ -154,17 +186,21 @@ void es_ws_queue_init(es_ws_queue *q, size_t max_msg, size_t max);
 
 /*
  * Prints m (taken; NULL counts as an allocation failure) as compact JSON
- * (es_json_print) and appends it to q, then asks for wsi's WRITEABLE
- * callback (wsi may be NULL: no request). Errors: ES_ERR_NOMEM,
- * ES_ERR_TOOBIG (the text is over q->max_msg bytes: not queued).
+ * (es_json_print) and appends it to q (compressed when q->deflate is set
+ * and it pays), then asks for wsi's WRITEABLE callback (wsi may be NULL: no
+ * request). Errors: ES_ERR_NOMEM, ES_ERR_TOOBIG (the text is over
+ * q->max_msg bytes: not queued).
  */
 es_err es_ws_queue_json(es_ws_queue *q, struct lws *wsi, cJSON *m);
 
 /*
  * Appends b (borrowed: the queue takes a reference of its own) to q, then
  * asks for wsi's WRITEABLE callback (wsi may be NULL). Costs the queue one
- * small entry, not a copy of the text. Errors: ES_ERR_NOMEM, ES_ERR_TOOBIG
- * (b is over q->max_msg bytes: not queued).
+ * small entry, not a copy of the text. When q->deflate is set and it pays,
+ * the queue holds b's compressed form instead, which b makes on first use
+ * and keeps, so a message queued on many connections is compressed once.
+ * Errors: ES_ERR_NOMEM, ES_ERR_TOOBIG (b's text is over q->max_msg bytes:
+ * not queued).
  */
 es_err es_ws_queue_buf(es_ws_queue *q, struct lws *wsi, es_ws_buf *b);
 
@@ -179,14 +215,16 @@ int es_ws_queue_over(const es_ws_queue *q);
 int es_ws_queue_pending(const es_ws_queue *q);
 
 /*
- * Writes the oldest message of q as one text message on wsi (es_ws_send)
+ * Writes the oldest message of q as one message on wsi (es_ws_send; binary
+ * when it was queued compressed)
  * and drops it; call from wsi's WRITEABLE callback, once per callback.
  * Returns 1 when a message was written, 0 when q was empty, -1 when the
  * write failed (the message is dropped; close the connection).
  */
 int es_ws_queue_write(es_ws_queue *q, struct lws *wsi);
 
-/* Drops every queued message; the limits stay. NULL-safe. */
+/* Drops every queued message and clears q->deflate; the limits stay.
+ * NULL-safe. */
 void es_ws_queue_clear(es_ws_queue *q);
 
 /* ---- the peer ---- */

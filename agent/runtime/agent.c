@@ -174,9 +174,9 @@ static void queue_current_state(es_agent *a)
 {
 	es_err rc;
 
-	if (!a->node_json)
+	if (!a->reported_json)
 		return;
-	rc = es_store_outbox_put_state(a->st, a->node_json, time(NULL), NULL);
+	rc = es_store_outbox_put_state(a->st, a->reported_json, time(NULL), NULL);
 	if (rc != ES_OK)
 		es_log_error("agent", "cannot queue the node state", "error",
 			     es_strerror(rc), NULL);
@@ -187,7 +187,7 @@ static void queue_current_state(es_agent *a)
 static void collect_now(es_agent *a)
 {
 	cJSON *status = NULL, *node;
-	char *text = NULL;
+	char *text = NULL, *rep;
 	time_t now = time(NULL);
 	es_sample round;
 	es_err rc;
@@ -201,18 +201,28 @@ static void collect_now(es_agent *a)
 		es_log_error("agent", "collection failed", "error", es_strerror(rc), NULL);
 	} else {
 		agent__update_conditions(a, status, &round, now);
+		agent__report_events(a, status, now);
 		node = agent__build_node(a, status);
 		/* Room for the report envelope around the Node. */
 		text = node ? agent__node_text(node, ES_PROTO_MAX_MESSAGE - 16384) : NULL;
+		rep = text ? agent__report_view(a, node, now) : NULL;
 		cJSON_Delete(node);
-		if (!text) {
+		if (!rep) {
+			free(text);
 			es_log_error("agent", "cannot build the node object", "error",
 				     "out of memory", NULL);
 		} else {
 			free(a->node_json);
 			a->node_json = text;
 			es_sample_move(&a->sample, &round);
-			queue_current_state(a);
+			/* A round that changed nothing reported queues nothing. */
+			if (a->reported_json && strcmp(a->reported_json, rep) == 0) {
+				free(rep);
+			} else {
+				free(a->reported_json);
+				a->reported_json = rep;
+				queue_current_state(a);
+			}
 			a->ready = 1;
 		}
 	}
@@ -554,6 +564,8 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		so.boot_id = a->boot_id;
 		so.labels = a->labels;
 		so.metrics = a->metrics;
+		so.protocol_version = (int)cfg->protocol_version;
+		so.deflate = cfg->compress;
 		rc = es_sync_new(a->ctx, a->st, &so, &hooks, &a->sync, err, errsz);
 		if (rc != ES_OK)
 			goto cleanup;
@@ -637,6 +649,7 @@ void es_agent_free(es_agent *a)
 	cJSON_Delete(a->conditions);
 	es_health_eval_free(a->health);
 	free(a->node_json);
+	agent__report_free(a);
 	es_sample_clear(&a->sample);
 	free(a->objects_json);
 	free(a);

@@ -56,6 +56,12 @@ struct es_agent {
 	es_kcollectors *kcs;    /* the kernel collectors (kcollect.h) */
 	es_kc_cgnet_metrics cgnet_metrics; /* container_network_* (kc_cgroupnet.h) */
 	es_egress *egress;      /* EgressPolicy enforcement (egress.h) */
+	/* What the outbox got (agent_report.c): the Node last queued, as
+	 * compact JSON text, NULL before the first round; when usage figures
+	 * were last sent; the activity lists last turned into events. */
+	char *reported_json;
+	time_t usage_sent_at;
+	cJSON *activity_seen[3];
 };
 
 /* agent_kc.c: the kernel collectors (kcollect.h) */
@@ -79,6 +85,24 @@ es_err agent__kc_metrics(es_agent *a, char *err, size_t errsz);
 
 /* Queues the event ev in the outbox; consumes ev (NULL is ignored). */
 void agent__queue_event(es_agent *a, cJSON *ev);
+
+/* agent_report.c */
+
+/* With protocol-version 2, queues the round's new recent execs, exits
+ * and OOM victims (status.activity of the round's status, borrowed) as
+ * events (PROTOCOL.md "Activity events": OOM victims at once, the others
+ * when a usage report is due). Call before the Node is built, so that
+ * its status.agent counts what these events cost. */
+void agent__report_events(es_agent *a, const cJSON *status, time_t now);
+/* What the round's node (changed in place) reports (PROTOCOL.md "Usage
+ * figures"): usage figures held at the values of a->reported_json unless
+ * a usage report is due (usage-report-interval) and they moved more than
+ * usage-min-change; with protocol-version 2 the activity lists left out.
+ * Returns the text of the reported Node (malloc'd) or NULL when out of
+ * memory. */
+char *agent__report_view(es_agent *a, cJSON *node, time_t now);
+/* Frees what agent__report_view keeps. */
+void agent__report_free(es_agent *a);
 
 /* agent_node.c */
 

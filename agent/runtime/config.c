@@ -90,6 +90,21 @@ static const es_setting settings[] = {
 	S("join-url", "JOIN_URL", ES_SET_STRING, "", 0, 0, join_url,
 	  "the controller's join listener, https://host:port "
 	  "(default: controller-url's host, port 7445)"),
+	S("usage-report-interval", "USAGE_REPORT_INTERVAL", ES_SET_INT, "60", 1, 86400,
+	  usage_report_interval,
+	  "seconds between reports of usage figures (usage, activity, collector event "
+	  "counts, condition messages); condition changes, object statuses and "
+	  "events go at once"),
+	S("usage-min-change", "USAGE_MIN_CHANGE", ES_SET_INT, "5", 0, 100,
+	  usage_min_change,
+	  "percent a usage figure must move from the value last sent before it is "
+	  "sent again (0: every change)"),
+	S("protocol-version", "PROTOCOL_VERSION", ES_SET_INT, "2", 1, 2,
+	  protocol_version,
+	  "sync protocol version to speak: 2 (keyed changes, activity events, "
+	  "compression), or 1 for a controller older than this agent"),
+	S("compress", "COMPRESS", ES_SET_BOOL, "true", 0, 0, compress,
+	  "compress messages (deflate) when the controller agrees (protocol 2)"),
 };
 #undef S
 #undef E

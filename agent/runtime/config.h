@@ -44,6 +44,10 @@ typedef struct es_agent_config {
 	char *token;           /* bootstrap token "<id>.<secret>" to join with; "" none */
 	char *ca_hash;         /* "sha256:<hex>" pin of the controller's CA (join) */
 	char *join_url;        /* https URL of the join listener; "" derived */
+	int64_t usage_report_interval; /* seconds between usage reports */
+	int64_t usage_min_change;      /* percent a usage figure must move */
+	int64_t protocol_version;      /* hello.protocolVersion, 1 or 2 */
+	int compress;                  /* offer deflate (protocol 2) */
 } es_agent_config;
 
 /* The settings table (for help output and tests); *n gets its length. */

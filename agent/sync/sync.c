@@ -150,6 +150,8 @@ static void conn_down(es_sync *s, const char *why)
 	es_ws_rx_reset(&s->rx);
 	s->close_code = 0;
 	es_ws_queue_clear(&s->q);
+	s->proto = 1;
+	s->deflate = 0;
 	lws_sul_cancel(&s->sul_tick);
 	reconcile_soon(s);
 	if (why && *why)
@@ -252,7 +254,7 @@ static int on_writeable(es_sync *s, struct lws *wsi)
 }
 
 /* One piece of a message from the controller (es_ws_rx_add: reassembly,
- * the size limit, no binary messages). */
+ * the size limit, binary messages only once `deflate` is agreed). */
 static void on_receive(es_sync *s, struct lws *wsi, const void *in, size_t len)
 {
 	es_ws_msg m;
@@ -365,6 +367,9 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	s->ctx = ctx;
 	s->st = st;
 	s->metrics = opts->metrics;
+	s->proto_offer = opts->protocol_version == 1 ? 1 : 2;
+	s->deflate_offer = opts->deflate && s->proto_offer == 2;
+	s->proto = 1;
 	if (hooks)
 		s->hooks = *hooks;
 	s->node = strdup(opts->node);

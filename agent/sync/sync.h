@@ -30,6 +30,9 @@ typedef struct es_sync_opts {
 	const cJSON *labels;       /* object of strings, copied */
 	es_agent_metrics *metrics; /* borrowed, may be NULL: reports sent and
 				    * acknowledged, last sync (metrics.h) */
+	int protocol_version;      /* hello.protocolVersion: 1, or 2 (keyed
+				    * changes; 0 counts as 2) */
+	int deflate;               /* 1: offer compressed messages (version 2) */
 } es_sync_opts;
 
 typedef struct es_sync_hooks {

@@ -65,6 +65,10 @@ struct es_sync {
 	int snapshot_sent;
 	int session_acked;    /* 1: a report of this session was acknowledged
 			       * (the backoff was reset, backoff.h) */
+	/* The protocol: what the hello offers (es_sync_opts), and what the
+	 * welcome of the live connection agreed (version 1 until then). */
+	int proto_offer, deflate_offer;
+	int proto, deflate;
 	int64_t last_rx_ms, last_ping_ms;
 	int heartbeat_s;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "es_json.h"
+#include "es_kpatch.h"
 #include "es_log.h"
 #include "es_mpatch.h"
 #include "es_time.h"
@@ -45,11 +46,13 @@ static char *build_report(es_sync *s, const es_outbox_row *row, int *snapshot,
 		type = "snapshot";
 		if (s->snapshot_sent &&
 		    es_store_base_get(s->st, &base_seq, &base) == ES_OK) {
-			if (es_mpatch_diff(base, doc, &body) != ES_OK) {
+			/* Version 2: a keyed change (es_kpatch.h); 1: RFC 7386. */
+			if ((s->proto == 2 ? es_kpatch_diff(base, doc, &body) :
+			     es_mpatch_diff(base, doc, &body)) != ES_OK) {
 				es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 				goto cleanup;
 			}
-			type = "patch";
+			type = s->proto == 2 ? "delta" : "patch";
 		} else {
 			body = doc;
 			doc = NULL;
@@ -110,12 +113,15 @@ int sync__send_next_report(es_sync *s, struct lws *wsi)
 			goto cleanup;
 		}
 	}
-	if (es_ws_send_text(wsi, text, strlen(text)) != 0) {
+	if (es_ws_send_json_text(wsi, text, strlen(text), s->deflate) != 0) {
 		sync__set_error(s, "write failed", NULL);
 		rv = -1;
 		goto cleanup;
 	}
 	es_agent_metrics_report_sent(s->metrics, row.seq);
+	/* A report is a sign of life, and its ack one back: the next ping
+	 * is due a heartbeat later (PROTOCOL.md "Liveness"). */
+	s->last_ping_ms = es_time_mono_ms();
 	s->sent_after = row.seq;
 	if (row.is_state)
 		s->state_inflight = row.seq;
@@ -155,6 +161,11 @@ void sync__send_hello(es_sync *s)
 	}
 	msg = es_proto_hello(s->node, s->agent_version, s->boot_id, labels, rv,
 			     next < 1 ? 1 : next, stream);
+	if (msg && s->proto_offer == 2 &&
+	    es_proto_make_v2(msg, s->deflate_offer) != ES_OK) {
+		cJSON_Delete(msg);
+		msg = NULL;
+	}
 	if (msg && !cJSON_GetObjectItemCaseSensitive(msg, "capabilities")) {
 		caps = cJSON_AddArrayToObject(msg, "capabilities");
 		if (!caps ||
@@ -191,7 +202,14 @@ static void on_welcome(es_sync *s, const cJSON *msg)
 			    "made; continuing after them", "ackedSeq", a, NULL);
 		es_store_set_int(s->st, "next_seq", acked + 1);
 	}
-	set_acked(s, acked);
+	/* The welcome says the version of the session (absent: 1, an older
+	 * controller); compression only when both sides announced it. */
+	s->proto = es_proto_version_of(msg) == 2 && s->proto_offer == 2 ? 2 : 1;
+	s->deflate = s->proto == 2 && s->deflate_offer &&
+		     es_proto_has_capability(msg, ES_PROTO_CAP_DEFLATE);
+	s->rx.inflate = s->deflate;
+	s->q.deflate = s->deflate;
+		set_acked(s, acked);
 	es_agent_metrics_acked(s->metrics, acked);
 	es_agent_metrics_synced(s->metrics, time(NULL));
 	s->state = ST_READY;
@@ -359,6 +377,14 @@ void sync__on_message(es_sync *s, const char *buf, size_t len)
 		}
 		es_log_warn("sync", "controller reported an error", "code", c,
 			    "message", m, NULL);
+		/* A controller of version 1 refuses a version 2 hello: the
+		 * next connections offer version 1 (PROTOCOL.md "Versions"). */
+		if (c && strcmp(c, "UnsupportedVersion") == 0 && s->proto_offer == 2) {
+			es_log_warn("sync", "the controller does not speak protocol "
+				    "version 2; offering version 1", NULL);
+			s->proto_offer = 1;
+			s->deflate_offer = 0;
+		}
 		snprintf(err, sizeof(err), "controller: %s: %s", c ? c : "",
 			 m ? m : "");
 		sync__set_error(s, err, NULL);

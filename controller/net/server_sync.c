@@ -359,6 +359,30 @@ static int node_has_session(const es_server *s, const conn *c)
 	return 0;
 }
 
+/*
+ * The welcome answering hello (PROTOCOL.md "welcome"): of the hello's
+ * protocol version. A version 2 agent that announced `deflate` gets the
+ * capability back, and from the welcome on both directions may carry
+ * compressed messages (es_ws.h, ES_WS_DEFLATE_MIN).
+ */
+static es_err queue_welcome(conn *c, const cJSON *hello, int64_t acked)
+{
+	cJSON *w = es_proto_welcome(c->node, ES_VERSION, acked);
+	int v2 = es_proto_version_of(hello) == 2;
+	int deflate = v2 && es_proto_has_capability(hello, ES_PROTO_CAP_DEFLATE);
+	es_err rc;
+
+	if (w && v2 && es_proto_make_v2(w, deflate) != ES_OK) {
+		cJSON_Delete(w);
+		w = NULL;
+	}
+	if ((rc = server__queue_msg(c, w)) != ES_OK)
+		return rc;
+	c->rx.inflate = deflate;
+	c->q.deflate = deflate;
+	return ES_OK;
+}
+
 static void on_hello(conn *c, const cJSON *msg)
 {
 	es_server *s = c->srv;
@@ -429,9 +453,12 @@ static void on_hello(conn *c, const cJSON *msg)
 	c->state = CS_READY;
 	s->n_ready++;
 	server__pending_done(c->wsi);
-	es_log_info("server", "agent connected", "node", c->node, NULL);
-	if (server__queue_msg(c, es_proto_welcome(c->node, ES_VERSION,
-						  acked)) != ES_OK ||
+	es_log_info("server", "agent connected", "node", c->node, "protocolVersion",
+		    es_proto_version_of(msg) == 2 ? "2" : "1", "compression",
+		    es_proto_version_of(msg) == 2 &&
+		    es_proto_has_capability(msg, ES_PROTO_CAP_DEFLATE) ? "deflate" : "none",
+		    NULL);
+	if (queue_welcome(c, msg, acked) != ES_OK ||
 	    sync_desired(c, since, labels_changed) != ES_OK)
 		server__queue_error(c, ES_PC_INTERNAL,
 				    "could not compute the desired state");
@@ -470,9 +497,10 @@ static const char *report_foreign_node(const conn *c, const cJSON *msg)
 }
 
 /*
- * Drops from a snapshot's or patch's status.objects (a merge patch replaces
- * the array whole) the entries for objects the controller has, with that
- * uid, that do not target c's node; each is logged. Entries for objects the
+ * Drops from a snapshot's, patch's or delta's status.objects (a merge patch
+ * replaces the array whole; a delta's entries are keyed changes) the
+ * entries for objects the controller has, with that uid, that do not
+ * target c's node; each is logged. Entries for objects the
  * controller no longer has stay: the describe view shows them as still held
  * by the agent. Errors: ES_ERR_DB, ES_ERR_NOMEM.
  */
@@ -492,6 +520,9 @@ static es_err drop_foreign_status(conn *c, cJSON *msg)
 		int foreign;
 
 		next = e->next;
+		/* A keyed change's directives ("$patch": delete, replace) stay. */
+		if (cJSON_GetObjectItemCaseSensitive(e, "$patch"))
+			continue;
 		if (k < ES_KIND_COLLECTOR_CONFIG || strcmp(es_obj_kind_name(k), kind) != 0 ||
 		    !name)
 			continue;

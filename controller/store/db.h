@@ -200,9 +200,11 @@ es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t no
  * node's current report stream (es_db_node_stream). A seq <= the node's
  * cursor is a duplicate: nothing is stored and *duplicate = 1. Otherwise
  * the report row is kept, the cursor moves to seq, and: a snapshot replaces
- * the node's state; a patch whose baseSeq equals the state's seq is
- * applied with RFC 7386 (else *need_resync = 1 and the state is left
- * alone); an event is kept (db__state_apply). The history is then trimmed
+ * the node's state; a patch or (protocol version 2) a delta whose baseSeq
+ * equals the state's seq is applied, a patch with RFC 7386, a delta as a
+ * keyed change (es_kpatch.h) (else, and for a delta that cannot be
+ * applied, *need_resync = 1 and the state is left alone); an event is kept
+ * (db__state_apply). The history is then trimmed
  * to its bounds (es_db_set_reports_kept). Costs: the report's own text
  * printed once, one row inserted, one node row updated (integers), the
  * change applied to the state held in memory; the node's whole state is

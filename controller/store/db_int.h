@@ -96,19 +96,27 @@ typedef struct db_report {
 	const cJSON *body;
 } db_report;
 
+/* 1 when a report of type `type` changes the state it is based on:
+ * `patch` (RFC 7386) or, protocol version 2, `delta` (keyed change,
+ * es_kpatch.h); else 0. */
+int db__report_is_change(const char *type);
+
 /*
- * Applies state report r (a snapshot or a patch; events are not state) to
- * a node's state *state at seq *state_seq. The one place that knows what a
- * report does to the state (PROTOCOL.md, "report"): a snapshot replaces
- * it; a patch whose baseSeq is *state_seq is applied as an RFC 7386 merge
- * patch, else the state is left alone and *need_resync = 1. On change
- * *state_seq becomes r->seq and *changed = 1. *state may be NULL (no state
- * yet: a patch then needs a resync). The same function replays stored
- * reports after a restart, so it must depend on nothing but its arguments.
+ * Applies state report r (a snapshot, a patch or a delta; events are not
+ * state) of node `node` (for the log only; may be NULL) to its state
+ * *state at seq *state_seq. The one place that knows what a report does to
+ * the state (PROTOCOL.md, "report"): a snapshot replaces it; a patch or
+ * delta whose baseSeq is *state_seq is applied, a patch as an RFC 7386
+ * merge patch and a delta as a keyed change (es_kpatch_apply); else, and
+ * for a delta that cannot be applied (logged at warn with the reason), the
+ * state is left alone and *need_resync = 1. On change *state_seq becomes
+ * r->seq and *changed = 1. *state may be NULL (no state yet: a change
+ * then needs a resync). The same function replays stored reports after a
+ * restart, so it must depend on nothing but its arguments.
  * Errors: ES_ERR_NOMEM (then *state is unchanged).
  */
-es_err db__state_apply(cJSON **state, int64_t *state_seq, const db_report *r,
-		       int *changed, int *need_resync);
+es_err db__state_apply(const char *node, cJSON **state, int64_t *state_seq,
+		       const db_report *r, int *changed, int *need_resync);
 
 /* What a report would do, without doing it: 1 when db__state_apply would
  * change the state. */

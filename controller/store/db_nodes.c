@@ -11,6 +11,7 @@
 #include "es_cond.h"
 #include "es_json.h"
 #include "es_log.h"
+#include "es_kpatch.h"
 #include "es_mpatch.h"
 #include "es_proto.h"
 #include "es_time.h"
@@ -279,7 +280,7 @@ static es_err report_parse(const cJSON *msg, db_report *r)
 		return ES_ERR_INVAL;
 	if (es_json_get_str(msg, "report", "time", 0, &r->time, e, sizeof(e)) == ES_ERR_INVAL)
 		return ES_ERR_INVAL;
-	if (strcmp(r->type, "patch") == 0) {
+	if (db__report_is_change(r->type)) {
 		if (es_json_get_int(msg, "report", "baseSeq", 1, 0, ES_JSON_MAX_INT,
 				    &r->base_seq, e, sizeof(e)) != ES_OK)
 			return ES_ERR_INVAL;
@@ -305,7 +306,7 @@ static es_err report_insert(es_db *db, const char *node, const char *stream,
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, r->seq);
 	sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
-	if (strcmp(r->type, "patch") == 0)
+	if (db__report_is_change(r->type))
 		sqlite3_bind_int64(st, 4, r->base_seq);
 	else
 		sqlite3_bind_null(st, 4);
@@ -431,7 +432,7 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 	}
 	/* From here the memory changes with the rows; on any failure both
 	 * are undone (the entry forgotten, the write rolled back). */
-	if ((rc = db__state_apply(&e->state, &e->state_seq, &r, &changed,
+	if ((rc = db__state_apply(node, &e->state, &e->state_seq, &r, &changed,
 				  &resync)) != ES_OK)
 		goto forget;
 	e->acked = r.seq;

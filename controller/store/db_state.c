@@ -18,20 +18,27 @@
 #include "store/db_int.h"
 #include "es_json.h"
 #include "es_log.h"
+#include "es_kpatch.h"
 #include "es_mpatch.h"
 
 #define NBUCKETS 16384
+
+int db__report_is_change(const char *type)
+{
+	return strcmp(type, "patch") == 0 || strcmp(type, "delta") == 0;
+}
 
 int db__state_would_apply(const cJSON *state, int64_t state_seq, const db_report *r)
 {
 	if (strcmp(r->type, "snapshot") == 0)
 		return 1;
-	return strcmp(r->type, "patch") == 0 && state && r->base_seq == state_seq;
+	return db__report_is_change(r->type) && state && r->base_seq == state_seq;
 }
 
-es_err db__state_apply(cJSON **state, int64_t *state_seq, const db_report *r,
-		       int *changed, int *need_resync)
+es_err db__state_apply(const char *node, cJSON **state, int64_t *state_seq,
+		       const db_report *r, int *changed, int *need_resync)
 {
+	char why[256] = "";
 	cJSON *next;
 	es_err rc;
 
@@ -41,12 +48,28 @@ es_err db__state_apply(cJSON **state, int64_t *state_seq, const db_report *r,
 			return ES_ERR_NOMEM;
 		cJSON_Delete(*state);
 		*state = next;
-	} else if (strcmp(r->type, "patch") == 0) {
+	} else if (db__report_is_change(r->type)) {
 		if (!db__state_would_apply(*state, *state_seq, r)) {
 			*need_resync = 1;
 			return ES_OK;
 		}
-		if ((rc = es_mpatch_apply(state, r->body)) != ES_OK)
+		if (strcmp(r->type, "delta") == 0)
+			rc = es_kpatch_apply(state, r->body, why, sizeof(why));
+		else
+			rc = es_mpatch_apply(state, r->body);
+		if (rc == ES_ERR_INVAL) {
+			/* Stored and acknowledged, not applied: the agent
+			 * sends a snapshot (as for another base). */
+			char seq[24];
+
+			snprintf(seq, sizeof(seq), "%lld", (long long)r->seq);
+			es_log_warn("store", "a delta report cannot be applied; asking "
+				    "for a snapshot", "node", node ? node : "", "seq", seq,
+				    "error", why, NULL);
+			*need_resync = 1;
+			return ES_OK;
+		}
+		if (rc != ES_OK)
 			return rc;
 	} else {
 		return ES_OK;
@@ -182,7 +205,7 @@ static es_err replay(es_db *db, const char *node, const char *stream, int64_t fr
 			break;
 		r.body = body;
 		if (body)
-			rc = db__state_apply(state, state_seq, &r, &changed, &resync);
+			rc = db__state_apply(node, state, state_seq, &r, &changed, &resync);
 		cJSON_Delete(body);
 	}
 	if (rc == ES_OK && s != SQLITE_DONE)

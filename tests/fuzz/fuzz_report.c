@@ -9,7 +9,8 @@
  * by earlier inputs do not turn its reports into duplicates; then, in
  * order, a hello is recorded with es_db_node_hello, a desiredAck with
  * es_db_node_desired_ack and a report with es_db_report_store. A model kept
- * here (the RFC 7386 merge of es_mpatch_apply, the cursor rules of db.h)
+ * here (the RFC 7386 merge of es_mpatch_apply, the keyed changes of
+ * es_kpatch_apply, the cursor rules of db.h)
  * says what each call must answer: duplicate for a seq at or below the
  * cursor, need_resync for a patch whose baseSeq is not the state's seq.
  * At the end the node view must show the cursor, the state's seq and the
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "es_json.h"
+#include "es_kpatch.h"
 #include "es_mpatch.h"
 #include "es_proto.h"
 #include "fuzz_util.h"
@@ -130,6 +132,18 @@ static void store_report(const char *node, const cJSON *msg, model *m)
 		} else {
 			want_resync = 1;
 		}
+	} else if (strcmp(rt, "delta") == 0) {
+		/* A keyed change; one that cannot be applied asks for a
+		 * snapshot and leaves the state (PROTOCOL.md "Reports"). */
+		es_err ar = ES_ERR_INVAL;
+
+		if (m->state && base == m->state_seq)
+			ar = es_kpatch_apply(&m->state, body, NULL, 0);
+		FUZZ_CHECK(ar != ES_ERR_NOMEM, "out of memory");
+		if (ar == ES_OK)
+			m->state_seq = seq;
+		else
+			want_resync = 1;
 	}
 	FUZZ_CHECK(resync == want_resync, "%s seq %lld baseSeq %lld on state seq %lld: "
 		   "need_resync = %d", rt, (long long)seq, (long long)base,

@@ -8,6 +8,8 @@
 #   fuzz_proto   proto/golden/*.json, tests/fixtures/proto/*
 #   fuzz_mpatch  pairs "TARGET\0PATCH" of consecutive golden files (and the
 #                snapshot with the patch report)
+#   fuzz_kpatch  pairs of golden Node snapshots, and the snapshot with the
+#                delta report
 #   fuzz_mpatch_large  two pairs of objects of 5 000 and 12 000 members that
 #                a quadratic merge or diff could not finish within the CTest
 #                run's -timeout
@@ -49,6 +51,13 @@ for f in "$golden"/*.json "$golden"/objects/*.json; do
 done
 pair "$golden/report-snapshot.json" "$golden/report-patch.json" \
     "$out/fuzz_mpatch/snapshot-patch"
+fresh fuzz_kpatch
+pair "$golden/report-snapshot.json" "$golden/report-delta.json" \
+    "$out/fuzz_kpatch/snapshot-delta"
+pair "$golden/report-snapshot.json" "$golden/report-snapshot-nftables.json" \
+    "$out/fuzz_kpatch/snapshot-snapshot"
+pair "$golden/report-snapshot-nftables.json" "$golden/report-snapshot.json" \
+    "$out/fuzz_kpatch/snapshot-snapshot-back"
 # Large inputs, for -timeout, kept apart (fuzz_mpatch_large runs each once:
 # mutating them would slow the fuzzing a hundredfold): a flat pair (merge
 # and diff look members up in the other object) and a pair whose member

@@ -545,12 +545,32 @@ class FakeController:
         self.ls.close()
 
 
+def agent_and_fake_controller(test, node="target"):
+    """A cluster of one node whose agent dials a FakeController (the real
+    controller runs once first, for the dev files). Returns (cluster,
+    fake controller, the agent's first session, the hello it sent)."""
+    c = Cluster(test, nodes=[node])
+    c.start_controller()
+    c.stop_controller()
+    fake = FakeController(c)
+    c.start_agent(node)
+    ws = fake.accept()
+    _, msg = ws.recv()
+    return c, fake, ws, msg
+
+
 def _mask_fast(payload, mask):
     """XORs payload with the repeating 4-byte mask, as big integers (fast
     enough for the 10 MiB frame)."""
     whole = (mask * (len(payload) // 4 + 1))[:len(payload)]
     x = int.from_bytes(payload, "big") ^ int.from_bytes(whole, "big")
     return x.to_bytes(len(payload), "big")
+
+
+# Agent flags for tests that need a report from every collection round
+# (usage figures otherwise wait for usage-report-interval, and a round that
+# changes nothing reported sends and writes nothing).
+EVERY_ROUND = ["--usage-report-interval", "1", "--usage-min-change", "0"]
 
 
 def hello(node, rv=0, next_seq=1, labels=None):

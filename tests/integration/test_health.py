@@ -57,7 +57,9 @@ class HealthTest(unittest.TestCase):
     def setUp(self):
         self.c = Cluster(self)
         self.c.start_controller()
-        self.c.start_agent(extra=["--interval", "1"])
+        # The test reads usage figures at the controller: every round's.
+        self.c.start_agent(extra=["--interval", "1", "--usage-report-interval", "1",
+                                  "--usage-min-change", "0"])
         self.sleepers = []
         self.addCleanup(self.stop_sleepers)
 

@@ -7,7 +7,8 @@ import json
 import socket
 import unittest
 
-from harness import ClassScope, Cluster, FakeController, hello, main, wait_for, welcome
+from harness import (EVERY_ROUND, ClassScope, Cluster, FakeController,
+                     agent_and_fake_controller, hello, main, wait_for, welcome)
 
 
 class HostileTest(unittest.TestCase):
@@ -15,7 +16,7 @@ class HostileTest(unittest.TestCase):
     def setUpClass(cls):
         cls.c = Cluster(ClassScope(), nodes=["good", "evil"])
         cls.c.start_controller()
-        cls.c.start_agent("good", extra=["--interval", "1"])
+        cls.c.start_agent("good", extra=["--interval", "1"] + EVERY_ROUND)
         wait_for("the good agent connected", lambda: (cls.c.node("good") or {})
                  .get("status", {}).get("sync", {}).get("connected"))
 
@@ -118,7 +119,7 @@ class HostileTest(unittest.TestCase):
     def test_unsupported_version(self):
         ws = self.session(after_hello=False)
         h = hello("evil")
-        h["protocolVersion"] = 2
+        h["protocolVersion"] = 3
         ws.send_json(h)
         self.expect_error(ws, "UnsupportedVersion", 4001)
 
@@ -128,13 +129,7 @@ class AgentHostileTest(unittest.TestCase):
     "Transport": one JSON text message per WebSocket message)."""
 
     def test_binary_message(self):
-        c = Cluster(self, nodes=["target"])
-        c.start_controller()
-        c.stop_controller()
-        fake = FakeController(c)
-        c.start_agent("target")
-        ws = fake.accept()
-        kind, msg = ws.recv()
+        c, fake, ws, msg = agent_and_fake_controller(self)
         self.assertEqual(msg["type"], "hello")
         ws.send_json(welcome("target"))
         # A ping the agent answers as text, refused as binary: a

@@ -19,7 +19,7 @@ import threading
 import time
 import unittest
 
-from harness import Cluster, main, wait_for
+from harness import EVERY_ROUND, Cluster, main, wait_for
 
 OBJECTS = """apiVersion: edgesync.io/v1alpha1
 kind: HealthRule
@@ -108,7 +108,7 @@ class StoreFaultsTest(unittest.TestCase):
         """Controller, the two objects, an agent that applied them."""
         self.c.start_controller()
         self.c.ctl("apply", "-f", "-", stdin=OBJECTS)
-        agent = self.c.start_agent(extra=["--interval", "1"] + list(extra))
+        agent = self.c.start_agent(extra=["--interval", "1"] + EVERY_ROUND + list(extra))
         wait_for("both objects applied", lambda: (
             lambda s: applied(s, "always") and applied(s, "fast"))(self.state()))
         return agent
@@ -146,7 +146,7 @@ class StoreFaultsTest(unittest.TestCase):
             agent.stop()
             with open(self.db, "r+b") as f:
                 f.truncate(os.path.getsize(self.db) // 2)
-            agent = self.c.start_agent(extra=["--interval", "1"])
+            agent = self.c.start_agent(extra=["--interval", "1"] + EVERY_ROUND)
             self.assert_refetched(rv)
             self.assertEqual(len(aside(self.state_dir)), 1, os.listdir(self.state_dir))
             self.assertTrue(agent.alive())
@@ -175,7 +175,7 @@ class StoreFaultsTest(unittest.TestCase):
             junk = os.urandom(size)
             with open(self.db, "r+b") as f:
                 f.write(junk)
-            agent = self.c.start_agent(extra=["--interval", "1"])
+            agent = self.c.start_agent(extra=["--interval", "1"] + EVERY_ROUND)
             self.assert_refetched(None)
             moved = aside(self.state_dir)
             self.assertEqual(len(moved), 1)
@@ -216,7 +216,7 @@ class StoreFaultsTest(unittest.TestCase):
             rv = self.state()["node"]["status"]["agent"]["desiredResourceVersion"]
             agent.stop()
             self.damage_desired_page()
-            agent = self.c.start_agent(extra=["--interval", "1"])
+            agent = self.c.start_agent(extra=["--interval", "1"] + EVERY_ROUND)
             self.assert_refetched(rv)
             self.assertEqual(len(aside(self.state_dir)), 1)
             self.assertIn("integrity check", agent.output())
@@ -363,8 +363,10 @@ class StoreFaultsTest(unittest.TestCase):
         n = 8
         try:
             self.c.start_controller()
-            self.c.start_agent(state_dir=mnt, extra=["--interval", "1",
-                                                     "--max-events", str(n)])
+            # Version 1: the activity events of version 2 (every round
+            # here) would take the n event slots this test counts.
+            self.c.start_agent(state_dir=mnt, extra=EVERY_ROUND + [
+                "--interval", "1", "--max-events", str(n), "--protocol-version", "1"])
             count = wait_for("the process count", lambda: self.state()["node"]
                              ["status"]["usage"]["processes"]["count"])
             threshold = count + 150

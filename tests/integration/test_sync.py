@@ -11,7 +11,8 @@ import string
 import time
 import unittest
 
-from harness import API, Cluster, host_node_name, main, meminfo_total_bytes, wait_for
+from harness import (API, Cluster, agent_and_fake_controller, host_node_name, main,
+                     meminfo_total_bytes, wait_for, welcome)
 
 CC = """apiVersion: edgesync.io/v1alpha1
 kind: CollectorConfig
@@ -34,7 +35,7 @@ def state_report_times(cluster, after_seq=0):
     """receivedTime-independent spacing: the agent's own report times."""
     items = cluster.reports()
     return [(r["seq"], r["time"]) for r in items
-            if r["reportType"] in ("snapshot", "patch") and r["seq"] > after_seq]
+            if r["reportType"] in ("snapshot", "patch", "delta") and r["seq"] > after_seq]
 
 
 class SyncTest(unittest.TestCase):
@@ -43,7 +44,9 @@ class SyncTest(unittest.TestCase):
         self.c.start_controller()
         self.node = self.c.nodes[0]
         # A 5 s interval before any CollectorConfig; the config makes it 1 s.
-        self.c.start_agent(extra=["--interval", "5"])
+        # Usage figures on every round, so that every round reports.
+        self.c.start_agent(extra=["--interval", "5", "--usage-report-interval", "1",
+                                  "--usage-min-change", "0"])
 
     def fail_with_logs(self, e):
         raise AssertionError(f"{e}\n{self.c.logs()}") from e
@@ -287,12 +290,131 @@ class ConcurrentBurstTest(unittest.TestCase):
                         == 199 - i, timeout=60)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{c.logs()}") from e
-        errors = [line for line in c.controller.output().splitlines()
-                  if "protocol error" in line or "inflate" in line]
+        out = c.controller.output()
+        errors = [line for line in out.splitlines()
+                  if "protocol error" in line or "inflate" in line or "zlib" in line]
         self.assertEqual(errors, [])
+        # The bursts went compressed (protocol version 2, deflate).
+        for n in nodes:
+            self.assertRegex(out, rf"msg=\"?agent connected\"? node={n} protocolVersion=2 "
+                             r"compression=deflate")
         for n in nodes:
             st = c.agent_state(n)["sync"]
             self.assertEqual((st["reconnects"], st["lastError"]), (0, ""), (n, st))
+
+
+HR = {"apiVersion": "edgesync.io/v1alpha1", "kind": "HealthRule",
+      "metadata": {"name": "load-known"},
+      "spec": {"metric": "load.load1", "operator": "Ge", "threshold": 0,
+               "conditionType": "LoadKnown"}}
+
+
+class ProtocolVersionTest(unittest.TestCase):
+    """The controller of this release serves agents of both protocol
+    versions (a fleet upgrades the controller first): an agent speaking
+    version 1 (protocol-version = 1, as an agent of the previous release)
+    syncs with merge patches, a version 2 agent with keyed changes over
+    compressed messages. Both reach the same state at the controller: an
+    object's status, a node condition, a changed usage figure."""
+
+    def sync(self, version):
+        c = Cluster(self)
+        c.start_controller()
+        c.start_agent(extra=["--interval", "1", "--usage-report-interval", "1",
+                             "--usage-min-change", "0",
+                             "--protocol-version", str(version)])
+        try:
+            wait_for("the first report", lambda: c.node())
+            st, _ = c.admin("PUT", f"{API}/healthrules/load-known", HR)
+            self.assertIn(st, (200, 201))
+            wait_for("the HealthRule's status at the controller", lambda: next(
+                (o for o in c.node()["status"].get("objects", [])
+                 if o["name"] == "load-known" and applied(o)
+                 and applied(o)["status"] == "True"), None))
+            wait_for("the LoadKnown condition at the controller", lambda: any(
+                x["type"] == "LoadKnown" and x["status"] == "True"
+                for x in c.node()["status"]["conditions"]))
+            first = c.node()["status"]["usage"]["cpu"]["secondsTotal"]
+            wait_for("a usage figure changed at the controller", lambda:
+                     c.node()["status"]["usage"]["cpu"]["secondsTotal"] != first)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+        # The controller's state is the agent's, item for item.
+        local = c.agent_state()["node"]["status"]
+        stored = c.node()["status"]
+        self.assertEqual(sorted((o["kind"], o["name"]) for o in stored["objects"]),
+                         sorted((o["kind"], o["name"]) for o in local["objects"]))
+        self.assertEqual(sorted(x["type"] for x in stored["conditions"]),
+                         sorted(x["type"] for x in local["conditions"]))
+        self.assertEqual([n["interface"] for n in stored["usage"]["network"]],
+                         [n["interface"] for n in local["usage"]["network"]])
+        st = c.agent_state()["sync"]
+        self.assertEqual((st["reconnects"], st["lastError"]), (0, ""), st)
+        types = {r["reportType"] for r in c.reports()}
+        return c, types, stored
+
+    def test_version_1_agent_syncs(self):
+        c, types, _ = self.sync(1)
+        self.assertIn("patch", types)
+        self.assertNotIn("delta", types)
+        self.assertRegex(c.controller.output(),
+                         r"agent connected\"? node=\S+ protocolVersion=1 compression=none")
+
+    def test_version_2_agent_syncs(self):
+        c, types, stored = self.sync(2)
+        self.assertIn("delta", types)
+        self.assertNotIn("patch", types)
+        self.assertRegex(c.controller.output(),
+                         r"agent connected\"? node=\S+ protocolVersion=2 compression=deflate")
+        # Recent execs and exits travel as events, not state.
+        self.assertNotIn("recentExecs", stored.get("activity", {}).get("processes", {}))
+
+    def test_usage_waits_conditions_go_at_once(self):
+        """With usage-report-interval 3600 the usage figures at the
+        controller stay those of the first report, while an object's
+        status and a condition it sets arrive in the round that sees them."""
+        c = Cluster(self)
+        c.start_controller()
+        c.start_agent(extra=["--interval", "1", "--usage-report-interval", "3600"])
+        try:
+            wait_for("the first report", lambda: c.node())
+            first = c.node()["status"]["usage"]["cpu"]["secondsTotal"]
+            local0 = c.agent_state()["node"]["status"]["usage"]["cpu"]["secondsTotal"]
+            st, _ = c.admin("PUT", f"{API}/healthrules/load-known", HR)
+            self.assertIn(st, (200, 201))
+            wait_for("the LoadKnown condition at the controller", lambda: any(
+                x["type"] == "LoadKnown" and x["status"] == "True"
+                for x in c.node()["status"]["conditions"]), timeout=20)
+            wait_for("the agent's own figures moving", lambda: c.agent_state()
+                     ["node"]["status"]["usage"]["cpu"]["secondsTotal"] != local0)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+        self.assertEqual(c.node()["status"]["usage"]["cpu"]["secondsTotal"], first)
+        self.assertIn("delta", {r["reportType"] for r in c.reports()})
+
+    def test_version_2_agent_in_front_of_a_version_1_controller(self):
+        """Refused with UnsupportedVersion, as a controller of the previous
+        release refuses a version 2 hello, the agent offers version 1 on
+        its next connection and then speaks it: text, a snapshot."""
+        _, fake, ws, msg = agent_and_fake_controller(self)
+        self.assertEqual((msg["type"], msg["protocolVersion"]), ("hello", 2), msg)
+        self.assertIn("deflate", msg["capabilities"])
+        ws.send_json({"type": "error", "code": "UnsupportedVersion",
+                      "message": "hello.protocolVersion: 2 is not supported "
+                                 "(this side speaks 1)"})
+        ws.close()
+        ws = fake.accept()
+        _, msg = ws.recv()
+        self.assertEqual((msg["type"], msg["protocolVersion"]), ("hello", 1), msg)
+        self.assertNotIn("deflate", msg["capabilities"])
+        self.assertNotIn("keyed-patch", msg["capabilities"])
+        ws.send_json(welcome("target"))
+        for _ in range(20):
+            _, msg = ws.recv()
+            if msg["type"] == "report" and msg["reportType"] != "event":
+                break
+        self.assertEqual(msg["reportType"], "snapshot", msg)
+        ws.close()
 
 
 if __name__ == "__main__":

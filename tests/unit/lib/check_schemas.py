@@ -133,7 +133,7 @@ class Checker:
             return m
 
         bad = [
-            ("hello", mut(hello, lambda m: m.update(protocolVersion=2)), "hello protocolVersion 2"),
+            ("hello", mut(hello, lambda m: m.update(protocolVersion=3)), "hello protocolVersion 3"),
             ("hello", mut(hello, lambda m: m.update(node="Edge_01")), "hello invalid node name"),
             ("hello", mut(hello, lambda m: m.update(nextSeq="17")), "hello nextSeq as string"),
             ("hello", mut(hello, lambda m: m.update(nextSeq=0)), "hello nextSeq 0"),

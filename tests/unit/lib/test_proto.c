@@ -68,18 +68,28 @@ static cJSON *dup_member(const cJSON *m, const char *key)
 
 /* Re-encodes a decoded message with the es_proto_* encoders from its
  * members only. */
+/* A hello or welcome of version 2 when m is one (es_proto_make_v2). */
+static cJSON *v2_if(const cJSON *m, cJSON *msg)
+{
+	if (msg && es_proto_version_of(m) == 2)
+		assert_int_equal(es_proto_make_v2(msg, es_proto_has_capability(
+			m, ES_PROTO_CAP_DEFLATE)), ES_OK);
+	return msg;
+}
+
 static cJSON *reencode(es_msg_type t, const cJSON *m)
 {
 	switch (t) {
 	case ES_MSG_HELLO:
-		return es_proto_hello(get_str(m, "node"), get_str(m, "agentVersion"),
+		return v2_if(m, es_proto_hello(get_str(m, "node"), get_str(m, "agentVersion"),
 				      get_str(m, "bootId"), dup_member(m, "labels"),
 				      get_int(m, "resourceVersion"), get_int(m, "nextSeq"),
 				      cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-					      m, "streamId")));
+					      m, "streamId"))));
 	case ES_MSG_WELCOME:
-		return es_proto_welcome(get_str(m, "node"), get_str(m, "controllerVersion"),
-					get_int(m, "ackedSeq"));
+		return v2_if(m, es_proto_welcome(get_str(m, "node"),
+						 get_str(m, "controllerVersion"),
+						 get_int(m, "ackedSeq")));
 	case ES_MSG_DESIRED: {
 		cJSON *del = cJSON_CreateArray();
 		const cJSON *it;
@@ -113,12 +123,16 @@ static cJSON *reencode(es_msg_type t, const cJSON *m)
 					    get_str(body, "message"), get_str(io, "kind"),
 					    get_str(io, "name"),
 					    uid ? uid->valuestring : NULL, get_str(body, "time"));
+			/* Version 2 activity events carry their entries. */
+			if (nb && cJSON_GetObjectItemCaseSensitive(body, "records"))
+				cJSON_AddItemToObject(nb, "records", dup_member(body, "records"));
 		} else {
 			nb = cJSON_Duplicate(body, 1);
 		}
 		assert_non_null(nb);
 		return es_proto_report(get_int(m, "seq"), get_str(m, "time"), rt,
-				       strcmp(rt, "patch") == 0 ? get_int(m, "baseSeq") : 0,
+				       cJSON_GetObjectItemCaseSensitive(m, "baseSeq") ?
+				       get_int(m, "baseSeq") : 0,
 				       nb);
 	}
 	case ES_MSG_ACK:
@@ -273,7 +287,7 @@ static const struct {
 	{"hello-node-number.json", ES_PC_INVALID, "hello.node"},
 	{"hello-node-invalid.json", ES_PC_INVALID, "hello.node"},
 	{"hello-missing-nextseq.json", ES_PC_INVALID, "hello.nextSeq"},
-	{"hello-version-2.json", ES_PC_VERSION, "hello.protocolVersion"},
+	{"hello-version-3.json", ES_PC_VERSION, "hello.protocolVersion"},
 	{"hello-version-string.json", ES_PC_INVALID, "hello.protocolVersion"},
 	{"hello-label-number.json", ES_PC_INVALID, "hello.labels.site"},
 	{"hello-capability-number.json", ES_PC_INVALID, "hello.capabilities[1]"},

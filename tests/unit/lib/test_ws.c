@@ -1,6 +1,8 @@
 /*
  * test_ws.c - lib/es_ws.c: reassembling fragments into one message, the
- * size limit, refusing binary messages (PROTOCOL.md "Transport", "Limits"),
+ * size limit, refusing binary messages unless compression was agreed, and
+ * compressed messages (PROTOCOL.md "Transport", "Limits", "Compressed
+ * messages"),
  * and the outgoing queue with its limits. libwebsockets' frame flags and
  * writes are wrapped (lws_is_final_fragment, lws_frame_is_binary,
  * lws_write, lws_callback_on_writable), and realloc, to fail on demand.
@@ -13,6 +15,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <zlib.h>
+
+#include "es_json.h"
 #include "es_ws.h"
 
 /* What the wrapped libwebsockets calls see and answer. */
@@ -20,6 +25,7 @@ static int frame_final = 1, frame_binary;
 static int writable_asks, write_fails, realloc_fails;
 static char written[4][256];
 static size_t written_len[4];
+static int written_binary[4];
 static int nwritten;
 
 /* Never dereferenced: every lws call on it is wrapped. */
@@ -49,10 +55,11 @@ int __wrap_lws_write(struct lws *wsi, unsigned char *buf, size_t len,
 		     enum lws_write_protocol wp)
 {
 	assert_ptr_equal(wsi, fake_wsi);
-	assert_int_equal(wp, LWS_WRITE_TEXT);
+	assert_true(wp == LWS_WRITE_TEXT || wp == LWS_WRITE_BINARY);
 	if (write_fails)
 		return -1;
 	assert_true(nwritten < 4 && len < sizeof(written[0]));
+	written_binary[nwritten] = wp == LWS_WRITE_BINARY;
 	memcpy(written[nwritten], buf, len);
 	written_len[nwritten++] = len;
 	return (int)len;
@@ -377,6 +384,138 @@ static void test_send_text(void **state)
 	assert_int_equal(es_ws_send_text(fake_wsi, "{}", 2), -1);
 }
 
+/* A message of about n bytes of JSON text that compresses well. */
+static cJSON *long_msg(size_t n)
+{
+	char *pad = malloc(n + 1);
+	cJSON *m = cJSON_CreateObject();
+
+	assert_non_null(pad);
+	memset(pad, 'a', n);
+	pad[n] = '\0';
+	cJSON_AddStringToObject(m, "type", "ping");
+	cJSON_AddStringToObject(m, "time", pad);
+	free(pad);
+	return m;
+}
+
+/* Compressed messages (PROTOCOL.md "Compressed messages"): a queued
+ * message of ES_WS_DEFLATE_MIN bytes or more goes as a binary zlib
+ * stream, a shorter one as text; the receiver with inflate set gives back
+ * the text; rx_reset and queue_clear forget the agreement. */
+static void test_deflate_round_trip(void **state)
+{
+	es_ws_queue q = { 0 };
+	es_ws_rx rx = { 0 };
+	es_ws_msg m;
+	cJSON *big = long_msg(600);
+	char *want = es_json_print(big);
+
+	(void)state;
+	q.deflate = 1;
+	assert_int_equal(es_ws_queue_json(&q, fake_wsi, big), ES_OK);
+	assert_int_equal(es_ws_queue_json(&q, fake_wsi, msg("ping")), ES_OK);
+	assert_int_equal(es_ws_queue_write(&q, fake_wsi), 1);
+	assert_int_equal(es_ws_queue_write(&q, fake_wsi), 1);
+	assert_true(written_binary[0]);
+	assert_true(written_len[0] < strlen(want) / 4);
+	assert_false(written_binary[1]);
+	assert_memory_equal(written[1], "{\"type\":\"ping\"}", 15);
+	rx.inflate = 1;
+	assert_int_equal(add(&rx, written[0], 5, 1, 0, &m), ES_OK);
+	assert_false(m.done);
+	assert_int_equal(add(&rx, written[0] + 5, written_len[0] - 5, 1, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_int_equal(m.len, strlen(want));
+	assert_memory_equal(m.text, want, m.len);
+	/* Text messages are still taken. */
+	assert_int_equal(add(&rx, "{}", 2, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_memory_equal(m.text, "{}", 2);
+	/* A new connection agrees anew. */
+	es_ws_rx_reset(&rx);
+	assert_false(rx.inflate);
+	es_ws_queue_clear(&q);
+	assert_false(q.deflate);
+	/* es_ws_send_json_text compresses the same way. */
+	free(want);
+	big = long_msg(150);
+	want = es_json_print(big);
+	cJSON_Delete(big);
+	assert_int_equal(es_ws_send_json_text(fake_wsi, want, strlen(want), 1), 0);
+	assert_true(written_binary[2]);
+	assert_int_equal(es_ws_send_json_text(fake_wsi, want, strlen(want), 0), 0);
+	assert_false(written_binary[3]);
+	assert_int_equal(written_len[3], strlen(want));
+	free(want);
+	es_ws_rx_free(&rx);
+}
+
+/* A binary message that is not one complete zlib stream is
+ * MalformedMessage; one that inflates past the limit is MessageTooBig. */
+static void test_deflate_refused(void **state)
+{
+	es_ws_rx rx = { 0 };
+	es_ws_msg m;
+	size_t big = ES_PROTO_MAX_MESSAGE + 16;
+	char *text = malloc(big);
+	uLongf clen = compressBound((uLong)big);
+	unsigned char *z = malloc(clen);
+
+	(void)state;
+	assert_non_null(text);
+	assert_non_null(z);
+	memset(text, ' ', big);
+	assert_int_equal(compress2(z, &clen, (const Bytef *)text, (uLong)big, 9), Z_OK);
+	rx.inflate = 1;
+	assert_int_equal(add(&rx, "not zlib", 8, 1, 1, &m), ES_ERR_PROTO);
+	assert_int_equal(m.code, ES_PC_MALFORMED);
+	/* Cut short. */
+	assert_int_equal(add(&rx, (const char *)z, clen / 2, 1, 1, &m), ES_ERR_PROTO);
+	assert_int_equal(m.code, ES_PC_MALFORMED);
+	/* Trailing bytes after a complete stream. */
+	{
+		unsigned char small[64];
+		uLongf slen = sizeof(small) - 1;
+
+		assert_int_equal(compress2(small, &slen, (const Bytef *)"{}", 2, 9), Z_OK);
+		small[slen] = 'x';
+		assert_int_equal(add(&rx, (const char *)small, slen + 1, 1, 1, &m),
+				 ES_ERR_PROTO);
+		assert_int_equal(m.code, ES_PC_MALFORMED);
+		assert_int_equal(add(&rx, (const char *)small, slen, 1, 1, &m), ES_OK);
+		assert_true(m.done);
+		assert_memory_equal(m.text, "{}", 2);
+	}
+	/* A stream naming a dictionary that is not edgesync's. */
+	{
+		unsigned char other[64];
+		z_stream zs;
+
+		memset(&zs, 0, sizeof(zs));
+		assert_int_equal(deflateInit(&zs, 9), Z_OK);
+		assert_int_equal(deflateSetDictionary(&zs, (const Bytef *)"other", 5), Z_OK);
+		zs.next_in = (Bytef *)"{}";
+		zs.avail_in = 2;
+		zs.next_out = other;
+		zs.avail_out = sizeof(other);
+		assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+		assert_int_equal(add(&rx, (const char *)other, zs.total_out, 1, 1, &m),
+				 ES_ERR_PROTO);
+		assert_int_equal(m.code, ES_PC_MALFORMED);
+		deflateEnd(&zs);
+	}
+	/* A small stream that inflates past 1 MiB. */
+	assert_int_equal(add(&rx, (const char *)z, clen, 1, 1, &m), ES_ERR_TOOBIG);
+	assert_int_equal(m.code, ES_PC_TOO_BIG);
+	/* Still usable. */
+	assert_int_equal(add(&rx, "{}", 2, 0, 1, &m), ES_OK);
+	assert_true(m.done);
+	free(text);
+	free(z);
+	es_ws_rx_free(&rx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +530,8 @@ int main(void)
 		cmocka_unit_test_setup(test_shared_buf_fanout, reset),
 		cmocka_unit_test_setup(test_shared_buf_limits, reset),
 		cmocka_unit_test_setup(test_rx_trim, reset),
+		cmocka_unit_test_setup(test_deflate_round_trip, reset),
+		cmocka_unit_test_setup(test_deflate_refused, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
