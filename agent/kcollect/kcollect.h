@@ -193,7 +193,7 @@ struct es_kcollector {
 /* The registry, in agent/kcollect/kcollect.c. */
 extern const es_kcollector_ops es_kc_process_ops;
 extern const es_kcollector_ops es_kc_tcp_ops;
-extern const es_kcollector_ops es_kc_cgnet_ops;
+extern const es_kcollector_ops es_kc_cgroupnet_ops;
 extern const es_kcollector_ops es_kc_oom_ops;
 extern const es_kcollector_ops es_kc_blockio_ops;
 
