@@ -174,8 +174,8 @@ set(BUILD_SHARED_LIBS OFF CACHE BOOL \"\")
 ")
 
 # --- mbedTLS -----------------------------------------------------------------
-# Default configuration (include/mbedtls/mbedtls_config.h, unmodified). It is
-# checked below for what edgesync uses.
+# mbedTLS's default configuration, unmodified (its MBEDTLS_* options as
+# installed). It is checked below for what edgesync uses.
 set(_es_mbedtls_cache "${_es_common}\
 set(ENABLE_PROGRAMS OFF CACHE BOOL \"\")
 set(ENABLE_TESTING OFF CACHE BOOL \"\")

@@ -24,9 +24,10 @@
  * as one text message on wsi. Call from wsi's WRITEABLE callback, once per
  * callback. The caller may free the buffer on return: no WebSocket
  * extension is negotiated, so lws_write has sent the message or copied
- * what it could not send (lib/core-net/output.c, lws_issue_raw). With an
- * extension such as permessage-deflate it would keep reading the caller's
- * buffer on later writable events (lib/roles/ws/ops-ws.c, "Priority 5"),
+ * what it could not send to its own heap (lws_write's documentation in
+ * libwebsockets' lws-write.h, "Truncated Writes"). With an extension such
+ * as permessage-deflate, libwebsockets would keep reading the caller's
+ * buffer on later writable events while it drains the extension's output,
  * which PROTOCOL.md "Transport" rules out. Returns 0, or -1 when lws_write
  * failed or wrote less than len (close the connection).
  */

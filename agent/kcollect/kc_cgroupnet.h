@@ -1,8 +1,8 @@
 /*
  * kc_cgroupnet.h - the cgroup network collector's Prometheus families
  * (agent/kcollect/kc_cgroupnet.c; the collector itself is
- * es_kc_cgroupnet_ops in kcollect.h). cAdvisor's names and label
- * (https://github.com/google/cadvisor/blob/master/docs/storage/prometheus.md):
+ * es_kc_cgroupnet_ops in kcollect.h). cAdvisor's names and label (its
+ * documented Prometheus metrics, "Monitoring cAdvisor with Prometheus"):
  * container_network_{receive,transmit}_{bytes,packets}_total{id}, id = the
  * cgroup's path from the cgroup v2 root ("/" for the root,
  * "/system.slice/ssh.service"). Unlike cAdvisor, which reads a container's

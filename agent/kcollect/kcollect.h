@@ -33,7 +33,8 @@ typedef enum es_kbackend {
 
 /* Size of the one event ring buffer the collectors share (setting
  * ringbuf-bytes; bpf/es_events.h), bytes. A BPF ring buffer's size is a
- * power of 2 and a multiple of the page size (kernel/bpf/ringbuf.c). */
+ * power of 2 and a multiple of the page size (the kernel's BPF ring
+ * buffer documentation: max_entries of BPF_MAP_TYPE_RINGBUF). */
 #define ES_KENV_RINGBUF_DEFAULT (128u * 1024)
 #define ES_KENV_RINGBUF_MIN 4096u
 #define ES_KENV_RINGBUF_MAX (64u * 1024 * 1024)

@@ -505,8 +505,10 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	 * endpoint's listeners and clients, the kernel collectors' ring
 	 * buffers): otherwise it sizes two zeroed tables from ulimit -n, 8
 	 * bytes per possible descriptor each (320 KiB at 20000), and keeps
-	 * them resident. lib/plat/unix/unix-init.c says why a client wants
-	 * this; past the bound, new local connections are refused. */
+	 * them resident. The documentation of
+	 * lws_context_creation_info.fd_limit_per_thread says so: a smaller
+	 * bound means smaller lookup tables; past the bound, new local
+	 * connections are refused. */
 	info.fd_limit_per_thread = ES_AGENT_LWS_FDS;
 	a->ctx = lws_create_context(&info);
 	if (!a->ctx) {

@@ -56,8 +56,8 @@ static es_err parse(const char *buf, size_t len, size_t step, int eof, size_t ma
 	return rc;
 }
 
-/* A complete response held in memory, as the former
- * es_http_parse_response: fed in pieces of step bytes, then the end. */
+/* A complete response held in memory: fed to the incremental parser in
+ * pieces of step bytes, then the end of the input. */
 static es_err whole(const char *buf, size_t len, size_t step, es_http_resp *r,
 		    char *err, size_t errsz)
 {
