@@ -123,11 +123,11 @@ static es_err body_add(es_http_parser *p, const char *data, size_t n,
 	return ES_OK;
 }
 
-/* Value of header field name in the head (the first one, case-insensitive
- * name), trimmed of spaces and tabs into out (cut to outsz - 1); 1 when
- * present. The head is line[0..llen) and ends in the empty line. */
-static int header_get(const es_http_parser *p, const char *name, char *out,
-		      size_t outsz)
+/* Value of the nth (from 0) header field called name (case-insensitive)
+ * in the head, trimmed of spaces and tabs into out (cut to outsz - 1); 1
+ * when present. The head is line[0..llen) and ends in the empty line. */
+static int header_nth(const es_http_parser *p, const char *name, int nth,
+		      char *out, size_t outsz)
 {
 	const char *head = p->line, *end = p->line + p->llen;
 	const char *ls = memchr(head, '\n', p->llen);
@@ -141,7 +141,7 @@ static int header_get(const es_http_parser *p, const char *name, char *out,
 		if (!le)
 			break;
 		if ((size_t)(le - ls) > nlen && !strncasecmp(ls, name, nlen) &&
-		    ls[nlen] == ':') {
+		    ls[nlen] == ':' && nth-- == 0) {
 			v = ls + nlen + 1;
 			while (v < le && (*v == ' ' || *v == '\t'))
 				v++;
@@ -158,6 +158,86 @@ static int header_get(const es_http_parser *p, const char *name, char *out,
 		ls = le;
 	}
 	return 0;
+}
+
+/* The first header field called name; as header_nth. */
+static int header_get(const es_http_parser *p, const char *name, char *out,
+		      size_t outsz)
+{
+	return header_nth(p, name, 0, out, outsz);
+}
+
+/* One member of a Content-Length value (m, ml bytes, trimmed): its number
+ * into *v; ES_ERR_PROTO when it is not decimal digits, ES_ERR_TOOBIG over
+ * max_body. */
+static es_err cl_member(const es_http_parser *p, const char *m, size_t ml,
+			unsigned long long *v)
+{
+	size_t i;
+
+	*v = 0;
+	if (ml == 0)
+		return ES_ERR_PROTO;
+	for (i = 0; i < ml; i++)
+		if (!isdigit((unsigned char)m[i]))
+			return ES_ERR_PROTO;
+	for (i = 0; i < ml && *v <= p->max_body; i++)
+		*v = *v * 10 + (unsigned long long)(m[i] - '0');
+	return i < ml || *v > p->max_body ? ES_ERR_TOOBIG : ES_OK;
+}
+
+/*
+ * The body length the Content-Length fields give into *cl, *has 1; *has 0
+ * without the field. The field may be repeated and hold a comma-separated
+ * list (RFC 9110 section 8.6): every member must be the same decimal
+ * number, else the framing is invalid and the response is refused (RFC
+ * 9112 section 6.3, item 5). Errors: ES_ERR_PROTO (a member that is not a
+ * number, or differing members), ES_ERR_TOOBIG (over max_body).
+ */
+static es_err content_length(const es_http_parser *p, unsigned long long *cl,
+			     int *has, char *err, size_t errsz)
+{
+	char val[128], first[24] = "";
+	unsigned long long v;
+	es_err rc;
+	int n;
+
+	*cl = 0;
+	*has = 0;
+	for (n = 0; header_nth(p, "Content-Length", n, val, sizeof(val)); n++) {
+		const char *m = val, *e;
+		size_t ml;
+
+		for (;;) {
+			e = m + strcspn(m, ",");
+			while (*m == ' ' || *m == '\t')
+				m++;
+			ml = (size_t)(e - m);
+			while (ml && (m[ml - 1] == ' ' || m[ml - 1] == '\t'))
+				ml--;
+			rc = cl_member(p, m, ml, &v);
+			if (rc == ES_ERR_TOOBIG)
+				return es_errf(rc, err, errsz,
+					       "response body of %.*s bytes exceeds %zu",
+					       (int)ml, m, p->max_body);
+			if (rc != ES_OK)
+				return es_errf(rc, err, errsz,
+					       "bad Content-Length \"%s\"", val);
+			if (*has && v != *cl)
+				return es_errf(ES_ERR_PROTO, err, errsz,
+					       "differing Content-Length values \"%s\" "
+					       "and \"%.*s\" (RFC 9112 section 6.3)",
+					       first, (int)ml, m);
+			if (!*has)
+				snprintf(first, sizeof(first), "%.*s", (int)ml, m);
+			*cl = v;
+			*has = 1;
+			if (!*e)
+				break;
+			m = e + 1;
+		}
+	}
+	return ES_OK;
 }
 
 /* 1 when the Connection field value (RFC 9110 section 7.6.1) lists
@@ -217,23 +297,13 @@ static es_err head_done(es_http_parser *p, char *err, size_t errsz)
 				       "unsupported Transfer-Encoding \"%s\"", val);
 		}
 		chunked = 1;
-	} else if (header_get(p, "Content-Length", val, sizeof(val))) {
-		const char *d;
+	} else {
+		es_err rc = content_length(p, &cl, &has_cl, err, errsz);
 
-		for (d = val; isdigit((unsigned char)*d) && cl <= p->max_body; d++)
-			cl = cl * 10 + (unsigned long long)(*d - '0');
-		if (!isdigit((unsigned char)val[0]) || (*d && !isdigit((unsigned char)*d))) {
+		if (rc != ES_OK) {
 			p->st = ST_FAILED;
-			return es_errf(ES_ERR_PROTO, err, errsz,
-				       "bad Content-Length \"%s\"", val);
+			return rc;
 		}
-		if (*d || cl > p->max_body) {
-			p->st = ST_FAILED;
-			return es_errf(ES_ERR_TOOBIG, err, errsz,
-				       "response body of %s bytes exceeds %zu", val,
-				       p->max_body);
-		}
-		has_cl = 1;
 	}
 	p->llen = 0;
 	if (status == 204 || status == 304 || (has_cl && cl == 0)) {
