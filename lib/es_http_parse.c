@@ -7,6 +7,7 @@
  * come. Nothing is rescanned from the start of the response.
  */
 #include "es_http.h"
+#include "es_buf.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -34,8 +35,7 @@ struct es_http_parser {
 	int status;       /* of the final response; 0 before its head */
 	int keep_alive;
 	size_t trailer;   /* bytes of trailer fields so far */
-	char *body;       /* the body so far (local growable buffer) */
-	size_t blen, bcap;
+	es_buf body;      /* the body so far, bounded by max_body */
 	size_t llen;      /* bytes in line[] */
 	char line[ES_HTTP_MAX_HEAD]; /* the head, or the current line */
 };
@@ -56,6 +56,7 @@ es_err es_http_parser_new(size_t max_body, es_http_parser **out)
 	if (!p)
 		return ES_ERR_NOMEM;
 	p->max_body = max_body ? max_body : ES_HTTP_MAX_BODY;
+	es_buf_init(&p->body, p->max_body);
 	p->st = ST_HEAD;
 	*out = p;
 	return ES_OK;
@@ -65,7 +66,7 @@ void es_http_parser_free(es_http_parser *p)
 {
 	if (!p)
 		return;
-	free(p->body);
+	es_buf_free(&p->body);
 	free(p);
 }
 
@@ -86,40 +87,16 @@ static es_err fail(es_http_parser *p, es_err rc, char *err, size_t errsz,
 	return es_errf(rc, err, errsz, "%s", what);
 }
 
-/* Makes room for n more body bytes and the NUL: capacity doubles, so a
- * body of unknown length costs amortised linear time. Bounded by
- * max_body + 1 (the callers check max_body first). */
-static es_err body_reserve(es_http_parser *p, size_t n)
-{
-	size_t need = p->blen + n + 1, cap = p->bcap ? p->bcap : 4096;
-	char *nb;
-
-	if (need <= p->bcap)
-		return ES_OK;
-	while (cap < need)
-		cap *= 2;
-	if (cap > p->max_body + 1)
-		cap = p->max_body + 1;
-	nb = realloc(p->body, cap);
-	if (!nb)
-		return ES_ERR_NOMEM;
-	p->body = nb;
-	p->bcap = cap;
-	return ES_OK;
-}
-
 static es_err body_add(es_http_parser *p, const char *data, size_t n,
 		       char *err, size_t errsz)
 {
-	if (n > p->max_body - p->blen) {
+	if (n > p->max_body - p->body.len) {
 		p->st = ST_FAILED;
 		return es_errf(ES_ERR_TOOBIG, err, errsz,
 			       "response body exceeds %zu bytes", p->max_body);
 	}
-	if (body_reserve(p, n) != ES_OK)
+	if (es_buf_append(&p->body, data, n) != ES_OK)
 		return fail(p, ES_ERR_NOMEM, err, errsz, "out of memory");
-	memcpy(p->body + p->blen, data, n);
-	p->blen += n;
 	return ES_OK;
 }
 
@@ -311,7 +288,7 @@ static es_err head_done(es_http_parser *p, char *err, size_t errsz)
 	} else if (chunked) {
 		p->st = ST_CHUNK_SIZE;
 	} else if (has_cl) {
-		if (body_reserve(p, (size_t)cl) != ES_OK)
+		if (es_buf_reserve(&p->body, (size_t)cl) != ES_OK)
 			return fail(p, ES_ERR_NOMEM, err, errsz, "out of memory");
 		p->want = cl;
 		p->st = ST_BODY_LEN;
@@ -336,7 +313,7 @@ static es_err chunk_size_done(es_http_parser *p, char *err, size_t errsz)
 		sz = sz * 16 + (uint64_t)(isdigit((unsigned char)*s) ? *s - '0'
 						: (tolower((unsigned char)*s) - 'a' + 10));
 	}
-	if (sz > p->max_body - p->blen) {
+	if (sz > p->max_body - p->body.len) {
 		p->st = ST_FAILED;
 		return es_errf(ES_ERR_TOOBIG, err, errsz,
 			       "response body exceeds %zu bytes", p->max_body);
@@ -348,7 +325,7 @@ static es_err chunk_size_done(es_http_parser *p, char *err, size_t errsz)
 		p->st = ST_TRAILER;
 		return ES_OK;
 	}
-	if (body_reserve(p, (size_t)sz) != ES_OK)
+	if (es_buf_reserve(&p->body, (size_t)sz) != ES_OK)
 		return fail(p, ES_ERR_NOMEM, err, errsz, "out of memory");
 	p->want = sz;
 	p->st = ST_CHUNK_DATA;
@@ -462,15 +439,11 @@ es_err es_http_parser_take(es_http_parser *p, es_http_resp *resp,
 	memset(resp, 0, sizeof(*resp));
 	if (p->st != ST_DONE)
 		return ES_ERR_STATE;
-	if (body_reserve(p, 0) != ES_OK)
+	if (es_buf_reserve(&p->body, 0) != ES_OK)
 		return ES_ERR_NOMEM;
-	p->body[p->blen] = '\0';
 	resp->status = p->status;
-	resp->body = p->body;
-	resp->body_len = p->blen;
+	resp->body = es_buf_detach(&p->body, &resp->body_len);
 	if (keep_alive)
 		*keep_alive = p->keep_alive;
-	p->body = NULL;
-	p->blen = p->bcap = 0;
 	return ES_OK;
 }
