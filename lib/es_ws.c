@@ -9,9 +9,6 @@
 
 #include "es_json.h"
 
-/* Reassembly buffers start at this many bytes and double. */
-#define RX_FIRST_CAP 4096
-
 struct es_ws_qmsg {
 	struct es_ws_qmsg *next;
 	size_t len;
@@ -59,6 +56,7 @@ static es_err refuse(es_ws_rx *rx, int final, es_err err, es_proto_code code,
 		     const char *why, es_ws_msg *out)
 {
 	rx->len = 0;
+	es_buf_reset(&rx->buf);
 	rx->skip = !final;
 	rx->in_msg = !final;
 	out->code = code;
@@ -74,6 +72,7 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 	memset(out, 0, sizeof(*out));
 	if (!rx->in_msg) {
 		rx->len = 0;
+		es_buf_reset(&rx->buf);
 		rx->skip = 0;
 		rx->in_msg = 1;
 		rx->binary = lws_frame_is_binary(wsi);
@@ -85,23 +84,9 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 	if (len > ES_PROTO_MAX_MESSAGE - rx->len)
 		return refuse(rx, final, ES_ERR_TOOBIG, ES_PC_TOO_BIG,
 			      "message over 1048576 bytes", out);
-	if (!rx->binary && rx->len + len > rx->cap) {
-		size_t cap = rx->cap ? rx->cap : RX_FIRST_CAP;
-		char *n;
-
-		while (cap < rx->len + len)
-			cap *= 2;
-		if (cap > ES_PROTO_MAX_MESSAGE)
-			cap = ES_PROTO_MAX_MESSAGE;
-		n = realloc(rx->buf, cap);
-		if (!n)
-			return refuse(rx, final, ES_ERR_NOMEM, ES_PC_INTERNAL,
-				      "out of memory", out);
-		rx->buf = n;
-		rx->cap = cap;
-	}
-	if (!rx->binary && len)
-		memcpy(rx->buf + rx->len, in, len);
+	if (!rx->binary && len && es_buf_append(&rx->buf, in, len) != ES_OK)
+		return refuse(rx, final, ES_ERR_NOMEM, ES_PC_INTERNAL,
+			      "out of memory", out);
 	rx->len += len;
 	if (!final)
 		return ES_OK;
@@ -110,7 +95,7 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 		return refuse(rx, final, ES_ERR_PROTO, ES_PC_MALFORMED,
 			      "binary message; one JSON text message expected", out);
 	out->done = 1;
-	out->text = rx->buf;
+	out->text = rx->buf.p;
 	out->len = rx->len;
 	return ES_OK;
 }
@@ -120,6 +105,7 @@ void es_ws_rx_reset(es_ws_rx *rx)
 	if (!rx)
 		return;
 	rx->len = 0;
+	es_buf_reset(&rx->buf);
 	rx->in_msg = rx->binary = rx->skip = 0;
 }
 
@@ -127,7 +113,7 @@ void es_ws_rx_free(es_ws_rx *rx)
 {
 	if (!rx)
 		return;
-	free(rx->buf);
+	es_buf_free(&rx->buf);
 	memset(rx, 0, sizeof(*rx));
 }
 

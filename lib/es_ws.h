@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <cjson/cJSON.h>
 #include <libwebsockets.h>
+#include "es_buf.h"
 #include "es_err.h"
 #include "es_proto.h"
 
@@ -45,10 +46,10 @@ int es_ws_send_text(struct lws *wsi, const char *text, size_t len);
 /* One connection's message in reassembly. Zero it to start (or
  * es_ws_rx_free); all members are es_ws_rx_add's. */
 typedef struct es_ws_rx {
-	char *buf;     /* the text so far (not NUL-terminated) */
+	es_buf buf;    /* the text so far; nothing allocated before the first
+			* byte of text */
 	size_t len;    /* bytes of the message so far (a binary one's are
 			* counted, not kept) */
-	size_t cap;    /* bytes allocated at buf */
 	int in_msg;    /* 1: a fragment arrived, the final one not yet */
 	int binary;    /* the message in progress is binary */
 	int skip;      /* 1: the message was refused; drop the rest of it */
