@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -110,7 +111,18 @@ static void test_names(void **state)
 	(void)state;
 	ok("localhost:7443", ES_ADDR_NAME, "localhost", 7443, 0);
 	ok("eth0:7443", ES_ADDR_NAME, "eth0", 7443, 0);
-	ok("my_host-1.example:1", ES_ADDR_NAME, "my_host-1.example", 1, 0);
+	ok("my-host-1.Example:1", ES_ADDR_NAME, "my-host-1.Example", 1, 0);
+	ok("1a.2-b.c:1", ES_ADDR_NAME, "1a.2-b.c", 1, 0);
+	/* RFC 1123 section 2.1 host names: labels of 1..63 letters, digits
+	 * and '-', not at either end; no '_' */
+	bad("-h:1", ES_ADDR_NAME, "host name label \"-h\" starts or ends with '-'");
+	bad("h-:1", ES_ADDR_NAME, "label \"h-\" starts or ends with '-'");
+	bad("a.-b.c:1", ES_ADDR_NAME, "label \"-b\" starts or ends with '-'");
+	bad("-:1", ES_ADDR_NAME, "starts or ends with '-'");
+	bad("a..b:1", ES_ADDR_NAME, "host name label empty");
+	bad(".a:1", ES_ADDR_NAME, "host name label empty");
+	bad("example.org.:1", ES_ADDR_NAME, "host name label empty");
+	bad("my_host:1", ES_ADDR_NAME, "invalid character '_' in host");
 	/* without ES_ADDR_NAME only IP literals */
 	bad("localhost:9477", 0, "\"localhost\" is not an IPv4 address (an IPv6 address goes in brackets)");
 	bad("a b:1", ES_ADDR_NAME, "invalid character ' ' in host");
@@ -125,11 +137,26 @@ static void test_names(void **state)
 	memset(longname, 'a', sizeof(longname) - 4);
 	strcpy(longname + sizeof(longname) - 4, ":80");
 	bad(longname, ES_ADDR_NAME, "host longer than 255 characters");
-	memset(longname, 'a', 255);
-	strcpy(longname + 255, ":80");
-	memset(want, 'a', 255);
-	want[255] = '\0';
+	/* 63-byte labels are the longest; 253 bytes the longest name */
+	memset(longname, 'a', 64);
+	strcpy(longname + 64, ":80");
+	bad(longname, ES_ADDR_NAME, "host name label longer than 63 characters");
+	memset(longname, 'a', 63);
+	strcpy(longname + 63, ":80");
+	memset(want, 'a', 63);
+	want[63] = '\0';
 	ok(longname, ES_ADDR_NAME, want, 80, 0);
+	for (int i = 0; i < 4; i++) {
+		memset(want + i * 64, 'a', 63);
+		want[i * 64 + 63] = '.';
+	}
+	want[253] = '\0'; /* four labels of 63, the last cut to 61 */
+	snprintf(longname, sizeof(longname), "%s:80", want);
+	ok(longname, ES_ADDR_NAME, want, 80, 0);
+	want[253] = 'a';
+	want[254] = '\0';
+	snprintf(longname, sizeof(longname), "%s:80", want);
+	bad(longname, ES_ADDR_NAME, "host name longer than 253 characters");
 }
 
 static void test_empty_and_no_key(void **state)
