@@ -229,8 +229,8 @@ es_err es_addr_parse(const char *key, const char *s, unsigned flags,
 	return es_errf(ES_ERR_INVAL, err, errsz, "%s", why);
 }
 
-es_err es_addr_check_listen(const char *key, const es_addr *a, char *err,
-			    size_t errsz)
+es_err es_addr_check_listen(const char *key, const es_addr *a, unsigned flags,
+			    char *err, size_t errsz)
 {
 	struct addrinfo hints, *res = NULL;
 	char port[8];
@@ -240,8 +240,13 @@ es_err es_addr_check_listen(const char *key, const es_addr *a, char *err,
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if (!(flags & ES_ADDR_NAME))
+		hints.ai_flags |= AI_NUMERICHOST;
 	snprintf(port, sizeof(port), "%d", a->port);
 	rc = getaddrinfo(a->host, port, &hints, &res);
+	if (rc == EAI_NONAME && !(flags & ES_ADDR_NAME))
+		return es_errf(ES_ERR_INVAL, err, errsz, "%s: %s:%d: not an IP address",
+			       key, a->host, a->port);
 	if (rc != 0 || !res)
 		return es_errf(ES_ERR_IO, err, errsz, "%s: %s:%d: cannot resolve: %s",
 			       key, a->host, a->port, gai_strerror(rc));

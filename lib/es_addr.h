@@ -61,18 +61,21 @@ es_err es_addr_parse(const char *key, const char *s, unsigned flags,
 		     es_addr *out, char *err, size_t errsz);
 
 /*
- * Checks that this host can listen on a (parsed by es_addr_parse): binds a
- * TCP socket to it (SO_REUSEADDR, as a listener would) and closes it, so a
- * listener is never handed an address libwebsockets would retry binding
- * forever (one that is not this host's, EADDRNOTAVAIL). A name is looked
- * up (getaddrinfo) and its first address tried.
+ * Checks that this host can listen on a (parsed by es_addr_parse with
+ * flags): binds a TCP socket to it (SO_REUSEADDR, as a listener would) and
+ * closes it, so a listener is never handed an address libwebsockets would
+ * retry binding forever (one that is not this host's, EADDRNOTAVAIL).
+ * With ES_ADDR_NAME in flags a name is looked up (getaddrinfo) and its
+ * first address tried; without it the host must be an IP literal
+ * (AI_NUMERICHOST), as the caller's listener takes nothing else.
  * An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is refused: libwebsockets
  * cannot listen on one either.
- * Errors: ES_ERR_IO: err `key: host:port: <why>` ("not an address of this
- * host", "in use", "an IPv4-mapped IPv6 address", "cannot resolve: ...",
- * or strerror).
+ * Errors: ES_ERR_INVAL: err `key: host:port: not an IP address` (a name
+ * without ES_ADDR_NAME); ES_ERR_IO: err `key: host:port: <why>` ("not an
+ * address of this host", "in use", "an IPv4-mapped IPv6 address", "cannot
+ * resolve: ...", or strerror).
  */
-es_err es_addr_check_listen(const char *key, const es_addr *a, char *err,
-			    size_t errsz);
+es_err es_addr_check_listen(const char *key, const es_addr *a, unsigned flags,
+			    char *err, size_t errsz);
 
 #endif

@@ -17,8 +17,8 @@ AGENT = os.path.join(BIN_DIR, "edgesync-agent")
 CONTROLLER = os.path.join(BIN_DIR, "edgesync-controller")
 
 
-def run(argv):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60,
+def run(argv, timeout=60):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
 
@@ -73,6 +73,30 @@ class StartupErrorsTest(unittest.TestCase):
 
     def test_controller_usage_error_is_plain(self):
         self.assert_plain_usage_error(CONTROLLER)
+
+    def test_controller_listen_takes_ip_literals(self):
+        # libwebsockets binds an IP literal (or an interface); it never
+        # looks a host name up and retries a bind it cannot make: a host
+        # name or a zoned IPv6 address is a configuration error at start,
+        # not a controller without that listener.
+        state = os.path.join(self.tmp.name, "ctl")
+        for flag, other in (("--listen", "--admin-listen"),
+                            ("--admin-listen", "--listen")):
+            for host in ("localhost", "[fe80::1%lo]", "[::1%lo]"):
+                value = f"{host}:{free_port()}"
+                with self.subTest(flag=flag, value=value):
+                    try:
+                        r = run([CONTROLLER, "run", "--dev", "--state-dir", state,
+                                 flag, value, other, f"127.0.0.1:{free_port()}"],
+                                timeout=20)
+                    except subprocess.TimeoutExpired:
+                        self.fail(f"{flag} {value}: the controller started")
+                    self.assertEqual(r.returncode, 2, r)
+                    lines = [ln for ln in r.stderr.splitlines() if ln]
+                    self.assertEqual(len(lines), 1, lines)
+                    self.assertTrue(lines[0].startswith(
+                        f'edgesync-controller: {flag[2:]}: "{value}": '), lines)
+                    self.assertFalse(os.path.exists(state), "state-dir was made")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "es_addr.h"
@@ -159,6 +163,68 @@ static void test_names(void **state)
 	bad(longname, ES_ADDR_NAME, "host name longer than 253 characters");
 }
 
+/* An es_addr as es_addr_parse would fill it, without its checks. */
+static es_addr addr_of(const char *host, int port, int ipv6)
+{
+	es_addr a;
+
+	memset(&a, 0, sizeof(a));
+	snprintf(a.host, sizeof(a.host), "%s", host);
+	a.port = port;
+	a.ipv6 = ipv6;
+	return a;
+}
+
+/* es_addr_check_listen refuses with rc and an error holding needle after
+ * "key: host:port: ". */
+static void listen_bad(es_addr a, unsigned flags, es_err rc, const char *needle)
+{
+	char err[512] = "", want[400];
+
+	assert_int_equal(es_addr_check_listen("listen", &a, flags, err, sizeof(err)), rc);
+	snprintf(want, sizeof(want), "listen: %s:%d: %s", a.host, a.port, needle);
+	if (strncmp(err, want, strlen(want)))
+		fail_msg("%s:%d: error \"%s\", expected \"%s...\"", a.host, a.port, err, want);
+}
+
+static void test_check_listen(void **state)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	char err[512] = "";
+	es_addr a;
+	int fd;
+
+	(void)state;
+	/* this host's addresses: taken (port 0: any free one) */
+	a = addr_of("127.0.0.1", 0, 0);
+	assert_int_equal(es_addr_check_listen("listen", &a, 0, err, sizeof(err)), ES_OK);
+	a = addr_of("0.0.0.0", 0, 0);
+	assert_int_equal(es_addr_check_listen("listen", &a, 0, err, sizeof(err)), ES_OK);
+	/* an address this host does not have (TEST-NET-1, RFC 5737) */
+	listen_bad(addr_of("192.0.2.1", 7443, 0), 0, ES_ERR_IO, "not an address of this host");
+	/* IPv4-mapped IPv6: refused whether or not the IPv4 one is local */
+	listen_bad(addr_of("::ffff:127.0.0.1", 7443, 1), 0, ES_ERR_IO,
+		   "an IPv4-mapped IPv6 address");
+	/* a host name where the caller takes IP literals only; with
+	 * ES_ADDR_NAME it is looked up */
+	listen_bad(addr_of("localhost", 7443, 0), 0, ES_ERR_INVAL, "not an IP address");
+	a = addr_of("localhost", 0, 0);
+	assert_int_equal(es_addr_check_listen("listen", &a, ES_ADDR_NAME, err, sizeof(err)),
+			 ES_OK);
+	/* a port another socket listens on */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+	listen_bad(addr_of("127.0.0.1", ntohs(sin.sin_port), 0), 0, ES_ERR_IO, "in use");
+	close(fd);
+}
+
 static void test_empty_and_no_key(void **state)
 {
 	es_addr a;
@@ -183,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_brackets),
 		cmocka_unit_test(test_zone),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_check_listen),
 		cmocka_unit_test(test_empty_and_no_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
