@@ -33,7 +33,8 @@ typedef struct ctl_cfg {
 
 static const es_setting settings[] = {
 	{ "server", "EDGESYNC_SERVER", "server", ES_SET_STRING, ES_CTL_DEFAULT_SERVER, 0, 0,
-	  offsetof(ctl_cfg, server), "admin API URL (https://host:port)", NULL, 0 },
+	  offsetof(ctl_cfg, server), "admin API URL (https://host:port[/path prefix], no query)",
+	  NULL, 0 },
 	{ "cert", "EDGESYNC_CERT", "cert", ES_SET_STRING, NULL, 0, 0,
 	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)", NULL, 0 },
 	{ "key", "EDGESYNC_KEY", "key", ES_SET_STRING, NULL, 0, 0,
@@ -143,8 +144,9 @@ static void server_error(const char *what, const es_http_resp *r)
 	es_print_server_error(stderr, what, r->status, r->body, r->body_len);
 }
 
-/* One request; path is appended to the server URL. -1 on a transport error
- * (printed), else 0 with *r filled. */
+/* One request; path is appended to the server URL (its path a prefix, its
+ * trailing '/' dropped; open_client refused a query or fragment). -1 on a
+ * transport error (printed, naming the URL), else 0 with *r filled. */
 static int call(ctl *c, const char *method, const char *path, const char *body,
 		es_http_resp *r)
 {
@@ -181,6 +183,13 @@ static int open_client(ctl *c)
 
 	if (es_url_parse("server", c->cfg.server, "https", &u, err, sizeof(err)) != ES_OK) {
 		fprintf(stderr, "error: %s\n", err);
+		return ES_CTL_EXIT_USAGE;
+	}
+	/* The API paths are appended to the server URL (call): a query would
+	 * end up before them. */
+	if (strchr(u.path, '?')) {
+		fprintf(stderr, "error: server: \"%s\": a query is not allowed (the API "
+			"paths are appended to the URL's path)\n", c->cfg.server);
 		return ES_CTL_EXIT_USAGE;
 	}
 	rc = es_http_client_new(&opts, &c->http, err, sizeof(err));
