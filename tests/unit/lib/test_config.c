@@ -115,6 +115,50 @@ static void test_file_errors(void **state)
 	assert_non_null(strstr(err, "missing.conf"));
 }
 
+/* A key given twice in one file is refused at its second line, naming
+ * both; the first value is kept. */
+static void test_file_duplicate_key(void **state)
+{
+	test_cfg *c = *state;
+	char err[256] = "";
+
+	assert_int_equal(es_config_load_file(table, N, c,
+					     ES_FIXTURES "/config/duplicate-key.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "duplicate-key.conf:4: interval: set twice "
+			       "(first on line 1)"));
+	assert_int_equal(c->interval, 30);
+}
+
+/* Bytes that would garble a terminal (control characters, a byte order
+ * mark, bytes that are not UTF-8) are shown as \xNN in messages. */
+static void test_file_errors_escaped(void **state)
+{
+	test_cfg *c = *state;
+	char err[256] = "";
+	char *argv[] = {"prog", "--interval", "1\t2", "--node-name", "x"};
+
+	assert_int_equal(es_config_load_file(table, N, c, ES_FIXTURES "/config/bom.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "bom.conf:1: unknown key \"\\xef\\xbb\\xbfinterval\""));
+	assert_int_equal(es_config_load_file(table, N, c,
+					     ES_FIXTURES "/config/control-value.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "control-value.conf:1: interval: expected an integer in "
+			       "1..3600, got \"3\\x01\\x1b[2J\""));
+	assert_int_equal(es_config_load_args(table, N, c, 3, argv, 1, NULL, NULL, err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "--interval: expected an integer in 1..3600, got \"1\\x092\"");
+	/* UTF-8 text is shown as it is; a stray byte is escaped */
+	assert_int_equal(es_config_set(table, N, c, "interval", "caf\xc3\xa9\xff", err,
+				       sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "interval: expected an integer in 1..3600, got "
+			    "\"caf\xc3\xa9\\xff\"");
+	assert_int_equal(es_config_set(table, N, c, "no\x7fkey", "1", err, sizeof(err)),
+			 ES_ERR_NOTFOUND);
+	assert_string_equal(err, "unknown key \"no\\x7fkey\"");
+}
+
 static void test_env_and_flags(void **state)
 {
 	test_cfg *c = *state;
@@ -345,6 +389,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_duplicate_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_errors_escaped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_and_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flag_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bool_forms, setup, teardown),
