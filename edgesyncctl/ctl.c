@@ -34,13 +34,13 @@ typedef struct ctl_cfg {
 static const es_setting settings[] = {
 	{ "server", "EDGESYNC_SERVER", "server", ES_SET_STRING, ES_CTL_DEFAULT_SERVER, 0, 0,
 	  offsetof(ctl_cfg, server), "admin API URL (https://host:port[/path prefix], no query)",
-	  NULL, 0 },
+	  NULL },
 	{ "cert", "EDGESYNC_CERT", "cert", ES_SET_STRING, NULL, 0, 0,
-	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)", NULL, 0 },
+	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)", NULL },
 	{ "key", "EDGESYNC_KEY", "key", ES_SET_STRING, NULL, 0, 0,
-	  offsetof(ctl_cfg, key), "private key file of --cert (PEM)", NULL, 0 },
+	  offsetof(ctl_cfg, key), "private key file of --cert (PEM)", NULL },
 	{ "ca", "EDGESYNC_CA", "ca", ES_SET_STRING, NULL, 0, 0,
-	  offsetof(ctl_cfg, ca), "CA file the controller's certificate chains to (PEM)", NULL, 0 },
+	  offsetof(ctl_cfg, ca), "CA file the controller's certificate chains to (PEM)", NULL },
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 

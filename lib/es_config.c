@@ -118,12 +118,12 @@ static int parse_bool(const char *v, int *out)
 	return -1;
 }
 
-/* Index of value in the NULL-terminated names, or -1. */
+/* Index of value in the NULL-terminated names, ignoring ASCII case (every
+ * enumeration, as booleans), or -1. */
 static int enum_index(const es_setting *s, const char *value)
 {
 	for (int i = 0; s->names != NULL && s->names[i] != NULL; i++)
-		if (s->nocase ? strcasecmp(value, s->names[i]) == 0
-			      : strcmp(value, s->names[i]) == 0)
+		if (strcasecmp(value, s->names[i]) == 0)
 			return i;
 	return -1;
 }

@@ -26,7 +26,8 @@ typedef enum es_setting_type {
 	ES_SET_INT = 2,     /* int64_t in the struct, bounds [min, max] */
 	ES_SET_BOOL = 3,    /* int in the struct: true/false/yes/no/1/0/on/off */
 	ES_SET_ENUM = 4,    /* int in the struct: the index in names of the value
-			     * given, which must be one of names */
+			     * given, which must be one of names, matched
+			     * ignoring ASCII case (as ES_SET_BOOL's words) */
 } es_setting_type;
 
 typedef struct es_setting {
@@ -41,7 +42,6 @@ typedef struct es_setting {
 	/* ES_SET_ENUM: the allowed values, NULL-terminated; index i is stored
 	 * as i (so an enum whose values are 0, 1, ... can name them). */
 	const char *const *names;
-	int nocase;           /* ES_SET_ENUM: 1 = names match ignoring ASCII case */
 } es_setting;
 
 /* Applies every default of table (n entries) to cfg. Errors: ES_ERR_NOMEM,

@@ -16,7 +16,7 @@
 
 #define ES_CCFG_STRING(k, e, def, member, help)                               \
 	{ k, "EDGESYNC_" e, k, ES_SET_STRING, def, 0, 0,                      \
-	  offsetof(es_ccfg, member), help, NULL, 0 }
+	  offsetof(es_ccfg, member), help, NULL }
 
 static const es_setting ccfg_table[] = {
 	ES_CCFG_STRING("listen", "LISTEN", "127.0.0.1:7443", listen,
@@ -39,18 +39,18 @@ static const es_setting ccfg_table[] = {
 		       trust_domain, "SPIFFE trust domain of node and admin identities"),
 	{ "log-level", "EDGESYNC_LOG_LEVEL", "log-level", ES_SET_ENUM, "info", 0, 0,
 	  offsetof(es_ccfg, log_level), "most verbose level logged",
-	  es_log_level_names, 1 },
+	  es_log_level_names },
 	{ "dev", "EDGESYNC_DEV", "dev", ES_SET_BOOL, "false", 0, 0,
 	  offsetof(es_ccfg, dev),
 	  "development mode: make a throwaway CA and certificates in <state-dir>/dev",
-	  NULL, 0 },
+	  NULL },
 	ES_CCFG_STRING("dev-node", "DEV_NODE", NULL, dev_node,
 		       "dev mode: also issue a certificate for this node (repeatable, or a,b,c)"),
 	{ "tombstones-kept", "EDGESYNC_TOMBSTONES_KEPT", "tombstones-kept",
 	  ES_SET_INT, "10000", 0, INT64_C(1000000000),
 	  offsetof(es_ccfg, tombstones_kept),
 	  "deletion records kept; an agent older than the oldest gets a full list",
-	  NULL, 0 },
+	  NULL },
 };
 
 #define CCFG_N (sizeof(ccfg_table) / sizeof(ccfg_table[0]))

@@ -21,15 +21,15 @@ typedef struct test_cfg {
 
 static const es_setting table[] = {
 	{"controller-url", "EDGESYNC_CONTROLLER_URL", "controller-url", ES_SET_STRING,
-	 "wss://127.0.0.1:7443", 0, 0, offsetof(test_cfg, controller_url), "controller URL", NULL, 0},
+	 "wss://127.0.0.1:7443", 0, 0, offsetof(test_cfg, controller_url), "controller URL", NULL},
 	{"node-name", "EDGESYNC_NODE_NAME", "node-name", ES_SET_STRING, NULL, 0, 0,
-	 offsetof(test_cfg, node_name), "node name", NULL, 0},
+	 offsetof(test_cfg, node_name), "node name", NULL},
 	{"label-text", NULL, NULL, ES_SET_STRING, NULL, 0, 0,
-	 offsetof(test_cfg, label_text), "file only", NULL, 0},
+	 offsetof(test_cfg, label_text), "file only", NULL},
 	{"interval", "EDGESYNC_INTERVAL", "interval", ES_SET_INT, "10", 1, 3600,
-	 offsetof(test_cfg, interval), "seconds between rounds", NULL, 0},
+	 offsetof(test_cfg, interval), "seconds between rounds", NULL},
 	{"verbose", "EDGESYNC_VERBOSE", "verbose", ES_SET_BOOL, "false", 0, 0,
-	 offsetof(test_cfg, verbose), "more output", NULL, 0},
+	 offsetof(test_cfg, verbose), "more output", NULL},
 };
 #define N (sizeof(table) / sizeof(table[0]))
 
@@ -287,7 +287,7 @@ static void test_find_file(void **state)
 /* ES_SET_ENUM settings, in a table of their own. */
 typedef struct enum_cfg {
 	int backend; /* 0 auto, 1 procfs */
-	int level;   /* 0 error .. 3 debug, names matched ignoring case */
+	int level;   /* 0 error .. 3 debug */
 } enum_cfg;
 
 static const char *const backends[] = {"auto", "procfs", NULL};
@@ -295,9 +295,9 @@ static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
 
 static const es_setting etable[] = {
 	{"collector-backend", "EDGESYNC_TEST_BACKEND", "collector-backend", ES_SET_ENUM,
-	 "auto", 0, 0, offsetof(enum_cfg, backend), "kernel collectors", backends, 0},
+	 "auto", 0, 0, offsetof(enum_cfg, backend), "kernel collectors", backends},
 	{"log-level", "EDGESYNC_TEST_LEVEL", "log-level", ES_SET_ENUM, "info", 0, 0,
-	 offsetof(enum_cfg, level), "most verbose level logged", levels, 1},
+	 offsetof(enum_cfg, level), "most verbose level logged", levels},
 };
 #define EN (sizeof(etable) / sizeof(etable[0]))
 
@@ -316,14 +316,24 @@ static void test_enum_values(void **state)
 	assert_int_equal(es_config_set(etable, EN, &c, "log-level", "debug", err,
 				       sizeof(err)), ES_OK);
 	assert_int_equal(c.level, 3);
-	/* nocase: log-level takes any case, collector-backend only its own */
+	/* every enumeration matches ignoring ASCII case, as booleans do */
 	assert_int_equal(es_config_set(etable, EN, &c, "log-level", "WARN", err,
 				       sizeof(err)), ES_OK);
 	assert_int_equal(c.level, 1);
+	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "auto",
+				       err, sizeof(err)), ES_OK);
+	assert_int_equal(c.backend, 0);
 	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "PROCFS",
-				       err, sizeof(err)), ES_ERR_INVAL);
-	assert_string_equal(err, "collector-backend: \"PROCFS\": expected auto or procfs");
+				       err, sizeof(err)), ES_OK);
 	assert_int_equal(c.backend, 1);
+	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "Auto",
+				       err, sizeof(err)), ES_OK);
+	assert_int_equal(c.backend, 0);
+	/* a value that is not a name is refused, listing the names */
+	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "procfs2",
+				       err, sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "collector-backend: \"procfs2\": expected auto or procfs");
+	assert_int_equal(c.backend, 0);
 	assert_int_equal(es_config_set(etable, EN, &c, "log-level", "", err,
 				       sizeof(err)), ES_ERR_INVAL);
 	assert_string_equal(err, "log-level: \"\": expected error, warn, info or debug");
