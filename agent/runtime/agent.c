@@ -516,20 +516,10 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		goto cleanup;
 	}
 	es_store_set_notify(a->st, store_notify, a);
-	agent__kc_start(a);
-	{
-		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
-				      cfg->cgroup_root,
-				      (int)cfg->egress_check_interval,
-				      cfg->node_name,
-				      (es_egress_backend)cfg->egress_backend };
-
-		rc = es_egress_new(&eo, &a->egress, err, errsz);
-		if (rc == ES_OK)
-			rc = es_egress_start(a->egress, a->ctx, a->st, hook_egress, a);
-		if (rc != ES_OK)
-			goto cleanup;
-	}
+	/* What can stop `run` (the local endpoint's address, the controller
+	 * URL) and what an operator looks for first (the first look at the
+	 * credential files) come before the kernel collectors and egress
+	 * enforcement, which load eBPF programs. */
 	rc = es_agent_metrics_new(NULL, ES_VERSION, &a->metrics, err, errsz);
 	if (rc == ES_OK)
 		rc = agent__kc_metrics(a, err, errsz);
@@ -557,6 +547,20 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		so.labels = a->labels;
 		so.metrics = a->metrics;
 		rc = es_sync_new(a->ctx, a->st, &so, &hooks, &a->sync, err, errsz);
+		if (rc != ES_OK)
+			goto cleanup;
+	}
+	agent__kc_start(a);
+	{
+		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
+				      cfg->cgroup_root,
+				      (int)cfg->egress_check_interval,
+				      cfg->node_name,
+				      (es_egress_backend)cfg->egress_backend };
+
+		rc = es_egress_new(&eo, &a->egress, err, errsz);
+		if (rc == ES_OK)
+			rc = es_egress_start(a->egress, a->ctx, a->st, hook_egress, a);
 		if (rc != ES_OK)
 			goto cleanup;
 	}

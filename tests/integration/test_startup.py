@@ -6,8 +6,11 @@ terminal (exit 2)."""
 
 import os
 import re
+import select
+import socket
 import subprocess
 import tempfile
+import time
 import unittest
 
 from harness import BIN_DIR, free_port, main
@@ -46,6 +49,56 @@ class StartupErrorsTest(unittest.TestCase):
         lines = self.assert_logfmt(r)
         self.assertTrue(any('level=error component=agent msg="cannot start"' in ln
                             and "state-dir" in ln for ln in lines), lines)
+
+    def test_agent_fails_before_kernel_collectors(self):
+        # What stops `run` (here its local endpoint's port, taken) is found
+        # before the kernel collectors and egress load anything.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            port = s.getsockname()[1]
+            r = run([AGENT, "run", "--state-dir", os.path.join(self.tmp.name, "a"),
+                     "--http-listen", f"127.0.0.1:{port}", "--log-level", "debug"])
+        self.assertEqual(r.returncode, 1, r)
+        lines = self.assert_logfmt(r)
+        self.assertTrue(any('msg="cannot start"' in ln and f"127.0.0.1:{port}: in use" in ln
+                            for ln in lines), lines)
+        late = [ln for ln in lines if re.search(r"component=(kcollect|egress) ", ln)]
+        self.assertEqual(late, [], "started before the failure")
+
+    def test_agent_credentials_said_before_kernel_collectors(self):
+        # Missing credential files do not stop the agent (it runs offline,
+        # CredentialsValid=False), but they are said before the kernel
+        # collectors and egress start loading eBPF programs.
+        missing = os.path.join(self.tmp.name, "no-such.crt")
+        p = subprocess.Popen(
+            [AGENT, "run", "--state-dir", os.path.join(self.tmp.name, "a"),
+             "--http-listen", f"127.0.0.1:{free_port()}", "--log-level", "debug",
+             "--controller-url", f"wss://127.0.0.1:{free_port()}",
+             "--cert", missing, "--key", missing, "--ca", missing],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True)
+        lines = []
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if not select.select([p.stderr], [], [], 1)[0]:
+                    continue
+                ln = p.stderr.readline()
+                if not ln:
+                    break
+                lines.append(ln.rstrip("\n"))
+                if "credentials unusable" in ln:
+                    break
+        finally:
+            p.terminate()
+            p.communicate(timeout=30)  # drains stderr so that it can exit
+        said = [i for i, ln in enumerate(lines) if "credentials unusable" in ln]
+        self.assertTrue(said, lines)
+        self.assertIn(missing, lines[said[0]])
+        early = [ln for ln in lines[:said[0]]
+                 if re.search(r"component=(kcollect|egress) ", ln)]
+        self.assertEqual(early, [], "kernel collectors started first")
 
     def assert_plain_usage_error(self, prog):
         r = run([prog, "run", "--no-such-flag"])
