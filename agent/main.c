@@ -244,6 +244,71 @@ static void print_table(const cJSON *st)
 	}
 }
 
+/* A member of the state document: what it must be, for the message. */
+typedef struct shape {
+	const char *path;   /* dotted, from the document's root */
+	int type;           /* cJSON_Object, cJSON_Array or cJSON_String */
+	int required;
+} shape;
+
+/* What print_table reads, and so what the agent's /v1/state document
+ * {node, desired, sync} (agent/runtime/agent.h) must look like. */
+static const shape state_shape[] = {
+	{ "node", cJSON_Object, 1 },
+	{ "node.metadata", cJSON_Object, 1 },
+	{ "node.metadata.name", cJSON_String, 1 },
+	{ "node.status", cJSON_Object, 0 },
+	{ "node.status.agent", cJSON_Object, 0 },
+	{ "node.status.conditions", cJSON_Array, 0 },
+	{ "node.status.objects", cJSON_Array, 0 },
+	{ "desired", cJSON_Array, 0 },
+	{ "sync", cJSON_Object, 1 },
+	{ "sync.state", cJSON_String, 1 },
+};
+
+/* The member at the dotted path, or NULL. */
+static const cJSON *member(const cJSON *doc, const char *path)
+{
+	char key[64];
+	const char *p = path;
+
+	while (doc && *p) {
+		size_t n = strcspn(p, ".");
+
+		snprintf(key, sizeof(key), "%.*s", (int)n, p);
+		doc = cJSON_IsObject(doc) ? jget(doc, key) : NULL;
+		p += n + (p[n] == '.');
+	}
+	return doc;
+}
+
+/* 0 when doc has the shape of the agent's state, else -1 with why set to
+ * what is wrong. */
+static int check_state(const cJSON *doc, char *why, size_t whysz)
+{
+	size_t i;
+
+	if (!cJSON_IsObject(doc)) {
+		snprintf(why, whysz, "not a JSON object");
+		return -1;
+	}
+	for (i = 0; i < sizeof(state_shape) / sizeof(state_shape[0]); i++) {
+		const shape *s = &state_shape[i];
+		const cJSON *v = member(doc, s->path);
+		const char *want = s->type == cJSON_Object ? "an object"
+				   : s->type == cJSON_Array ? "an array" : "a string";
+
+		if (!v && !s->required)
+			continue;
+		if (!v || (v->type & 0xff) != s->type) {
+			snprintf(why, whysz, "\"%s\" is %s, not %s", s->path,
+				 v ? "of another type" : "missing", want);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	es_agent_config cfg;
@@ -321,14 +386,19 @@ static int cmd_status(int argc, char **argv)
 		if (es_json_parse(resp.body, resp.body_len, ES_JSON_MAX_DEPTH, &doc,
 				  NULL, 0) == ES_OK)
 			why = jstr(doc, "message");
-		fprintf(stderr, PROG ": the agent answered HTTP %d%s%s\n", resp.status,
-			why && *why ? ": " : "", why ? why : "");
+		fprintf(stderr, PROG ": %s: the agent answered HTTP %d%s%s\n", url,
+			resp.status, why && *why ? ": " : "", why ? why : "");
 		code = 1;
 		goto cleanup;
 	}
 	if (es_json_parse(resp.body, resp.body_len, ES_JSON_MAX_DEPTH, &doc, err,
 			  sizeof(err)) != ES_OK) {
-		fprintf(stderr, PROG ": the agent's /v1/state is not JSON: %s\n", err);
+		fprintf(stderr, PROG ": %s: the answer is not JSON: %s\n", url, err);
+		code = 1;
+		goto cleanup;
+	}
+	if (check_state(doc, err, sizeof(err)) != 0) {
+		fprintf(stderr, PROG ": %s: not the agent's state: %s\n", url, err);
 		code = 1;
 		goto cleanup;
 	}

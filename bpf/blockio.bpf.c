@@ -2,8 +2,9 @@
 /*
  * blockio.bpf.c - block I/O latency per device, issue to completion, as a
  * log2 histogram in microseconds, from the raw tracepoints block_rq_issue
- * and block_rq_complete (include/trace/events/block.h: args[0] is the
- * struct request). A request is identified by the address of its struct
+ * and block_rq_complete (their TP_PROTO, as
+ * /sys/kernel/tracing/events/block/ lists them: args[0] is the struct
+ * request). A request is identified by the address of its struct
  * request, which stays the same from issue to completion; (dev, sector)
  * need not be the same at both ends, and requests whose completion did not
  * match stayed in the map for good. Raw tracepoints need no tracefs.

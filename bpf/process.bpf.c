@@ -131,7 +131,7 @@ int es_proc_exit(struct trace_event_raw_sched_process_template *ctx)
 	return 0;
 }
 
-/* args[0]: parent, args[1]: child (include/trace/events/sched.h). */
+/* args[0]: parent, args[1]: child (the tracepoint's TP_PROTO). */
 SEC("raw_tracepoint/sched_process_fork")
 int es_proc_fork(struct bpf_raw_tracepoint_args *ctx)
 {

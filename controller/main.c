@@ -211,8 +211,10 @@ static int cmd_run(int argc, char **argv)
 	/* libwebsockets retries a bind to an address this host does not have
 	 * forever: refuse it here (after the lock, so a second controller on
 	 * this state directory says that first). */
-	if (es_addr_check_listen("listen", &laddr, err, sizeof(err)) != ES_OK ||
-	    es_addr_check_listen("admin-listen", &aaddr, err, sizeof(err)) != ES_OK) {
+	if (es_addr_check_listen("listen", &laddr, ES_CCFG_LISTEN_FLAGS, err,
+				 sizeof(err)) != ES_OK ||
+	    es_addr_check_listen("admin-listen", &aaddr, ES_CCFG_LISTEN_FLAGS, err,
+				 sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot listen", "error", err, NULL);
 		goto cleanup;
 	}
@@ -260,7 +262,8 @@ static int cmd_run(int argc, char **argv)
 
 		if (es_addr_parse("join-listen", cfg.join_listen, ES_CCFG_LISTEN_FLAGS,
 				  &jaddr, err, sizeof(err)) != ES_OK ||
-		    es_addr_check_listen("join-listen", &jaddr, err, sizeof(err)) != ES_OK) {
+		    es_addr_check_listen("join-listen", &jaddr, ES_CCFG_LISTEN_FLAGS, err,
+					 sizeof(err)) != ES_OK) {
 			es_log_error("main", "cannot listen", "error", err, NULL);
 			goto cleanup;
 		}

@@ -35,14 +35,14 @@ typedef struct ctl_cfg {
 
 static const es_setting settings[] = {
 	{ "server", "EDGESYNC_SERVER", "server", ES_SET_STRING, ES_CTL_DEFAULT_SERVER, 0, 0,
-	  offsetof(ctl_cfg, server), "admin API URL (https://host:port); several, "
-	  "comma-separated or the flag repeated, are tried in turn", NULL, 0 },
+	  offsetof(ctl_cfg, server), "admin API URL (https://host:port[/path prefix], no "
+	  "query); several, comma-separated or the flag repeated, are tried in turn", NULL },
 	{ "cert", "EDGESYNC_CERT", "cert", ES_SET_STRING, NULL, 0, 0,
-	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)", NULL, 0 },
+	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)", NULL },
 	{ "key", "EDGESYNC_KEY", "key", ES_SET_STRING, NULL, 0, 0,
-	  offsetof(ctl_cfg, key), "private key file of --cert (PEM)", NULL, 0 },
+	  offsetof(ctl_cfg, key), "private key file of --cert (PEM)", NULL },
 	{ "ca", "EDGESYNC_CA", "ca", ES_SET_STRING, NULL, 0, 0,
-	  offsetof(ctl_cfg, ca), "CA file the controller's certificate chains to (PEM)", NULL, 0 },
+	  offsetof(ctl_cfg, ca), "CA file the controller's certificate chains to (PEM)", NULL },
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -190,11 +190,12 @@ static void server_error(const char *what, const es_http_resp *r)
 	es_print_server_error(stderr, what, r->status, r->body, r->body_len);
 }
 
-/* One request; path is appended to the server URL. When a server cannot
- * be reached (ES_ERR_IO: resolve, connect, send, receive, timeout), the
- * next of --server is tried, each once, and the one that answers is used
- * for the command's later requests. -1 on a transport error (printed, with
- * every server's), else 0 with *r filled. */
+/* One request; path is appended to the server URL (its path a prefix, its
+ * trailing '/' dropped; open_client refused a query or fragment). When a
+ * server cannot be reached (ES_ERR_IO: resolve, connect, send, receive,
+ * timeout), the next of --server is tried, each once, and the one that
+ * answers is used for the command's later requests. -1 on a transport
+ * error (printed, naming each URL tried), else 0 with *r filled. */
 static int call(ctl *c, const char *method, const char *path, const char *body,
 		es_http_resp *r)
 {
@@ -248,6 +249,14 @@ static int open_client(ctl *c)
 		if (es_url_parse("server", c->servers.items[i], "https", &u, err,
 				 sizeof(err)) != ES_OK) {
 			fprintf(stderr, "error: %s\n", err);
+			return ES_CTL_EXIT_USAGE;
+		}
+		/* The API paths are appended to the server URL (call): a
+		 * query would end up before them. */
+		if (strchr(u.path, '?')) {
+			fprintf(stderr, "error: server: \"%s\": a query is not allowed "
+				"(the API paths are appended to the URL's path)\n",
+				c->servers.items[i]);
 			return ES_CTL_EXIT_USAGE;
 		}
 	}

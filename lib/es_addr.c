@@ -72,6 +72,37 @@ static int bracketed(const char *h, size_t n, unsigned flags, es_addr *out,
 	return 0;
 }
 
+/* A host name h (n bytes, of letters, digits, '-' and '.') as RFC 1123
+ * section 2.1 allows it: dot-separated labels of 1..63 bytes that neither
+ * start nor end with '-', at most 253 bytes in all (RFC 1035 section
+ * 2.3.4). 0, or -1 with why set. */
+static int host_name(const char *h, size_t n, char *why, size_t whysz)
+{
+	size_t i = 0, l;
+
+	if (n > 253) {
+		snprintf(why, whysz, "host name longer than 253 characters");
+		return -1;
+	}
+	while (i <= n) {
+		for (l = 0; i + l < n && h[i + l] != '.'; l++)
+			;
+		if (l == 0 || l > 63) {
+			snprintf(why, whysz, "host name label %s (RFC 1123: 1..63 "
+				 "characters between dots)", l ? "longer than 63 characters"
+				 : "empty");
+			return -1;
+		}
+		if (h[i] == '-' || h[i + l - 1] == '-') {
+			snprintf(why, whysz, "host name label \"%.*s\" starts or ends "
+				 "with '-' (RFC 1123)", (int)l, h + i);
+			return -1;
+		}
+		i += l + 1;
+	}
+	return 0;
+}
+
 /* The unbracketed host h (1..ES_ADDR_HOST_MAX bytes) into out->host. */
 static int plain(const char *h, size_t n, unsigned flags, es_addr *out,
 		 char *why, size_t whysz)
@@ -82,7 +113,7 @@ static int plain(const char *h, size_t n, unsigned flags, es_addr *out,
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)h[i];
 
-		if ((flags & ES_ADDR_NAME) && !name_char(c)) {
+		if ((flags & ES_ADDR_NAME) && !isalnum(c) && c != '-' && c != '.') {
 			snprintf(why, whysz, "invalid character '%c' in host", c);
 			return -1;
 		}
@@ -97,6 +128,8 @@ static int plain(const char *h, size_t n, unsigned flags, es_addr *out,
 			 dotted ? "" : " (an IPv6 address goes in brackets)");
 		return -1;
 	}
+	if (!dotted)
+		return host_name(h, n, why, whysz);
 	return 0;
 }
 
@@ -196,8 +229,8 @@ es_err es_addr_parse(const char *key, const char *s, unsigned flags,
 	return es_errf(ES_ERR_INVAL, err, errsz, "%s", why);
 }
 
-es_err es_addr_check_listen(const char *key, const es_addr *a, char *err,
-			    size_t errsz)
+es_err es_addr_check_listen(const char *key, const es_addr *a, unsigned flags,
+			    char *err, size_t errsz)
 {
 	struct addrinfo hints, *res = NULL;
 	char port[8];
@@ -207,8 +240,13 @@ es_err es_addr_check_listen(const char *key, const es_addr *a, char *err,
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if (!(flags & ES_ADDR_NAME))
+		hints.ai_flags |= AI_NUMERICHOST;
 	snprintf(port, sizeof(port), "%d", a->port);
 	rc = getaddrinfo(a->host, port, &hints, &res);
+	if (rc == EAI_NONAME && !(flags & ES_ADDR_NAME))
+		return es_errf(ES_ERR_INVAL, err, errsz, "%s: %s:%d: not an IP address",
+			       key, a->host, a->port);
 	if (rc != 0 || !res)
 		return es_errf(ES_ERR_IO, err, errsz, "%s: %s:%d: cannot resolve: %s",
 			       key, a->host, a->port, gai_strerror(rc));

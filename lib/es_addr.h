@@ -22,9 +22,11 @@
 
 /* What es_addr_parse accepts besides an IP literal and a port (or-ed). */
 enum {
-	/* A host or interface name: letters, digits, '-', '.', '_'. A host
-	 * of digits and dots only must still be an IPv4 address (RFC 1123
-	 * section 2.1: a name never has the dotted-decimal form). */
+	/* A host name (RFC 1123 section 2.1): dot-separated labels of 1..63
+	 * letters, digits and '-', none starting or ending with '-', at most
+	 * 253 bytes (RFC 1035 section 2.3.4). A host of digits and dots only
+	 * must still be an IPv4 address (RFC 1123 section 2.1: a name never
+	 * has the dotted-decimal form). */
 	ES_ADDR_NAME = 1u << 0,
 	/* A zone after a bracketed IPv6 literal: '%' then 1..ES_ADDR_ZONE_MAX
 	 * of letters, digits, '-', '.', '_', '~' (RFC 6874 ZoneID, unencoded). */
@@ -49,7 +51,9 @@ typedef struct es_addr {
  * Errors: ES_ERR_INVAL: s NULL or empty, no port, port 0, over 65535 or not
  * digits, a '[' without ']', something between ']' and ':', a bracketed
  * host that is not IPv6, an unbracketed IPv6 literal, a host that is not
- * an IP literal (without ES_ADDR_NAME) or has a bad character, a zone
+ * an IP literal (without ES_ADDR_NAME) or not a host name (a bad
+ * character, an empty label or one over 63 bytes, a label starting or
+ * ending with '-', over 253 bytes), a zone
  * where ES_ADDR_ZONE is not given, an empty or bad zone, a host longer
  * than ES_ADDR_HOST_MAX.
  */
@@ -57,18 +61,21 @@ es_err es_addr_parse(const char *key, const char *s, unsigned flags,
 		     es_addr *out, char *err, size_t errsz);
 
 /*
- * Checks that this host can listen on a (parsed by es_addr_parse): binds a
- * TCP socket to it (SO_REUSEADDR, as a listener would) and closes it, so a
- * listener is never handed an address libwebsockets would retry binding
- * forever (one that is not this host's, EADDRNOTAVAIL). A name is looked
- * up (getaddrinfo) and its first address tried.
+ * Checks that this host can listen on a (parsed by es_addr_parse with
+ * flags): binds a TCP socket to it (SO_REUSEADDR, as a listener would) and
+ * closes it, so a listener is never handed an address libwebsockets would
+ * retry binding forever (one that is not this host's, EADDRNOTAVAIL).
+ * With ES_ADDR_NAME in flags a name is looked up (getaddrinfo) and its
+ * first address tried; without it the host must be an IP literal
+ * (AI_NUMERICHOST), as the caller's listener takes nothing else.
  * An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is refused: libwebsockets
  * cannot listen on one either.
- * Errors: ES_ERR_IO: err `key: host:port: <why>` ("not an address of this
- * host", "in use", "an IPv4-mapped IPv6 address", "cannot resolve: ...",
- * or strerror).
+ * Errors: ES_ERR_INVAL: err `key: host:port: not an IP address` (a name
+ * without ES_ADDR_NAME); ES_ERR_IO: err `key: host:port: <why>` ("not an
+ * address of this host", "in use", "an IPv4-mapped IPv6 address", "cannot
+ * resolve: ...", or strerror).
  */
-es_err es_addr_check_listen(const char *key, const es_addr *a, char *err,
-			    size_t errsz);
+es_err es_addr_check_listen(const char *key, const es_addr *a, unsigned flags,
+			    char *err, size_t errsz);
 
 #endif

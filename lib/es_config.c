@@ -10,6 +10,67 @@
 
 #include "es_config.h"
 
+/* Room for a shown value: up to SHOW_MAX input bytes, each at most 4
+ * output bytes ("\xNN"), and "..." and the NUL. */
+#define SHOW_MAX 80
+#define SHOW_SIZE (SHOW_MAX * 4 + 4)
+
+/* Bytes of the UTF-8 sequence at s (RFC 3629 section 4) that is printable
+ * text, or 0: a control character (C0, DEL, C1), a byte order mark
+ * (U+FEFF), or bytes that are not UTF-8. */
+static size_t text_seq(const unsigned char *s)
+{
+	size_t n, i;
+
+	if (s[0] >= 0x20 && s[0] < 0x7f)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0; /* overlong, a surrogate, over U+10FFFF */
+	if ((s[0] == 0xc2 && s[1] < 0xa0) ||
+	    (s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf))
+		return 0; /* C1 control, byte order mark */
+	return n;
+}
+
+/* s as a message shows it, into buf (SHOW_SIZE bytes): at most SHOW_MAX
+ * bytes of it ("..." after a cut), every byte that is not printable UTF-8
+ * text as \xNN, so that a value cannot garble the terminal or hide. */
+static const char *shown(const char *s, char *buf)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t in = 0, out = 0, n;
+
+	while (p[in] && in < SHOW_MAX) {
+		n = text_seq(p + in);
+		if (n == 0) {
+			out += (size_t)snprintf(buf + out, SHOW_SIZE - out, "\\x%02x", p[in]);
+			in++;
+			continue;
+		}
+		memcpy(buf + out, p + in, n);
+		out += n;
+		in += n;
+	}
+	if (p[in]) {
+		memcpy(buf + out, "...", 3);
+		out += 3;
+	}
+	buf[out] = '\0';
+	return buf;
+}
+
 static const es_setting *by_key(const es_setting *t, size_t n, const char *key)
 {
 	for (size_t i = 0; i < n; i++)
@@ -57,12 +118,12 @@ static int parse_bool(const char *v, int *out)
 	return -1;
 }
 
-/* Index of value in the NULL-terminated names, or -1. */
+/* Index of value in the NULL-terminated names, ignoring ASCII case (every
+ * enumeration, as booleans), or -1. */
 static int enum_index(const es_setting *s, const char *value)
 {
 	for (int i = 0; s->names != NULL && s->names[i] != NULL; i++)
-		if (s->nocase ? strcasecmp(value, s->names[i]) == 0
-			      : strcmp(value, s->names[i]) == 0)
+		if (strcasecmp(value, s->names[i]) == 0)
 			return i;
 	return -1;
 }
@@ -89,6 +150,7 @@ static es_err set_value(const es_setting *s, void *cfg, const char *value,
 			char *err, size_t errsz)
 {
 	char *field = (char *)cfg + s->offset;
+	char show[SHOW_SIZE];
 
 	switch (s->type) {
 	case ES_SET_STRING: {
@@ -113,8 +175,8 @@ static es_err set_value(const es_setting *s, void *cfg, const char *value,
 		    (*value != '-' && (*value < '0' || *value > '9')) ||
 		    v < min || v > max)
 			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "expected an integer in %lld..%lld, got \"%.40s\"",
-				       (long long)min, (long long)max, value);
+				       "expected an integer in %lld..%lld, got \"%s\"",
+				       (long long)min, (long long)max, shown(value, show));
 		*(int64_t *)(void *)field = (int64_t)v;
 		return ES_OK;
 	}
@@ -123,8 +185,8 @@ static es_err set_value(const es_setting *s, void *cfg, const char *value,
 
 		if (parse_bool(value, &b) < 0)
 			return es_errf(ES_ERR_INVAL, err, errsz,
-				       "expected true/false, yes/no, on/off or 1/0, got \"%.40s\"",
-				       value);
+				       "expected true/false, yes/no, on/off or 1/0, got \"%s\"",
+				       shown(value, show));
 		*(int *)(void *)field = b;
 		return ES_OK;
 	}
@@ -136,8 +198,8 @@ static es_err set_value(const es_setting *s, void *cfg, const char *value,
 			return es_errf(ES_ERR_INVAL, err, errsz, "setting has no allowed values");
 		if (i < 0) {
 			enum_list(s, ", ", " or ", list, sizeof(list));
-			return es_errf(ES_ERR_INVAL, err, errsz, "\"%.40s\": expected %s",
-				       value, list);
+			return es_errf(ES_ERR_INVAL, err, errsz, "\"%s\": expected %s",
+				       shown(value, show), list);
 		}
 		*(int *)(void *)field = i;
 		return ES_OK;
@@ -176,13 +238,15 @@ es_err es_config_set(const es_setting *table, size_t n, void *cfg,
 		     const char *key, const char *value, char *err, size_t errsz)
 {
 	const es_setting *s;
+	char show[SHOW_SIZE];
 	es_err rc;
 
 	if (key == NULL || value == NULL)
 		return es_errf(ES_ERR_INVAL, err, errsz, "es_config_set: key or value is NULL");
 	s = by_key(table, n, key);
 	if (s == NULL)
-		return es_errf(ES_ERR_NOTFOUND, err, errsz, "unknown key \"%.80s\"", key);
+		return es_errf(ES_ERR_NOTFOUND, err, errsz, "unknown key \"%s\"",
+			       shown(key, show));
 	rc = set_value(s, cfg, value, err, errsz);
 	if (rc != ES_OK)
 		return prefix_err(rc, err, errsz, key);
@@ -234,18 +298,23 @@ es_err es_config_load_file(const es_setting *table, size_t n, void *cfg,
 	FILE *f = NULL;
 	char *line = NULL;
 	size_t cap = 0;
-	unsigned long lineno = 0;
+	unsigned long lineno = 0, *seen = NULL; /* line of each key, 0: not yet */
 	ssize_t len;
 	es_err rc = ES_OK;
 
 	if (path == NULL)
 		return es_errf(ES_ERR_INVAL, err, errsz, "config file path is NULL");
+	seen = calloc(n ? n : 1, sizeof(*seen));
+	if (seen == NULL)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "%s: out of memory", path);
 	f = fopen(path, "re");
-	if (f == NULL)
-		return es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(errno));
+	if (f == NULL) {
+		rc = es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(errno));
+		goto cleanup;
+	}
 	errno = 0;
 	while ((len = getline(&line, &cap, f)) >= 0) {
-		char *p, *eq, *key, *value;
+		char *p, *eq, *key, *value, show[SHOW_SIZE];
 		const es_setting *s;
 
 		lineno++;
@@ -274,9 +343,17 @@ es_err es_config_load_file(const es_setting *table, size_t n, void *cfg,
 		s = by_key(table, n, key);
 		if (s == NULL) {
 			rc = es_errf(ES_ERR_INVAL, err, errsz,
-				     "%s:%lu: unknown key \"%.80s\"", path, lineno, key);
+				     "%s:%lu: unknown key \"%s\"", path, lineno,
+				     shown(key, show));
 			goto cleanup;
 		}
+		if (seen[s - table]) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "%s:%lu: %s: set twice (first on line %lu)", path,
+				     lineno, key, seen[s - table]);
+			goto cleanup;
+		}
+		seen[s - table] = lineno;
 		if (unquote(value) < 0) {
 			rc = es_errf(ES_ERR_INVAL, err, errsz,
 				     "%s:%lu: %s: unbalanced double quotes", path,
@@ -304,7 +381,9 @@ es_err es_config_load_file(const es_setting *table, size_t n, void *cfg,
 	}
 cleanup:
 	free(line);
-	fclose(f);
+	free(seen);
+	if (f != NULL)
+		fclose(f);
 	return rc;
 }
 
@@ -335,6 +414,7 @@ es_err es_config_load_args(const es_setting *table, size_t n, void *cfg,
 		*npositional = 0;
 	for (int i = first < 0 ? 0 : first; i < argc; i++) {
 		const char *a = argv[i], *name, *eq, *value;
+		char show[SHOW_SIZE], flag[SHOW_MAX + 1];
 		const es_setting *s;
 		size_t nlen;
 		es_err rc;
@@ -348,14 +428,15 @@ es_err es_config_load_args(const es_setting *table, size_t n, void *cfg,
 		if (only_pos || a[0] != '-' || a[1] == '\0') {
 			if (positional == NULL)
 				return es_errf(ES_ERR_INVAL, err, errsz,
-					       "unexpected argument \"%.80s\"", a);
+					       "unexpected argument \"%s\"", shown(a, show));
 			positional[npos++] = a;
 			if (npositional != NULL)
 				*npositional = npos;
 			continue;
 		}
 		if (a[1] != '-')
-			return es_errf(ES_ERR_INVAL, err, errsz, "unknown flag %.80s", a);
+			return es_errf(ES_ERR_INVAL, err, errsz, "unknown flag %s",
+				       shown(a, show));
 		name = a + 2;
 		eq = strchr(name, '=');
 		nlen = eq != NULL ? (size_t)(eq - name) : strlen(name);
@@ -366,9 +447,12 @@ es_err es_config_load_args(const es_setting *table, size_t n, void *cfg,
 			continue;
 		}
 		s = by_flag(table, n, name, nlen);
-		if (s == NULL)
-			return es_errf(ES_ERR_INVAL, err, errsz, "unknown flag --%.*s",
-				       (int)(nlen > 80 ? 80 : nlen), name);
+		if (s == NULL) {
+			snprintf(flag, sizeof(flag), "%.*s",
+				 (int)(nlen > SHOW_MAX ? SHOW_MAX : nlen), name);
+			return es_errf(ES_ERR_INVAL, err, errsz, "unknown flag --%s",
+				       shown(flag, show));
+		}
 		if (eq != NULL) {
 			value = eq + 1;
 		} else if (s->type == ES_SET_BOOL) {

@@ -10,7 +10,9 @@
  * Config file format: UTF-8 text, one `key = value` per line; blank lines
  * and lines starting with '#' are ignored; the value runs to the end of the
  * line with surrounding spaces removed; a value may be wrapped in double
- * quotes. Unknown keys are an error naming the key, file and line.
+ * quotes. Unknown keys, and a key given twice, are an error naming the key,
+ * file and line. Messages show a value's control characters, byte order
+ * mark and bytes that are not UTF-8 as \xNN.
  */
 #ifndef ES_CONFIG_H
 #define ES_CONFIG_H
@@ -24,7 +26,8 @@ typedef enum es_setting_type {
 	ES_SET_INT = 2,     /* int64_t in the struct, bounds [min, max] */
 	ES_SET_BOOL = 3,    /* int in the struct: true/false/yes/no/1/0/on/off */
 	ES_SET_ENUM = 4,    /* int in the struct: the index in names of the value
-			     * given, which must be one of names */
+			     * given, which must be one of names, matched
+			     * ignoring ASCII case (as ES_SET_BOOL's words) */
 } es_setting_type;
 
 typedef struct es_setting {
@@ -39,7 +42,6 @@ typedef struct es_setting {
 	/* ES_SET_ENUM: the allowed values, NULL-terminated; index i is stored
 	 * as i (so an enum whose values are 0, 1, ... can name them). */
 	const char *const *names;
-	int nocase;           /* ES_SET_ENUM: 1 = names match ignoring ASCII case */
 } es_setting;
 
 /* Applies every default of table (n entries) to cfg. Errors: ES_ERR_NOMEM,
@@ -48,10 +50,11 @@ es_err es_config_defaults(const es_setting *table, size_t n, void *cfg,
 			  char *err, size_t errsz);
 
 /* Reads the config file at path. Errors: ES_ERR_IO (cannot read: err names
- * the file), ES_ERR_INVAL (unknown key, bad value, value out of bounds, an
- * ES_SET_ENUM value not among its names: err names file:line and the key,
- * and for an enum the value and the allowed names, e.g.
- * "agent.conf:3: log-level: \"loud\": expected error, warn, info or debug"). */
+ * the file), ES_ERR_INVAL (unknown key, a key given twice, bad value, value
+ * out of bounds, an ES_SET_ENUM value not among its names: err names
+ * file:line and the key, and for an enum the value and the allowed names,
+ * e.g. "agent.conf:3: log-level: \"loud\": expected error, warn, info or
+ * debug"; a key given twice also the line of the first), ES_ERR_NOMEM. */
 es_err es_config_load_file(const es_setting *table, size_t n, void *cfg,
 			   const char *path, char *err, size_t errsz);
 

@@ -50,7 +50,8 @@ void es_http_resp_free(es_http_resp *resp);
  * of any size; each byte is looked at once. Framing per RFC 9112 section
  * 6.3: interim 1xx responses skipped (section 15.2 of RFC 9110), no body
  * for 204 and 304, else chunked (section 7.1; extensions and trailer
- * fields read and dropped), Content-Length, or up to the end of the
+ * fields read and dropped), Content-Length (repeated or a list only
+ * of one value, RFC 9110 section 8.6), or up to the end of the
  * connection. Only "HTTP/1.x" status lines with a three-digit status;
  * head lines end in CRLF.
  */
@@ -70,9 +71,9 @@ es_err es_http_parser_new(size_t max_body, es_http_parser **out);
  * whole (es_http_parser_done) feeding takes nothing.
  * Errors (err says what is wrong; every later call is ES_ERR_STATE):
  *   ES_ERR_PROTO  not an HTTP/1.x status line, a status out of 100..599, a
- *                 101, a bad Content-Length, a Transfer-Encoding other
- *                 than chunked, a bad chunk-size line, a chunk not
- *                 followed by CRLF
+ *                 101, a bad Content-Length or differing ones, a
+ *                 Transfer-Encoding other than chunked, a bad chunk-size
+ *                 line, a chunk not followed by CRLF
  *   ES_ERR_TOOBIG the head, a chunk-size line or the trailers exceed
  *                 ES_HTTP_MAX_HEAD, the body exceeds max_body
  *   ES_ERR_NOMEM

@@ -7,6 +7,7 @@
  * come. Nothing is rescanned from the start of the response.
  */
 #include "es_http.h"
+#include "es_buf.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -34,8 +35,7 @@ struct es_http_parser {
 	int status;       /* of the final response; 0 before its head */
 	int keep_alive;
 	size_t trailer;   /* bytes of trailer fields so far */
-	char *body;       /* the body so far (local growable buffer) */
-	size_t blen, bcap;
+	es_buf body;      /* the body so far, bounded by max_body */
 	size_t llen;      /* bytes in line[] */
 	char line[ES_HTTP_MAX_HEAD]; /* the head, or the current line */
 };
@@ -56,6 +56,7 @@ es_err es_http_parser_new(size_t max_body, es_http_parser **out)
 	if (!p)
 		return ES_ERR_NOMEM;
 	p->max_body = max_body ? max_body : ES_HTTP_MAX_BODY;
+	es_buf_init(&p->body, p->max_body);
 	p->st = ST_HEAD;
 	*out = p;
 	return ES_OK;
@@ -65,7 +66,7 @@ void es_http_parser_free(es_http_parser *p)
 {
 	if (!p)
 		return;
-	free(p->body);
+	es_buf_free(&p->body);
 	free(p);
 }
 
@@ -86,48 +87,24 @@ static es_err fail(es_http_parser *p, es_err rc, char *err, size_t errsz,
 	return es_errf(rc, err, errsz, "%s", what);
 }
 
-/* Makes room for n more body bytes and the NUL: capacity doubles, so a
- * body of unknown length costs amortised linear time. Bounded by
- * max_body + 1 (the callers check max_body first). */
-static es_err body_reserve(es_http_parser *p, size_t n)
-{
-	size_t need = p->blen + n + 1, cap = p->bcap ? p->bcap : 4096;
-	char *nb;
-
-	if (need <= p->bcap)
-		return ES_OK;
-	while (cap < need)
-		cap *= 2;
-	if (cap > p->max_body + 1)
-		cap = p->max_body + 1;
-	nb = realloc(p->body, cap);
-	if (!nb)
-		return ES_ERR_NOMEM;
-	p->body = nb;
-	p->bcap = cap;
-	return ES_OK;
-}
-
 static es_err body_add(es_http_parser *p, const char *data, size_t n,
 		       char *err, size_t errsz)
 {
-	if (n > p->max_body - p->blen) {
+	if (n > p->max_body - p->body.len) {
 		p->st = ST_FAILED;
 		return es_errf(ES_ERR_TOOBIG, err, errsz,
 			       "response body exceeds %zu bytes", p->max_body);
 	}
-	if (body_reserve(p, n) != ES_OK)
+	if (es_buf_append(&p->body, data, n) != ES_OK)
 		return fail(p, ES_ERR_NOMEM, err, errsz, "out of memory");
-	memcpy(p->body + p->blen, data, n);
-	p->blen += n;
 	return ES_OK;
 }
 
-/* Value of header field name in the head (the first one, case-insensitive
- * name), trimmed of spaces and tabs into out (cut to outsz - 1); 1 when
- * present. The head is line[0..llen) and ends in the empty line. */
-static int header_get(const es_http_parser *p, const char *name, char *out,
-		      size_t outsz)
+/* Value of the nth (from 0) header field called name (case-insensitive)
+ * in the head, trimmed of spaces and tabs into out (cut to outsz - 1); 1
+ * when present. The head is line[0..llen) and ends in the empty line. */
+static int header_nth(const es_http_parser *p, const char *name, int nth,
+		      char *out, size_t outsz)
 {
 	const char *head = p->line, *end = p->line + p->llen;
 	const char *ls = memchr(head, '\n', p->llen);
@@ -141,7 +118,7 @@ static int header_get(const es_http_parser *p, const char *name, char *out,
 		if (!le)
 			break;
 		if ((size_t)(le - ls) > nlen && !strncasecmp(ls, name, nlen) &&
-		    ls[nlen] == ':') {
+		    ls[nlen] == ':' && nth-- == 0) {
 			v = ls + nlen + 1;
 			while (v < le && (*v == ' ' || *v == '\t'))
 				v++;
@@ -158,6 +135,86 @@ static int header_get(const es_http_parser *p, const char *name, char *out,
 		ls = le;
 	}
 	return 0;
+}
+
+/* The first header field called name; as header_nth. */
+static int header_get(const es_http_parser *p, const char *name, char *out,
+		      size_t outsz)
+{
+	return header_nth(p, name, 0, out, outsz);
+}
+
+/* One member of a Content-Length value (m, ml bytes, trimmed): its number
+ * into *v; ES_ERR_PROTO when it is not decimal digits, ES_ERR_TOOBIG over
+ * max_body. */
+static es_err cl_member(const es_http_parser *p, const char *m, size_t ml,
+			unsigned long long *v)
+{
+	size_t i;
+
+	*v = 0;
+	if (ml == 0)
+		return ES_ERR_PROTO;
+	for (i = 0; i < ml; i++)
+		if (!isdigit((unsigned char)m[i]))
+			return ES_ERR_PROTO;
+	for (i = 0; i < ml && *v <= p->max_body; i++)
+		*v = *v * 10 + (unsigned long long)(m[i] - '0');
+	return i < ml || *v > p->max_body ? ES_ERR_TOOBIG : ES_OK;
+}
+
+/*
+ * The body length the Content-Length fields give into *cl, *has 1; *has 0
+ * without the field. The field may be repeated and hold a comma-separated
+ * list (RFC 9110 section 8.6): every member must be the same decimal
+ * number, else the framing is invalid and the response is refused (RFC
+ * 9112 section 6.3, item 5). Errors: ES_ERR_PROTO (a member that is not a
+ * number, or differing members), ES_ERR_TOOBIG (over max_body).
+ */
+static es_err content_length(const es_http_parser *p, unsigned long long *cl,
+			     int *has, char *err, size_t errsz)
+{
+	char val[128], first[24] = "";
+	unsigned long long v;
+	es_err rc;
+	int n;
+
+	*cl = 0;
+	*has = 0;
+	for (n = 0; header_nth(p, "Content-Length", n, val, sizeof(val)); n++) {
+		const char *m = val, *e;
+		size_t ml;
+
+		for (;;) {
+			e = m + strcspn(m, ",");
+			while (*m == ' ' || *m == '\t')
+				m++;
+			ml = (size_t)(e - m);
+			while (ml && (m[ml - 1] == ' ' || m[ml - 1] == '\t'))
+				ml--;
+			rc = cl_member(p, m, ml, &v);
+			if (rc == ES_ERR_TOOBIG)
+				return es_errf(rc, err, errsz,
+					       "response body of %.*s bytes exceeds %zu",
+					       (int)ml, m, p->max_body);
+			if (rc != ES_OK)
+				return es_errf(rc, err, errsz,
+					       "bad Content-Length \"%s\"", val);
+			if (*has && v != *cl)
+				return es_errf(ES_ERR_PROTO, err, errsz,
+					       "differing Content-Length values \"%s\" "
+					       "and \"%.*s\" (RFC 9112 section 6.3)",
+					       first, (int)ml, m);
+			if (!*has)
+				snprintf(first, sizeof(first), "%.*s", (int)ml, m);
+			*cl = v;
+			*has = 1;
+			if (!*e)
+				break;
+			m = e + 1;
+		}
+	}
+	return ES_OK;
 }
 
 /* 1 when the Connection field value (RFC 9110 section 7.6.1) lists
@@ -217,23 +274,13 @@ static es_err head_done(es_http_parser *p, char *err, size_t errsz)
 				       "unsupported Transfer-Encoding \"%s\"", val);
 		}
 		chunked = 1;
-	} else if (header_get(p, "Content-Length", val, sizeof(val))) {
-		const char *d;
+	} else {
+		es_err rc = content_length(p, &cl, &has_cl, err, errsz);
 
-		for (d = val; isdigit((unsigned char)*d) && cl <= p->max_body; d++)
-			cl = cl * 10 + (unsigned long long)(*d - '0');
-		if (!isdigit((unsigned char)val[0]) || (*d && !isdigit((unsigned char)*d))) {
+		if (rc != ES_OK) {
 			p->st = ST_FAILED;
-			return es_errf(ES_ERR_PROTO, err, errsz,
-				       "bad Content-Length \"%s\"", val);
+			return rc;
 		}
-		if (*d || cl > p->max_body) {
-			p->st = ST_FAILED;
-			return es_errf(ES_ERR_TOOBIG, err, errsz,
-				       "response body of %s bytes exceeds %zu", val,
-				       p->max_body);
-		}
-		has_cl = 1;
 	}
 	p->llen = 0;
 	if (status == 204 || status == 304 || (has_cl && cl == 0)) {
@@ -241,7 +288,7 @@ static es_err head_done(es_http_parser *p, char *err, size_t errsz)
 	} else if (chunked) {
 		p->st = ST_CHUNK_SIZE;
 	} else if (has_cl) {
-		if (body_reserve(p, (size_t)cl) != ES_OK)
+		if (es_buf_reserve(&p->body, (size_t)cl) != ES_OK)
 			return fail(p, ES_ERR_NOMEM, err, errsz, "out of memory");
 		p->want = cl;
 		p->st = ST_BODY_LEN;
@@ -266,7 +313,7 @@ static es_err chunk_size_done(es_http_parser *p, char *err, size_t errsz)
 		sz = sz * 16 + (uint64_t)(isdigit((unsigned char)*s) ? *s - '0'
 						: (tolower((unsigned char)*s) - 'a' + 10));
 	}
-	if (sz > p->max_body - p->blen) {
+	if (sz > p->max_body - p->body.len) {
 		p->st = ST_FAILED;
 		return es_errf(ES_ERR_TOOBIG, err, errsz,
 			       "response body exceeds %zu bytes", p->max_body);
@@ -278,7 +325,7 @@ static es_err chunk_size_done(es_http_parser *p, char *err, size_t errsz)
 		p->st = ST_TRAILER;
 		return ES_OK;
 	}
-	if (body_reserve(p, (size_t)sz) != ES_OK)
+	if (es_buf_reserve(&p->body, (size_t)sz) != ES_OK)
 		return fail(p, ES_ERR_NOMEM, err, errsz, "out of memory");
 	p->want = sz;
 	p->st = ST_CHUNK_DATA;
@@ -392,15 +439,11 @@ es_err es_http_parser_take(es_http_parser *p, es_http_resp *resp,
 	memset(resp, 0, sizeof(*resp));
 	if (p->st != ST_DONE)
 		return ES_ERR_STATE;
-	if (body_reserve(p, 0) != ES_OK)
+	if (es_buf_reserve(&p->body, 0) != ES_OK)
 		return ES_ERR_NOMEM;
-	p->body[p->blen] = '\0';
 	resp->status = p->status;
-	resp->body = p->body;
-	resp->body_len = p->blen;
+	resp->body = es_buf_detach(&p->body, &resp->body_len);
 	if (keep_alive)
 		*keep_alive = p->keep_alive;
-	p->body = NULL;
-	p->blen = p->bcap = 0;
 	return ES_OK;
 }

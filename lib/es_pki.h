@@ -1,7 +1,7 @@
 /*
  * es_pki.h - X.509 identities for edgesync with mbedTLS 3.6: SPIFFE IDs
- * (https://github.com/spiffe/spiffe/blob/main/standards/SPIFFE-ID.md and
- * X509-SVID.md), certificate issuing for development mode and tests, and the
+ * (the SPIFFE standards "SPIFFE Identity and Verifiable Identity Document"
+ * and "X.509 SPIFFE Verifiable Identity Document"), certificate issuing for development mode and tests, and the
  * controller's check of a peer certificate.
  *
  * Keys are ECDSA P-256; certificates are X.509 v3, PEM-encoded.

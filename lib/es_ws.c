@@ -269,6 +269,7 @@ static es_err refuse(es_ws_rx *rx, int final, es_err err, es_proto_code code,
 		     const char *why, es_ws_msg *out)
 {
 	rx->len = 0;
+	es_buf_reset(&rx->buf);
 	rx->skip = !final;
 	rx->in_msg = !final;
 	out->code = code;
@@ -284,6 +285,7 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 	memset(out, 0, sizeof(*out));
 	if (!rx->in_msg) {
 		rx->len = 0;
+		es_buf_reset(&rx->buf);
 		rx->skip = 0;
 		rx->in_msg = 1;
 		rx->binary = lws_frame_is_binary(wsi);
@@ -295,23 +297,10 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 	if (len > ES_PROTO_MAX_MESSAGE - rx->len)
 		return refuse(rx, final, ES_ERR_TOOBIG, ES_PC_TOO_BIG,
 			      "message over 1048576 bytes", out);
-	if ((!rx->binary || rx->inflate) && rx->len + len > rx->cap) {
-		size_t cap = rx->cap ? rx->cap : RX_FIRST_CAP;
-		char *n;
-
-		while (cap < rx->len + len)
-			cap *= 2;
-		if (cap > ES_PROTO_MAX_MESSAGE)
-			cap = ES_PROTO_MAX_MESSAGE;
-		n = realloc(rx->buf, cap);
-		if (!n)
-			return refuse(rx, final, ES_ERR_NOMEM, ES_PC_INTERNAL,
-				      "out of memory", out);
-		rx->buf = n;
-		rx->cap = cap;
-	}
-	if ((!rx->binary || rx->inflate) && len)
-		memcpy(rx->buf + rx->len, in, len);
+	if ((!rx->binary || rx->inflate) && len &&
+	    es_buf_append(&rx->buf, in, len) != ES_OK)
+		return refuse(rx, final, ES_ERR_NOMEM, ES_PC_INTERNAL,
+			      "out of memory", out);
 	rx->len += len;
 	if (!final)
 		return ES_OK;
@@ -321,7 +310,7 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 			      "binary message; one JSON text message expected", out);
 	if (rx->binary) {
 		size_t n = 0;
-		es_err rc = inflate_msg(rx, rx->buf, rx->len, &n);
+		es_err rc = inflate_msg(rx, rx->buf.p, rx->len, &n);
 
 		if (rc == ES_ERR_TOOBIG)
 			return refuse(rx, final, rc, ES_PC_TOO_BIG,
@@ -339,7 +328,7 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
 		return ES_OK;
 	}
 	out->done = 1;
-	out->text = rx->buf;
+	out->text = rx->buf.p;
 	out->len = rx->len;
 	return ES_OK;
 }
@@ -349,6 +338,7 @@ void es_ws_rx_reset(es_ws_rx *rx)
 	if (!rx)
 		return;
 	rx->len = 0;
+	es_buf_reset(&rx->buf);
 	rx->in_msg = rx->binary = rx->skip = rx->inflate = 0;
 }
 
@@ -356,9 +346,7 @@ void es_ws_rx_trim(es_ws_rx *rx)
 {
 	if (!rx || rx->in_msg)
 		return;
-	free(rx->buf);
-	rx->buf = NULL;
-	rx->cap = 0;
+	es_buf_free(&rx->buf);
 	rx->len = 0;
 }
 
@@ -366,7 +354,7 @@ void es_ws_rx_free(es_ws_rx *rx)
 {
 	if (!rx)
 		return;
-	free(rx->buf);
+	es_buf_free(&rx->buf);
 	free(rx->ibuf);
 	memset(rx, 0, sizeof(*rx));
 }

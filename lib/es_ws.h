@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <cjson/cJSON.h>
 #include <libwebsockets.h>
+#include "es_buf.h"
 #include "es_err.h"
 #include "es_proto.h"
 
@@ -24,9 +25,10 @@
  * as one text message on wsi. Call from wsi's WRITEABLE callback, once per
  * callback. The caller may free the buffer on return: no WebSocket
  * extension is negotiated, so lws_write has sent the message or copied
- * what it could not send (lib/core-net/output.c, lws_issue_raw). With an
- * extension such as permessage-deflate it would keep reading the caller's
- * buffer on later writable events (lib/roles/ws/ops-ws.c, "Priority 5"),
+ * what it could not send to its own heap (lws_write's documentation in
+ * libwebsockets' lws-write.h, "Truncated Writes"). With an extension such
+ * as permessage-deflate, libwebsockets would keep reading the caller's
+ * buffer on later writable events while it drains the extension's output,
  * which PROTOCOL.md "Transport" rules out. Returns 0, or -1 when lws_write
  * failed or wrote less than len (close the connection).
  */
@@ -66,10 +68,10 @@ int es_ws_send_json_text(struct lws *wsi, const char *text, size_t len, int defl
 /* One connection's message in reassembly. Zero it to start (or
  * es_ws_rx_free); all members are es_ws_rx_add's. */
 typedef struct es_ws_rx {
-	char *buf;     /* the text so far (not NUL-terminated) */
+	es_buf buf;    /* the text so far; nothing allocated before the first
+			* byte of text */
 	size_t len;    /* bytes of the message so far (a binary one's are
 			* counted, not kept) */
-	size_t cap;    /* bytes allocated at buf */
 	int in_msg;    /* 1: a fragment arrived, the final one not yet */
 	int binary;    /* the message in progress is binary */
 	int skip;      /* 1: the message was refused; drop the rest of it */

@@ -238,7 +238,7 @@ es_err es_httpd_new(struct lws_context *ctx, const char *listen,
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	rc = es_addr_parse("http-listen", listen, 0, &h->addr, err, errsz);
 	if (rc == ES_OK)
-		rc = es_addr_check_listen("http-listen", &h->addr, err, errsz);
+		rc = es_addr_check_listen("http-listen", &h->addr, 0, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
 	h->src = *src;

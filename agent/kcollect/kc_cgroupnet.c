@@ -199,7 +199,7 @@ static void cgnet_stop(es_kcollector *kc)
 	kc->priv = NULL;
 }
 
-const es_kcollector_ops es_kc_cgnet_ops = {
+const es_kcollector_ops es_kc_cgroupnet_ops = {
 	.name = "cgroup-network",
 	.start_ebpf = cgnet_start_ebpf,
 	.start_procfs = NULL,
@@ -208,8 +208,8 @@ const es_kcollector_ops es_kc_cgnet_ops = {
 	.stop = cgnet_stop,
 };
 
-es_err es_kc_cgnet_metrics_add(es_metrics *reg, es_kc_cgnet_metrics *m, char *err,
-			       size_t errsz)
+es_err es_kc_cgroupnet_metrics_add(es_metrics *reg, es_kc_cgroupnet_metrics *m,
+				   char *err, size_t errsz)
 {
 	static const char *const id[] = { "id" };
 	es_err rc;
@@ -234,7 +234,8 @@ es_err es_kc_cgnet_metrics_add(es_metrics *reg, es_kc_cgnet_metrics *m, char *er
 	return rc;
 }
 
-es_err es_kc_cgnet_metrics_set(const es_kc_cgnet_metrics *m, es_kcollectors *set)
+es_err es_kc_cgroupnet_metrics_set(const es_kc_cgroupnet_metrics *m,
+				   es_kcollectors *set)
 {
 	es_kcollector *kc = NULL;
 	kc_cgnet *c;
@@ -248,7 +249,7 @@ es_err es_kc_cgnet_metrics_set(const es_kc_cgnet_metrics *m, es_kcollectors *set
 	es_metric_clear(m->tx_bytes);
 	es_metric_clear(m->tx_packets);
 	for (i = 0; i < es_kcollectors_count(set) && !kc; i++)
-		if (es_kcollectors_get(set, i)->ops == &es_kc_cgnet_ops)
+		if (es_kcollectors_get(set, i)->ops == &es_kc_cgroupnet_ops)
 			kc = es_kcollectors_get(set, i);
 	c = kc ? kc->priv : NULL;
 	if (!c)

@@ -1,8 +1,8 @@
 /*
  * kc_cgroupnet.h - the cgroup network collector's Prometheus families
- * (agent/kcollect/kc_cgroupnet.c; the collector itself is es_kc_cgnet_ops in
- * kcollect.h). cAdvisor's names and label (https://github.com/google/
- * cadvisor/blob/master/docs/storage/prometheus.md):
+ * (agent/kcollect/kc_cgroupnet.c; the collector itself is
+ * es_kc_cgroupnet_ops in kcollect.h). cAdvisor's names and label (its
+ * documented Prometheus metrics, "Monitoring cAdvisor with Prometheus"):
  * container_network_{receive,transmit}_{bytes,packets}_total{id}, id = the
  * cgroup's path from the cgroup v2 root ("/" for the root,
  * "/system.slice/ssh.service"). Unlike cAdvisor, which reads a container's
@@ -19,17 +19,17 @@
 #include "es_metrics.h"
 #include "kcollect/kcollect.h"
 
-typedef struct es_kc_cgnet_metrics {
+typedef struct es_kc_cgroupnet_metrics {
 	es_metric *rx_bytes, *rx_packets, *tx_bytes, *tx_packets; /* owned by the registry */
-} es_kc_cgnet_metrics;
+} es_kc_cgroupnet_metrics;
 
 /*
  * Registers the four counter families in reg into m (m's pointers are
  * borrowed from reg). Errors: what es_metrics_counter returns
  * (ES_ERR_EXISTS when already registered, ES_ERR_NOMEM), err says which.
  */
-es_err es_kc_cgnet_metrics_add(es_metrics *reg, es_kc_cgnet_metrics *m, char *err,
-			       size_t errsz);
+es_err es_kc_cgroupnet_metrics_add(es_metrics *reg, es_kc_cgroupnet_metrics *m,
+				   char *err, size_t errsz);
 
 /*
  * Refills m's families from the cgroup-network collector of set (called
@@ -38,6 +38,7 @@ es_err es_kc_cgnet_metrics_add(es_metrics *reg, es_kc_cgnet_metrics *m, char *er
  * running (disabled, unavailable): the families stay empty and are left out
  * of the output. Errors: ES_ERR_NOMEM (m partly filled).
  */
-es_err es_kc_cgnet_metrics_set(const es_kc_cgnet_metrics *m, es_kcollectors *set);
+es_err es_kc_cgroupnet_metrics_set(const es_kc_cgroupnet_metrics *m,
+				   es_kcollectors *set);
 
 #endif

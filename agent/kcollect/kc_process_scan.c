@@ -24,9 +24,10 @@
 
 #include "es_log.h"
 
-/* task->flags bit of kernel threads (include/linux/sched.h): kthreadd and
- * every thread it starts carry it. Pid 2 / ppid 2 are not tested: in a pid
- * namespace (a /proc mounted inside a container) they are user processes. */
+/* PF_KTHREAD, the bit of kernel threads in task->flags (the flags field
+ * of /proc/pid/stat, proc(5)): kthreadd and every thread it starts carry
+ * it. Pid 2 / ppid 2 are not tested: in a pid namespace (a /proc mounted
+ * inside a container) they are user processes. */
 #define KCP_PF_KTHREAD 0x00200000u
 
 /* Parses /proc/<pid>/stat text. Returns 0, 1 for a kernel thread

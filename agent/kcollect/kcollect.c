@@ -24,7 +24,7 @@
 static const es_kcollector_ops *const registry[] = {
 	&es_kc_process_ops,
 	&es_kc_tcp_ops,
-	&es_kc_cgnet_ops,
+	&es_kc_cgroupnet_ops,
 	&es_kc_oom_ops,
 	&es_kc_blockio_ops,
 };

@@ -36,7 +36,8 @@ typedef enum es_kbackend {
 
 /* Size of the one event ring buffer the collectors share (setting
  * ringbuf-bytes; bpf/es_events.h), bytes. A BPF ring buffer's size is a
- * power of 2 and a multiple of the page size (kernel/bpf/ringbuf.c). */
+ * power of 2 and a multiple of the page size (the kernel's BPF ring
+ * buffer documentation: max_entries of BPF_MAP_TYPE_RINGBUF). */
 #define ES_KENV_RINGBUF_DEFAULT (128u * 1024)
 #define ES_KENV_RINGBUF_MIN 4096u
 #define ES_KENV_RINGBUF_MAX (64u * 1024 * 1024)
@@ -228,7 +229,7 @@ struct es_kcollector {
 /* The registry, in agent/kcollect/kcollect.c. */
 extern const es_kcollector_ops es_kc_process_ops;
 extern const es_kcollector_ops es_kc_tcp_ops;
-extern const es_kcollector_ops es_kc_cgnet_ops;
+extern const es_kcollector_ops es_kc_cgroupnet_ops;
 extern const es_kcollector_ops es_kc_oom_ops;
 extern const es_kcollector_ops es_kc_blockio_ops;
 

@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include "es_err.h"
 
-/* TCP states as numbered in /proc/net/tcp (include/net/tcp_states.h). */
+/* TCP states as numbered in /proc/net/tcp's "st" column (the kernel's
+ * TCP_ESTABLISHED .. TCP_CLOSING, as tcp_info.tcpi_state reports them). */
 enum {
 	ES_KCP_TCP_ESTABLISHED = 1,
 	ES_KCP_TCP_TIME_WAIT = 6,
@@ -41,8 +42,8 @@ void es_kcprocfs_tcp_set_clear(es_kcprocfs_tcp_set *s); /* NULL-safe; frees v */
 /*
  * Appends the rows of path, a /proc/net/tcp (family 4) or /proc/net/tcp6
  * (family 6) file, to set. The header line is skipped; addresses are the
- * kernel's "%08X" words of the address in host byte order
- * (net/ipv4/tcp_ipv4.c get_tcp4_sock, net/ipv6/tcp_ipv6.c get_tcp6_sock).
+ * kernel's "%08X" words of the address in host byte order (proc(5),
+ * /proc/net/tcp: local_address and rem_address).
  * Errors: ES_ERR_IO (cannot open: err names the path), ES_ERR_PARSE (a
  * malformed row: err names path and line; set keeps the rows before it),
  * ES_ERR_INVAL (family not 4 or 6), ES_ERR_NOMEM.

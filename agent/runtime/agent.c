@@ -515,8 +515,10 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 	 * endpoint's listeners and clients, the kernel collectors' ring
 	 * buffers): otherwise it sizes two zeroed tables from ulimit -n, 8
 	 * bytes per possible descriptor each (320 KiB at 20000), and keeps
-	 * them resident. lib/plat/unix/unix-init.c says why a client wants
-	 * this; past the bound, new local connections are refused. */
+	 * them resident. The documentation of
+	 * lws_context_creation_info.fd_limit_per_thread says so: a smaller
+	 * bound means smaller lookup tables; past the bound, new local
+	 * connections are refused. */
 	info.fd_limit_per_thread = ES_AGENT_LWS_FDS;
 	a->ctx = lws_create_context(&info);
 	if (!a->ctx) {
@@ -524,20 +526,10 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		goto cleanup;
 	}
 	es_store_set_notify(a->st, store_notify, a);
-	agent__kc_start(a);
-	{
-		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
-				      cfg->cgroup_root,
-				      (int)cfg->egress_check_interval,
-				      cfg->node_name,
-				      (es_egress_backend)cfg->egress_backend };
-
-		rc = es_egress_new(&eo, &a->egress, err, errsz);
-		if (rc == ES_OK)
-			rc = es_egress_start(a->egress, a->ctx, a->st, hook_egress, a);
-		if (rc != ES_OK)
-			goto cleanup;
-	}
+	/* What can stop `run` (the local endpoint's address, the controller
+	 * URL) and what an operator looks for first (the first look at the
+	 * credential files) come before the kernel collectors and egress
+	 * enforcement, which load eBPF programs. */
 	rc = es_agent_metrics_new(NULL, ES_VERSION, &a->metrics, err, errsz);
 	if (rc == ES_OK)
 		rc = agent__kc_metrics(a, err, errsz);
@@ -567,6 +559,20 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		so.protocol_version = (int)cfg->protocol_version;
 		so.deflate = cfg->compress;
 		rc = es_sync_new(a->ctx, a->st, &so, &hooks, &a->sync, err, errsz);
+		if (rc != ES_OK)
+			goto cleanup;
+	}
+	agent__kc_start(a);
+	{
+		es_egress_opts eo = { cfg->egress_pin_dir, cfg->state_dir,
+				      cfg->cgroup_root,
+				      (int)cfg->egress_check_interval,
+				      cfg->node_name,
+				      (es_egress_backend)cfg->egress_backend };
+
+		rc = es_egress_new(&eo, &a->egress, err, errsz);
+		if (rc == ES_OK)
+			rc = es_egress_start(a->egress, a->ctx, a->st, hook_egress, a);
 		if (rc != ES_OK)
 			goto cleanup;
 	}

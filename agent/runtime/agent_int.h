@@ -54,7 +54,7 @@ struct es_agent {
 	es_health_eval *health; /* the applied HealthRules (health.h) */
 	es_kenv *kenv;          /* kernel collectors' host probe (agent_kc.c) */
 	es_kcollectors *kcs;    /* the kernel collectors (kcollect.h) */
-	es_kc_cgnet_metrics cgnet_metrics; /* container_network_* (kc_cgroupnet.h) */
+	es_kc_cgroupnet_metrics cgnet_metrics; /* container_network_* (kc_cgroupnet.h) */
 	es_egress *egress;      /* EgressPolicy enforcement (egress.h) */
 	/* What the outbox got (agent_report.c): the Node last queued, as
 	 * compact JSON text, NULL before the first round; when usage figures

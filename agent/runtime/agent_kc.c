@@ -68,7 +68,7 @@ static es_err kc_render(void *user)
 {
 	es_agent *a = user;
 
-	return es_kc_cgnet_metrics_set(&a->cgnet_metrics, a->kcs);
+	return es_kc_cgroupnet_metrics_set(&a->cgnet_metrics, a->kcs);
 }
 
 es_err agent__kc_metrics(es_agent *a, char *err, size_t errsz)
@@ -76,7 +76,7 @@ es_err agent__kc_metrics(es_agent *a, char *err, size_t errsz)
 	es_metrics *reg = es_agent_metrics_registry(a->metrics);
 	es_err rc;
 
-	rc = es_kc_cgnet_metrics_add(reg, &a->cgnet_metrics, err, errsz);
+	rc = es_kc_cgroupnet_metrics_add(reg, &a->cgnet_metrics, err, errsz);
 	if (rc != ES_OK)
 		return rc;
 	rc = es_metrics_on_render(reg, kc_render, a);

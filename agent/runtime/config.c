@@ -20,11 +20,11 @@
 
 #define S(k, env, type, def, lo, hi, member, help) \
 	{ k, "EDGESYNC_" env, k, type, def, lo, hi, \
-	  offsetof(es_agent_config, member), help, NULL, 0 }
+	  offsetof(es_agent_config, member), help, NULL }
 /* An ES_SET_ENUM setting; names indexed by the member's enum. */
-#define E(k, env, def, names, nocase, member, help) \
+#define E(k, env, def, names, member, help) \
 	{ k, "EDGESYNC_" env, k, ES_SET_ENUM, def, 0, 0, \
-	  offsetof(es_agent_config, member), help, names, nocase }
+	  offsetof(es_agent_config, member), help, names }
 
 static const char *const kc_backend_names[] = {
 	[ES_AGENT_KC_AUTO] = "auto", [ES_AGENT_KC_PROCFS] = "procfs", NULL,
@@ -54,11 +54,11 @@ static const es_setting settings[] = {
 	  "local HTTP endpoint ip:port (empty: disabled)"),
 	S("interval", "INTERVAL", ES_SET_INT, "10", 1, 3600, interval,
 	  "seconds between collections (a CollectorConfig overrides it)"),
-	E("log-level", "LOG_LEVEL", "info", es_log_level_names, 1, log_level,
+	E("log-level", "LOG_LEVEL", "info", es_log_level_names, log_level,
 	  "most verbose level logged"),
 	S("max-events", "MAX_EVENTS", ES_SET_INT, "1000", 1, 1000000, max_events,
 	  "events kept in the outbox before the oldest are dropped"),
-	E("collector-backend", "COLLECTOR_BACKEND", "auto", kc_backend_names, 0,
+	E("collector-backend", "COLLECTOR_BACKEND", "auto", kc_backend_names,
 	  collector_backend,
 	  "kernel collectors: auto (eBPF where it works) or procfs (force the fallback)"),
 	S("ringbuf-bytes", "RINGBUF_BYTES", ES_SET_INT, "131072", 4096, 67108864,
@@ -78,7 +78,7 @@ static const es_setting settings[] = {
 	S("egress-check-interval", "EGRESS_CHECK_INTERVAL", ES_SET_INT, "30", 1, 3600,
 	  egress_check_interval,
 	  "seconds between checks (and repairs) of the EgressPolicy kernel state"),
-	E("egress-backend", "EGRESS_BACKEND", "auto", egress_backend_names, 0,
+	E("egress-backend", "EGRESS_BACKEND", "auto", egress_backend_names,
 	  egress_backend,
 	  "EgressPolicy enforcement: auto (cgroup BPF where it works, else nftables), "
 	  "ebpf or nftables"),

@@ -16,8 +16,8 @@
 #include <arpa/inet.h>
 #include <linux/tcp.h>
 
-/* TCP states of tcpi_state (the kernel's include/net/tcp_states.h; the
- * uapi headers do not export them). */
+/* TCP states of tcpi_state (the kernel's TCP_ESTABLISHED and TCP_CLOSE;
+ * the uapi headers do not export them). */
 #define TCPS_ESTABLISHED 1
 #define TCPS_CLOSE 7
 #define TCPS_CLOSE_WAIT 8

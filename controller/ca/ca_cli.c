@@ -26,16 +26,16 @@ typedef struct ca_cfg {
 static const es_setting ca_table[] = {
 	{ "state-dir", "EDGESYNC_STATE_DIR", "state-dir", ES_SET_STRING,
 	  "/var/lib/edgesync-controller", 0, 0, offsetof(ca_cfg, state_dir),
-	  "state directory; the CA goes to <state-dir>/ca/", NULL, 0 },
+	  "state directory; the CA goes to <state-dir>/ca/", NULL },
 	{ "ca-cert", "EDGESYNC_CA_CERT", "ca-cert", ES_SET_STRING, NULL, 0, 0,
 	  offsetof(ca_cfg, ca_cert), "CA certificate to write (default <state-dir>/ca/ca.crt)",
-	  NULL, 0 },
+	  NULL },
 	{ "ca-key", "EDGESYNC_CA_KEY", "ca-key", ES_SET_STRING, NULL, 0, 0,
 	  offsetof(ca_cfg, ca_key), "CA key to write, mode 0600 (default <state-dir>/ca/ca.key)",
-	  NULL, 0 },
+	  NULL },
 	{ "trust-domain", "EDGESYNC_TRUST_DOMAIN", "trust-domain", ES_SET_STRING,
 	  ES_PKI_DEFAULT_TRUST_DOMAIN, 0, 0, offsetof(ca_cfg, trust_domain),
-	  "SPIFFE trust domain, named in the CA's subject", NULL, 0 },
+	  "SPIFFE trust domain, named in the CA's subject", NULL },
 };
 #define CA_N (sizeof(ca_table) / sizeof(ca_table[0]))
 

@@ -16,16 +16,18 @@
 
 #define ES_CCFG_CONFIG_ENV "EDGESYNC_CONFIG"
 
-/* What listen and admin-listen take (es_addr_parse): an IP literal, an
- * interface or host name (libwebsockets binds its "iface" by either), an
- * IPv6 literal with a zone. */
-#define ES_CCFG_LISTEN_FLAGS (ES_ADDR_NAME | ES_ADDR_ZONE)
+/* What listen and admin-listen take (es_addr_parse): an IP literal only.
+ * libwebsockets binds its "iface" as a numeric address or an interface
+ * name, never looks a host name up, and keeps retrying a bind it cannot
+ * make: a host name or a zoned IPv6 address would leave the controller
+ * running without that listener. */
+#define ES_CCFG_LISTEN_FLAGS 0u
 /* Port of join-listen by default, beside the agents' 7443 and admin 7444. */
 #define ES_CCFG_JOIN_PORT 7445
 
 typedef struct es_ccfg {
-	char *listen;        /* agents' listener "host:port" (ES_CCFG_LISTEN_FLAGS) */
-	char *admin_listen;  /* admin API listener "host:port" */
+	char *listen;        /* agents' listener "ip:port" (ES_CCFG_LISTEN_FLAGS) */
+	char *admin_listen;  /* admin API listener "ip:port" */
 	char *state_dir;     /* holds the database and, with dev, dev/ */
 	char *db;            /* SQLite file; default <state-dir>/controller.db */
 	char *cert, *key;    /* the controller's certificate and key (PEM) */

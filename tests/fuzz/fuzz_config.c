@@ -39,19 +39,19 @@ static const char *const mode_names[] = {"off", "on", "auto", NULL};
 
 static const es_setting local_settings[] = {
 	{"controller-url", NULL, NULL, ES_SET_STRING, "", 0, 0,
-	 offsetof(local_cfg, controller_url), "a string with a default", NULL, 0},
+	 offsetof(local_cfg, controller_url), "a string with a default", NULL},
 	{"node-name", NULL, NULL, ES_SET_STRING, NULL, 0, 0,
-	 offsetof(local_cfg, node_name), "a string without a default", NULL, 0},
+	 offsetof(local_cfg, node_name), "a string without a default", NULL},
 	{"label-text", NULL, NULL, ES_SET_STRING, NULL, 0, 0,
-	 offsetof(local_cfg, label_text), "another string", NULL, 0},
+	 offsetof(local_cfg, label_text), "another string", NULL},
 	{"interval", NULL, NULL, ES_SET_INT, "10", 1, 3600,
-	 offsetof(local_cfg, interval), "a bounded integer", NULL, 0},
+	 offsetof(local_cfg, interval), "a bounded integer", NULL},
 	{"offset", NULL, NULL, ES_SET_INT, "0", 0, 0,
-	 offsetof(local_cfg, offset), "an integer without bounds", NULL, 0},
+	 offsetof(local_cfg, offset), "an integer without bounds", NULL},
 	{"verbose", NULL, NULL, ES_SET_BOOL, "false", 0, 0,
-	 offsetof(local_cfg, verbose), "a bool", NULL, 0},
+	 offsetof(local_cfg, verbose), "a bool", NULL},
 	{"mode", NULL, NULL, ES_SET_ENUM, "auto", 0, 0,
-	 offsetof(local_cfg, mode), "an enumeration", mode_names, 1},
+	 offsetof(local_cfg, mode), "an enumeration", mode_names},
 };
 #define NLOCAL (sizeof(local_settings) / sizeof(local_settings[0]))
 

@@ -23,8 +23,9 @@
 
 #include "sync/connerr.h"
 
-/* What libwebsockets 4.3 says when its TLS handshake dies, whatever the
- * cause (lib/tls/mbedtls/mbedtls-client.c). */
+/* What libwebsockets 4.3 with mbedTLS reports when its client TLS
+ * handshake dies, whatever the cause (the text its connection error
+ * callback, LWS_CALLBACK_CLIENT_CONNECTION_ERROR, passes). */
 static const char bad_cert[] = "server's cert didn't look good, invalidca "
 			       "(use_ssl 0x1) X509_V_ERR = 24: CA is not trusted\n";
 

@@ -134,6 +134,31 @@ static void test_server_must_be_https(void **state)
 	expect(rc, e, ES_CTL_EXIT_USAGE, "server", "https://");
 }
 
+/* The API paths are appended to the server URL: a query or a fragment in
+ * it is a configuration error naming the setting; a path prefix is kept,
+ * its trailing '/' dropped (the error of a request names the URL tried). */
+static void test_server_url_shape(void **state)
+{
+	char *e;
+	int rc;
+	(void)state;
+	rc = run(&e, "--server", "https://h:1/x?y", "--ca", ca, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "server: \"https://h:1/x?y\"", "query");
+	rc = run(&e, "--server", "https://h:1/x?", "--ca", ca, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "server: \"https://h:1/x?\"", "query");
+	rc = run(&e, "--server", "https://h:1/x#f", "--ca", ca, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "server: \"https://h:1/x#f\"", "fragment");
+	rc = run(&e, "--server", "https://127.0.0.1:1/edge/", "--ca", ca, "--cert", crt,
+		 "--key", key, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_RUNTIME,
+	       "error: https://127.0.0.1:1/edge/apis/edgesync.io/v1alpha1/collectorconfigs: ",
+	       "cannot connect");
+	rc = run(&e, "--server", "https://127.0.0.1:1", "--ca", ca, "--cert", crt,
+		 "--key", key, "get", "hr", "x", NULL);
+	expect(rc, e, ES_CTL_EXIT_RUNTIME,
+	       "error: https://127.0.0.1:1/apis/edgesync.io/v1alpha1/healthrules/x: ", NULL);
+}
+
 static void test_bad_credential_files(void **state)
 {
 	char *e;
@@ -188,6 +213,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_server_must_be_https),
+		cmocka_unit_test(test_server_url_shape),
 		cmocka_unit_test(test_bad_credential_files),
 		cmocka_unit_test(test_cert_key_mismatch),
 		cmocka_unit_test(test_bad_manifests),

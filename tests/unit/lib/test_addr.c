@@ -3,7 +3,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "es_addr.h"
@@ -110,7 +115,18 @@ static void test_names(void **state)
 	(void)state;
 	ok("localhost:7443", ES_ADDR_NAME, "localhost", 7443, 0);
 	ok("eth0:7443", ES_ADDR_NAME, "eth0", 7443, 0);
-	ok("my_host-1.example:1", ES_ADDR_NAME, "my_host-1.example", 1, 0);
+	ok("my-host-1.Example:1", ES_ADDR_NAME, "my-host-1.Example", 1, 0);
+	ok("1a.2-b.c:1", ES_ADDR_NAME, "1a.2-b.c", 1, 0);
+	/* RFC 1123 section 2.1 host names: labels of 1..63 letters, digits
+	 * and '-', not at either end; no '_' */
+	bad("-h:1", ES_ADDR_NAME, "host name label \"-h\" starts or ends with '-'");
+	bad("h-:1", ES_ADDR_NAME, "label \"h-\" starts or ends with '-'");
+	bad("a.-b.c:1", ES_ADDR_NAME, "label \"-b\" starts or ends with '-'");
+	bad("-:1", ES_ADDR_NAME, "starts or ends with '-'");
+	bad("a..b:1", ES_ADDR_NAME, "host name label empty");
+	bad(".a:1", ES_ADDR_NAME, "host name label empty");
+	bad("example.org.:1", ES_ADDR_NAME, "host name label empty");
+	bad("my_host:1", ES_ADDR_NAME, "invalid character '_' in host");
 	/* without ES_ADDR_NAME only IP literals */
 	bad("localhost:9477", 0, "\"localhost\" is not an IPv4 address (an IPv6 address goes in brackets)");
 	bad("a b:1", ES_ADDR_NAME, "invalid character ' ' in host");
@@ -125,11 +141,88 @@ static void test_names(void **state)
 	memset(longname, 'a', sizeof(longname) - 4);
 	strcpy(longname + sizeof(longname) - 4, ":80");
 	bad(longname, ES_ADDR_NAME, "host longer than 255 characters");
-	memset(longname, 'a', 255);
-	strcpy(longname + 255, ":80");
-	memset(want, 'a', 255);
-	want[255] = '\0';
+	/* 63-byte labels are the longest; 253 bytes the longest name */
+	memset(longname, 'a', 64);
+	strcpy(longname + 64, ":80");
+	bad(longname, ES_ADDR_NAME, "host name label longer than 63 characters");
+	memset(longname, 'a', 63);
+	strcpy(longname + 63, ":80");
+	memset(want, 'a', 63);
+	want[63] = '\0';
 	ok(longname, ES_ADDR_NAME, want, 80, 0);
+	for (int i = 0; i < 4; i++) {
+		memset(want + i * 64, 'a', 63);
+		want[i * 64 + 63] = '.';
+	}
+	want[253] = '\0'; /* four labels of 63, the last cut to 61 */
+	snprintf(longname, sizeof(longname), "%s:80", want);
+	ok(longname, ES_ADDR_NAME, want, 80, 0);
+	want[253] = 'a';
+	want[254] = '\0';
+	snprintf(longname, sizeof(longname), "%s:80", want);
+	bad(longname, ES_ADDR_NAME, "host name longer than 253 characters");
+}
+
+/* An es_addr as es_addr_parse would fill it, without its checks. */
+static es_addr addr_of(const char *host, int port, int ipv6)
+{
+	es_addr a;
+
+	memset(&a, 0, sizeof(a));
+	snprintf(a.host, sizeof(a.host), "%s", host);
+	a.port = port;
+	a.ipv6 = ipv6;
+	return a;
+}
+
+/* es_addr_check_listen refuses with rc and an error holding needle after
+ * "key: host:port: ". */
+static void listen_bad(es_addr a, unsigned flags, es_err rc, const char *needle)
+{
+	char err[512] = "", want[400];
+
+	assert_int_equal(es_addr_check_listen("listen", &a, flags, err, sizeof(err)), rc);
+	snprintf(want, sizeof(want), "listen: %s:%d: %s", a.host, a.port, needle);
+	if (strncmp(err, want, strlen(want)))
+		fail_msg("%s:%d: error \"%s\", expected \"%s...\"", a.host, a.port, err, want);
+}
+
+static void test_check_listen(void **state)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	char err[512] = "";
+	es_addr a;
+	int fd;
+
+	(void)state;
+	/* this host's addresses: taken (port 0: any free one) */
+	a = addr_of("127.0.0.1", 0, 0);
+	assert_int_equal(es_addr_check_listen("listen", &a, 0, err, sizeof(err)), ES_OK);
+	a = addr_of("0.0.0.0", 0, 0);
+	assert_int_equal(es_addr_check_listen("listen", &a, 0, err, sizeof(err)), ES_OK);
+	/* an address this host does not have (TEST-NET-1, RFC 5737) */
+	listen_bad(addr_of("192.0.2.1", 7443, 0), 0, ES_ERR_IO, "not an address of this host");
+	/* IPv4-mapped IPv6: refused whether or not the IPv4 one is local */
+	listen_bad(addr_of("::ffff:127.0.0.1", 7443, 1), 0, ES_ERR_IO,
+		   "an IPv4-mapped IPv6 address");
+	/* a host name where the caller takes IP literals only; with
+	 * ES_ADDR_NAME it is looked up */
+	listen_bad(addr_of("localhost", 7443, 0), 0, ES_ERR_INVAL, "not an IP address");
+	a = addr_of("localhost", 0, 0);
+	assert_int_equal(es_addr_check_listen("listen", &a, ES_ADDR_NAME, err, sizeof(err)),
+			 ES_OK);
+	/* a port another socket listens on */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+	listen_bad(addr_of("127.0.0.1", ntohs(sin.sin_port), 0), 0, ES_ERR_IO, "in use");
+	close(fd);
 }
 
 static void test_empty_and_no_key(void **state)
@@ -156,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_brackets),
 		cmocka_unit_test(test_zone),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_check_listen),
 		cmocka_unit_test(test_empty_and_no_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,15 +21,15 @@ typedef struct test_cfg {
 
 static const es_setting table[] = {
 	{"controller-url", "EDGESYNC_CONTROLLER_URL", "controller-url", ES_SET_STRING,
-	 "wss://127.0.0.1:7443", 0, 0, offsetof(test_cfg, controller_url), "controller URL", NULL, 0},
+	 "wss://127.0.0.1:7443", 0, 0, offsetof(test_cfg, controller_url), "controller URL", NULL},
 	{"node-name", "EDGESYNC_NODE_NAME", "node-name", ES_SET_STRING, NULL, 0, 0,
-	 offsetof(test_cfg, node_name), "node name", NULL, 0},
+	 offsetof(test_cfg, node_name), "node name", NULL},
 	{"label-text", NULL, NULL, ES_SET_STRING, NULL, 0, 0,
-	 offsetof(test_cfg, label_text), "file only", NULL, 0},
+	 offsetof(test_cfg, label_text), "file only", NULL},
 	{"interval", "EDGESYNC_INTERVAL", "interval", ES_SET_INT, "10", 1, 3600,
-	 offsetof(test_cfg, interval), "seconds between rounds", NULL, 0},
+	 offsetof(test_cfg, interval), "seconds between rounds", NULL},
 	{"verbose", "EDGESYNC_VERBOSE", "verbose", ES_SET_BOOL, "false", 0, 0,
-	 offsetof(test_cfg, verbose), "more output", NULL, 0},
+	 offsetof(test_cfg, verbose), "more output", NULL},
 };
 #define N (sizeof(table) / sizeof(table[0]))
 
@@ -113,6 +113,50 @@ static void test_file_errors(void **state)
 	assert_int_equal(es_config_load_file(table, N, c, ES_FIXTURES "/config/missing.conf",
 					     err, sizeof(err)), ES_ERR_IO);
 	assert_non_null(strstr(err, "missing.conf"));
+}
+
+/* A key given twice in one file is refused at its second line, naming
+ * both; the first value is kept. */
+static void test_file_duplicate_key(void **state)
+{
+	test_cfg *c = *state;
+	char err[256] = "";
+
+	assert_int_equal(es_config_load_file(table, N, c,
+					     ES_FIXTURES "/config/duplicate-key.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "duplicate-key.conf:4: interval: set twice "
+			       "(first on line 1)"));
+	assert_int_equal(c->interval, 30);
+}
+
+/* Bytes that would garble a terminal (control characters, a byte order
+ * mark, bytes that are not UTF-8) are shown as \xNN in messages. */
+static void test_file_errors_escaped(void **state)
+{
+	test_cfg *c = *state;
+	char err[256] = "";
+	char *argv[] = {"prog", "--interval", "1\t2", "--node-name", "x"};
+
+	assert_int_equal(es_config_load_file(table, N, c, ES_FIXTURES "/config/bom.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "bom.conf:1: unknown key \"\\xef\\xbb\\xbfinterval\""));
+	assert_int_equal(es_config_load_file(table, N, c,
+					     ES_FIXTURES "/config/control-value.conf",
+					     err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "control-value.conf:1: interval: expected an integer in "
+			       "1..3600, got \"3\\x01\\x1b[2J\""));
+	assert_int_equal(es_config_load_args(table, N, c, 3, argv, 1, NULL, NULL, err,
+					     sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "--interval: expected an integer in 1..3600, got \"1\\x092\"");
+	/* UTF-8 text is shown as it is; a stray byte is escaped */
+	assert_int_equal(es_config_set(table, N, c, "interval", "caf\xc3\xa9\xff", err,
+				       sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "interval: expected an integer in 1..3600, got "
+			    "\"caf\xc3\xa9\\xff\"");
+	assert_int_equal(es_config_set(table, N, c, "no\x7fkey", "1", err, sizeof(err)),
+			 ES_ERR_NOTFOUND);
+	assert_string_equal(err, "unknown key \"no\\x7fkey\"");
 }
 
 static void test_env_and_flags(void **state)
@@ -243,7 +287,7 @@ static void test_find_file(void **state)
 /* ES_SET_ENUM settings, in a table of their own. */
 typedef struct enum_cfg {
 	int backend; /* 0 auto, 1 procfs */
-	int level;   /* 0 error .. 3 debug, names matched ignoring case */
+	int level;   /* 0 error .. 3 debug */
 } enum_cfg;
 
 static const char *const backends[] = {"auto", "procfs", NULL};
@@ -251,9 +295,9 @@ static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
 
 static const es_setting etable[] = {
 	{"collector-backend", "EDGESYNC_TEST_BACKEND", "collector-backend", ES_SET_ENUM,
-	 "auto", 0, 0, offsetof(enum_cfg, backend), "kernel collectors", backends, 0},
+	 "auto", 0, 0, offsetof(enum_cfg, backend), "kernel collectors", backends},
 	{"log-level", "EDGESYNC_TEST_LEVEL", "log-level", ES_SET_ENUM, "info", 0, 0,
-	 offsetof(enum_cfg, level), "most verbose level logged", levels, 1},
+	 offsetof(enum_cfg, level), "most verbose level logged", levels},
 };
 #define EN (sizeof(etable) / sizeof(etable[0]))
 
@@ -272,14 +316,24 @@ static void test_enum_values(void **state)
 	assert_int_equal(es_config_set(etable, EN, &c, "log-level", "debug", err,
 				       sizeof(err)), ES_OK);
 	assert_int_equal(c.level, 3);
-	/* nocase: log-level takes any case, collector-backend only its own */
+	/* every enumeration matches ignoring ASCII case, as booleans do */
 	assert_int_equal(es_config_set(etable, EN, &c, "log-level", "WARN", err,
 				       sizeof(err)), ES_OK);
 	assert_int_equal(c.level, 1);
+	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "auto",
+				       err, sizeof(err)), ES_OK);
+	assert_int_equal(c.backend, 0);
 	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "PROCFS",
-				       err, sizeof(err)), ES_ERR_INVAL);
-	assert_string_equal(err, "collector-backend: \"PROCFS\": expected auto or procfs");
+				       err, sizeof(err)), ES_OK);
 	assert_int_equal(c.backend, 1);
+	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "Auto",
+				       err, sizeof(err)), ES_OK);
+	assert_int_equal(c.backend, 0);
+	/* a value that is not a name is refused, listing the names */
+	assert_int_equal(es_config_set(etable, EN, &c, "collector-backend", "procfs2",
+				       err, sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err, "collector-backend: \"procfs2\": expected auto or procfs");
+	assert_int_equal(c.backend, 0);
 	assert_int_equal(es_config_set(etable, EN, &c, "log-level", "", err,
 				       sizeof(err)), ES_ERR_INVAL);
 	assert_string_equal(err, "log-level: \"\": expected error, warn, info or debug");
@@ -345,6 +399,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_duplicate_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_errors_escaped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_and_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flag_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bool_forms, setup, teardown),

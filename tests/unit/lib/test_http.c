@@ -56,8 +56,8 @@ static es_err parse(const char *buf, size_t len, size_t step, int eof, size_t ma
 	return rc;
 }
 
-/* A complete response held in memory, as the former
- * es_http_parse_response: fed in pieces of step bytes, then the end. */
+/* A complete response held in memory: fed to the incremental parser in
+ * pieces of step bytes, then the end of the input. */
 static es_err whole(const char *buf, size_t len, size_t step, es_http_resp *r,
 		    char *err, size_t errsz)
 {
@@ -218,6 +218,44 @@ static void test_framing_rules(void **state)
 	assert_int_equal(whole(LIT("HTTP/1.1 600 X\r\n\r\n"), 0, &r, err, sizeof(err)), ES_ERR_PROTO);
 	assert_non_null(strstr(err, "out of range"));
 	assert_int_equal(whole(LIT("HTTP/1.1 20\r\n\r\n"), 0, &r, err, sizeof(err)), ES_ERR_PROTO);
+}
+
+/* Content-Length given more than once, or as a list (RFC 9110 section 8.6):
+ * the same value repeated is that value; differing values make the framing
+ * invalid and the response is refused (RFC 9112 section 6.3, item 5). */
+static void test_content_length_repeated(void **state)
+{
+	es_http_resp r;
+	char err[256];
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < NSTEPS; i++) {
+		assert_int_equal(whole(LIT("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+					   "X: y\r\ncontent-length: 2\r\n\r\nok"), steps[i], &r,
+				       err, sizeof(err)), ES_OK);
+		assert_string_equal(r.body, "ok");
+		es_http_resp_free(&r);
+		assert_int_equal(whole(LIT("HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok"),
+				       steps[i], &r, err, sizeof(err)), ES_OK);
+		assert_string_equal(r.body, "ok");
+		es_http_resp_free(&r);
+		assert_int_equal(whole(LIT("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+					   "Content-Length: 3\r\n\r\nok!"), steps[i], &r, err,
+				       sizeof(err)), ES_ERR_PROTO);
+		assert_non_null(strstr(err, "differing Content-Length values \"2\" and \"3\""));
+		assert_null(r.body);
+		assert_int_equal(whole(LIT("HTTP/1.1 200 OK\r\nContent-Length: 3, 2\r\n\r\nok!"),
+				       steps[i], &r, err, sizeof(err)), ES_ERR_PROTO);
+		assert_non_null(strstr(err, "differing Content-Length"));
+		assert_int_equal(whole(LIT("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+					   "Content-Length: x\r\n\r\nok"), steps[i], &r, err,
+				       sizeof(err)), ES_ERR_PROTO);
+		assert_non_null(strstr(err, "bad Content-Length \"x\""));
+		assert_int_equal(whole(LIT("HTTP/1.1 200 OK\r\nContent-Length: 2,\r\n\r\nok"),
+				       steps[i], &r, err, sizeof(err)), ES_ERR_PROTO);
+		assert_non_null(strstr(err, "bad Content-Length"));
+	}
 }
 
 static void test_oversize(void **state)
@@ -575,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_parse_response),
 		cmocka_unit_test(test_chunked_pieces),
 		cmocka_unit_test(test_framing_rules),
+		cmocka_unit_test(test_content_length_repeated),
 		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_large_body_in_pieces),
 		cmocka_unit_test(test_after_error),

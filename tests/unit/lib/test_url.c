@@ -83,6 +83,9 @@ static void bad(const char *url, const char *needle)
 
 static void test_url_bad(void **state)
 {
+	es_url u;
+	char err[512] = "";
+
 	(void)state;
 	bad("http://127.0.0.1:7444", "scheme must be https");
 	bad("127.0.0.1:7444", "scheme must be https");
@@ -101,6 +104,15 @@ static void test_url_bad(void **state)
 	bad("https://host/a\tb", "space or control");
 	bad("https://host/a#frag", "fragment");
 	bad("https://ho!st/", "invalid character '!'");
+	/* a host name as RFC 1123 section 2.1 has it: no '-' at either end of
+	 * a label (a host that could pass for a command-line option) */
+	bad("https://-h:1", "host name label \"-h\" starts or ends with '-'");
+	bad("https://h-.example/", "starts or ends with '-'");
+	bad("https://a..b/", "host name label empty");
+	assert_int_equal(es_url_parse("controller", "wss://-h:1", "wss", &u, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_string_equal(err, "controller: \"wss://-h:1\": host name label \"-h\" starts "
+			    "or ends with '-' (RFC 1123)");
 	/* an unbracketed IPv6 literal, a zone, a bad dotted quad */
 	bad("https://::1:7444/", "an IPv6 address goes in brackets");
 	bad("https://[fe80::1%eth0]:7444/", "is not allowed here");
