@@ -107,9 +107,11 @@ class Sim:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                m = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+                m = self.lines.get(timeout=0.5)
             except queue.Empty:
-                break
+                if self.p.poll() is not None:
+                    raise RuntimeError(f"the simulator exited {self.p.returncode}")
+                continue
             if m.get("type") == "summary":
                 return m
         raise RuntimeError("the simulator printed no summary")
@@ -166,11 +168,26 @@ def seed_ca(cache, dev):
     return True
 
 
-def keep_ca(cache, dev):
-    ca = os.path.join(cache, "ca")
-    os.makedirs(ca, mode=0o700, exist_ok=True)
-    for f in ("ca.crt", "ca.key"):
-        shutil.copy2(os.path.join(dev, f), os.path.join(ca, f))
+def make_ca(a, nodes):
+    """Makes the cached CA (once, with es-mkcert) and the certificates of
+    nodes simulated nodes under it (once each, edgesync-fleetsim
+    --certs-only), before any controller runs."""
+    ca = os.path.join(a.cache, "ca")
+    if not os.path.exists(os.path.join(ca, "ca.crt")):
+        os.makedirs(ca, mode=0o700, exist_ok=True)
+        subprocess.run([os.path.join(a.build, "bin", "es-mkcert"), "--ca",
+                        "--cn", "edgesync fleet bench CA",
+                        "--not-after", time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                     time.gmtime(time.time() + 10 * 365 * 86400)),
+                        "--out-cert", os.path.join(ca, "ca.crt"),
+                        "--out-key", os.path.join(ca, "ca.key")], check=True)
+    t = time.monotonic()
+    r = subprocess.run([os.path.join(a.build, "bin", "edgesync-fleetsim"), "--certs-only",
+                        "--ca-cert", os.path.join(ca, "ca.crt"),
+                        "--ca-key", os.path.join(ca, "ca.key"),
+                        "--cert-dir", os.path.join(a.cache, "nodes"),
+                        "--nodes", str(nodes)], capture_output=True, text=True, check=True)
+    print(f"node certificates: {r.stdout.strip()} ({time.monotonic() - t:.1f} s)", flush=True)
 
 
 def acked_count(db, rv):
@@ -197,10 +214,8 @@ def run_one(a, n):
     sim = None
     try:
         c = harness.Cluster(owner)
-        seeded = seed_ca(a.cache, c.dev)
+        seed_ca(a.cache, c.dev)
         c.start_controller(extra=["--log-level", "warn"])
-        if not seeded:
-            keep_ca(a.cache, c.dev)
         ctl_pid = c.controller.p.pid
         time.sleep(1)
         rss0 = proc_status(ctl_pid, "VmRSS")
@@ -260,6 +275,7 @@ def run_one(a, n):
         f = wait_until("fan-out at every node", lambda: (lambda m: m if m["marker"]["fanoutMs"]["n"] >= ready else None)(
             sim.summary()), a.fanout_timeout, 0.5) or sim.summary()
         fig["fanoutMs"] = f["marker"]["fanoutMs"]
+        fig["fanoutNodes"] = f["marker"]["fanoutMs"]["n"]
         del r
         # SIGKILL and restart
         sim.summary()
@@ -267,6 +283,7 @@ def run_one(a, n):
         tk = time.monotonic()
         c.controller.p.kill()
         c.controller.p.wait()
+        c.controller.log.close()  # killed on purpose: no clean stop to check
         if not respawn(c, "controller", timeout=120):
             raise RuntimeError("the controller did not start again")
         fig["restartListeningSeconds"] = round(time.monotonic() - tk, 2)
@@ -308,7 +325,8 @@ def report(fig):
         f"{st.get('perConnKiB')} KiB per connection, CPU {st.get('cpuPercentOfOneCore')}% of one core",
         f"  reports stored: {st.get('reportsStoredPerSecond')}/s; report->ack {fmt_dist(st.get('ackMs'))}",
         f"  fan-out of one apply: {fmt_dist(fig.get('fanoutMs'))}; every desiredAck stored after "
-        f"{fig.get('allDesiredAcksStoredSeconds')} s (apply itself {fig.get('applySeconds')} s)",
+        f"{fig.get('allDesiredAcksStoredSeconds')} s (apply itself {fig.get('applySeconds')} s;"
+        f" {fig.get('fanoutNodes')} nodes got it)",
         f"  SIGKILL + restart: all back after {rs.get('allBackSeconds')} s, "
         f"{rs.get('arrivalsPerSecond')} arrivals/s ({rs.get('welcomes')} welcomes)",
         f"  wire (socket bytes): up {st.get('upBytesPerNodePerSecond')} B/s, "
@@ -341,6 +359,7 @@ def main():
     print(f"fleet benchmark: {os.cpu_count()} cores shared by the controller and the "
           f"simulator; interval {a.interval} s, ramp {a.ramp}/s, window {a.window} s, "
           f"open-file limit {limit}", flush=True)
+    make_ca(a, max(sizes))
     figs = []
     for n in sizes:
         try:

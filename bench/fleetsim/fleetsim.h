@@ -81,6 +81,7 @@ typedef struct fsim_opts {
 	const char *prefix;      /* node names: <prefix>-<index> */
 	const char *nodes_out;   /* per-node JSON lines at exit, or NULL */
 	int nodes;
+	int certs_only;          /* issue the certificates, then exit */
 	double duration_s;
 	double interval_s;
 	double jitter;           /* fraction of the interval, 0..1 */

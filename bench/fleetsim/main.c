@@ -76,6 +76,7 @@ static const char usage[] =
 	"  --jitter F           report interval jitter, fraction of it (0..1) [0.1]\n"
 	"  --ramp R             first connections per second [200]\n"
 	"  --nodes-out FILE     at exit, one JSON line per node (seq, acks, rv)\n"
+	"  --certs-only         issue the missing node certificates, then exit\n"
 	"\n"
 	"Raises its open-file limit to the hard limit; needs --nodes + 64\n"
 	"descriptors. Exit status: 0 done, 1 runtime failure, 2 usage.\n";
@@ -106,7 +107,8 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 		{ "prefix", 1, 0, 'P' },   { "nodes", 1, 0, 'n' },
 		{ "duration", 1, 0, 'd' }, { "interval", 1, 0, 'i' },
 		{ "jitter", 1, 0, 'j' },   { "ramp", 1, 0, 'r' },
-		{ "nodes-out", 1, 0, 'O' }, { "help", 0, 0, 'h' },
+		{ "nodes-out", 1, 0, 'O' }, { "certs-only", 0, 0, 'X' },
+		{ "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	double v;
@@ -123,6 +125,7 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 		case 'D': o->data_dir = optarg; break;
 		case 'P': o->prefix = optarg; break;
 		case 'O': o->nodes_out = optarg; break;
+		case 'X': o->certs_only = 1; break;
 		case 'p':
 			if (parse_num("--port", optarg, 1, 65535, &v))
 				return -1;
@@ -255,9 +258,15 @@ int main(int argc, char **argv)
 			    .data_dir = FSIM_DEFAULT_DATA, .prefix = "sim", .nodes = 100,
 			    .duration_s = 60, .interval_s = 10, .jitter = 0.1,
 			    .ramp = 200 };
+	/* first: a SIGUSR1 that comes early must not end the process */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	if (parse_flags(argc, argv, &s->o) != 0)
-		return 2;
-	if (raise_nofile(s->o.nodes + 64) != 0)
 		return 2;
 	if (fsim_replay_load(&s->replay, s->o.data_dir, err, sizeof(err)) != ES_OK) {
 		fprintf(stderr, PROG ": %s\n", err);
@@ -273,6 +282,14 @@ int main(int argc, char **argv)
 	printf("{\"type\":\"certs\",\"dir\":\"%s\",\"issued\":%d,\"reused\":%d,"
 	       "\"seconds\":%.3f}\n", s->cert_dir, issued, s->o.nodes - issued,
 	       (fsim_now_msf() - t0) / 1000.0);
+	if (s->o.certs_only) {
+		rc = 0;
+		goto cleanup;
+	}
+	if (raise_nofile(s->o.nodes + 64) != 0) {
+		rc = 2;
+		goto cleanup;
+	}
 	printf("{\"type\":\"fixture\",\"snapshotBytes\":%zu,\"patches\":%zu}\n",
 	       s->replay.snapshot.bytes, s->replay.npatches);
 	fflush(stdout);
@@ -291,13 +308,6 @@ int main(int argc, char **argv)
 		fsim_node_name(s->o.prefix, i, n->name, sizeof(n->name));
 		snprintf(n->stream_id, sizeof(n->stream_id), "fleetsim-%s-%d", stream, i);
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGUSR2, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	lws_set_log_level(LLL_ERR, NULL);
 	memset(&info, 0, sizeof(info));
