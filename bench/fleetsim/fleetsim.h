@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <libwebsockets.h>
 
+#include "es_time.h"
 #include "es_ws.h"
 #include "fsim_msg.h"
 #include "fsim_stats.h"
@@ -105,10 +106,12 @@ typedef struct fsim {
 	int stopping;
 } fsim;
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-int64_t fsim_now_ms(void);
-/* Milliseconds of CLOCK_MONOTONIC, as a double with sub-millisecond part. */
-double fsim_now_msf(void);
+/* Milliseconds of CLOCK_MONOTONIC with their fraction (es_time_mono_ms
+ * gives whole ones). */
+static inline double fsim_now_msf(void)
+{
+	return (double)es_time_mono_us() / 1000.0;
+}
 
 /*
  * fsim_conn.c. fsim_conn_protocols: the lws protocol list of every node's

@@ -202,7 +202,7 @@ static void on_desired(fsim *s, fsim_node *n, const fsim_in *m, int64_t now)
 
 static void on_message(fsim *s, fsim_node *n, const char *text, size_t len)
 {
-	int64_t now = fsim_now_ms();
+	int64_t now = es_time_mono_ms();
 	char err[256];
 	fsim_in m;
 	es_buf b;
@@ -372,7 +372,7 @@ static int sim_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 {
 	fsim_node *n = lws_get_opaque_user_data(wsi);
 	fsim *s = n ? n->sim : NULL;
-	int64_t now = fsim_now_ms();
+	int64_t now = es_time_mono_ms();
 	es_ws_msg m;
 	es_buf b;
 

@@ -21,28 +21,12 @@
 static volatile sig_atomic_t want_summary, want_stop, want_mark;
 static volatile int64_t mark_at_ms;
 
-int64_t fsim_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-double fsim_now_msf(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
 static void on_signal(int sig)
 {
 	if (sig == SIGUSR1)
 		want_summary = 1;
 	else if (sig == SIGUSR2) {
-		mark_at_ms = fsim_now_ms(); /* clock_gettime is async-signal-safe */
+		mark_at_ms = es_time_mono_ms(); /* clock_gettime: async-signal-safe */
 		want_mark = 1;
 	} else
 		want_stop = 1;
@@ -194,7 +178,7 @@ static void summary(fsim *s, const char *why)
 	fsim_gauges g = { s->o.nodes, s->ready, 0, 0, s->tcp_tx_closed, s->tcp_rx_closed };
 
 	fsim_conn_tcp_bytes(s, &g.tcp_tx, &g.tcp_rx);
-	fsim_stats_print(&s->st, stdout, why, &g, fsim_now_ms());
+	fsim_stats_print(&s->st, stdout, why, &g, es_time_mono_ms());
 }
 
 static void write_nodes(fsim *s)
@@ -222,7 +206,7 @@ static void tick(lws_sorted_usec_list_t *sul)
 {
 	fsim *s = lws_container_of(sul, fsim, sul_tick);
 	static int64_t last;
-	int64_t now = fsim_now_ms();
+	int64_t now = es_time_mono_ms();
 
 	if (want_mark) {
 		want_mark = 0;
@@ -321,7 +305,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": libwebsockets could not start\n");
 		goto cleanup;
 	}
-	s->start_ms = fsim_now_ms();
+	s->start_ms = es_time_mono_ms();
 	s->end_ms = s->start_ms + (int64_t)(s->o.duration_s * 1000.0);
 	fsim_stats_init(&s->st, s->start_ms);
 	lws_sul_schedule(s->ctx, 0, &s->sul_tick, tick, 1);
