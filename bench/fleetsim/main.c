@@ -299,8 +299,7 @@ int main(int argc, char **argv)
 	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT |
 		       LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
 	info.fd_limit_per_thread = (unsigned)s->o.nodes + 64;
-	info.timeout_secs = 30;
-	info.connect_timeout_secs = 30;
+	/* timeouts: libwebsockets' defaults, as edgesync-agent has them */
 	if (!(s->ctx = lws_create_context(&info))) {
 		fprintf(stderr, PROG ": libwebsockets could not start\n");
 		goto cleanup;
