@@ -57,7 +57,6 @@ import time
 from benchlib import Owner, db_ro, harness, proc_status, respawn, use_build
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-API = "/apis/edgesync.io/v1alpha1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -239,6 +238,13 @@ def run_one(a, n):
         else:
             fig["connectAllSeconds"] = s["connectAllSeconds"]
         fig["connectMs"] = s["connectMs"]
+        fig["welcomes"] = s["welcomes"]
+        if s["ready"] < n:
+            # the later phases would measure a partial (or empty) fleet
+            fig["failed"] = (f"only {s['ready']} of {n} connected after {t_connect:.0f} s"
+                             f" ({s['welcomes']} welcomes, {s['dialFailures']} failed dials,"
+                             f" controller {'alive' if c.controller.alive() else 'dead'})")
+            return fig
         # steady state: one interval to settle, then the window
         time.sleep(a.interval * 1.5)
         sim.summary()
@@ -368,7 +374,11 @@ def main():
             fig = {"nodes": n, "failed": str(e)[:2000]}
             print(f"N = {n}: failed: {str(e)[:2000]}", flush=True)
         else:
-            report(fig)
+            if "failed" in fig:
+                print(f"N = {n}: {fig['failed']}; dial->welcome {fmt_dist(fig['connectMs'])}",
+                      flush=True)
+            else:
+                report(fig)
         figs.append(fig)
     if a.json:
         with open(a.json, "w") as f:

@@ -13,7 +13,6 @@ import subprocess
 import time
 import unittest
 
-import harness
 from harness import API, BIN_DIR, Cluster, main, wait_for
 
 SIM = os.path.join(BIN_DIR, "edgesync-fleetsim")
