@@ -1,0 +1,479 @@
+/*
+ * fsim_conn.c - the simulated agents' connections (fleetsim.h): dialling
+ * with the agent's backoff, the protocol v1 state machine of each node
+ * (proto/PROTOCOL.md: hello, welcome, desired/desiredAck, reports and
+ * their acks, resync, ping), and the send queue.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "es_buf.h"
+#include "es_proto.h"
+#include "fleetsim.h"
+#include "fsim_certs.h"
+
+/* The agent's redial backoff (PROTOCOL.md "Errors"): full jitter, base 1 s,
+ * cap 60 s, reset by a session that stayed up 60 s. */
+#define BACKOFF_BASE_MS 1000
+#define BACKOFF_CAP_MS 60000
+#define BACKOFF_RESET_MS 60000
+/* A connection silent this long is closed (PROTOCOL.md "Limits"). */
+#define SILENT_MS (ES_PROTO_AGENT_DEAD_S * 1000LL)
+/* Source addresses: at most this many connections from one (loopback)
+ * address, below the 28 232 ephemeral ports of Linux's default range. */
+#define CONNS_PER_SOURCE 20000
+
+/* A uniformly random double in [0, 1). */
+static double rnd01(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+		v = (uint64_t)random() << 31 ^ (uint64_t)random();
+	return (double)(v >> 11) / 9007199254740992.0;
+}
+
+static void queue_clear(fsim_node *n)
+{
+	while (n->qhead) {
+		fsim_out *o = n->qhead;
+
+		n->qhead = o->next;
+		free(o->buf);
+		free(o);
+	}
+	n->qtail = NULL;
+}
+
+/* Starts b with LWS_PRE bytes of headroom for lws_write. */
+static void msg_begin(es_buf *b)
+{
+	es_buf_init(b, 0);
+	if (es_buf_reserve(b, LWS_PRE) == ES_OK)
+		es_buf_commit(b, LWS_PRE);
+}
+
+/* Queues the message in b (taken) and asks for a writeable callback.
+ * Returns 0, or -1 when out of memory (the connection is closed). */
+static int msg_queue(fsim_node *n, es_buf *b, int report)
+{
+	fsim_out *o = calloc(1, sizeof(*o));
+
+	if (!o || b->err != ES_OK) {
+		free(o);
+		es_buf_free(b);
+		if (n->wsi)
+			lws_set_timeout(n->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+		return -1;
+	}
+	o->len = b->len - LWS_PRE;
+	o->report = report;
+	o->buf = (unsigned char *)es_buf_detach(b, NULL);
+	if (n->qtail)
+		n->qtail->next = o;
+	else
+		n->qhead = o;
+	n->qtail = o;
+	if (n->wsi)
+		lws_callback_on_writable(n->wsi);
+	return 0;
+}
+
+/* Sends the next state report: a snapshot when one is owed, else the next
+ * patch of the replay on the last acknowledged state. At most one is in
+ * flight (PROTOCOL.md "Reports"); a round that comes meanwhile waits. */
+static void send_state(fsim *s, fsim_node *n)
+{
+	const fsim_tmpl *t;
+	int snap = n->need_snapshot || n->state_seq == 0;
+	es_buf b;
+
+	if (n->unacked_seq) {
+		n->pending_state = 1;
+		return;
+	}
+	n->pending_state = 0;
+	t = snap ? &s->replay.snapshot
+		 : &s->replay.patches[n->patch_pos++ % s->replay.npatches];
+	msg_begin(&b);
+	fsim_msg_report(&b, t, n->next_seq, snap, n->state_seq, n->name);
+	if (msg_queue(n, &b, 1) != 0)
+		return;
+	n->unacked_seq = n->next_seq++;
+	n->unacked_sent_ms = 0;
+	n->need_snapshot = 0;
+	s->st.reports_sent++;
+	s->st.snapshots_sent += snap;
+}
+
+/* Sends the state report in flight again, as a snapshot under its seq (the
+ * agent's latest-wins outbox entry keeps its seq). */
+static void resend_state(fsim *s, fsim_node *n)
+{
+	es_buf b;
+
+	msg_begin(&b);
+	fsim_msg_report(&b, &s->replay.snapshot, n->unacked_seq, 1, 0, n->name);
+	if (msg_queue(n, &b, 1) != 0)
+		return;
+	n->unacked_sent_ms = 0;
+	n->need_snapshot = 0;
+	s->st.reports_sent++;
+	s->st.snapshots_sent++;
+}
+
+static void schedule_report(fsim *s, fsim_node *n, int64_t now, int first)
+{
+	double iv = s->o.interval_s * 1000.0;
+
+	if (first)
+		n->next_report_ms = now + (int64_t)(iv * rnd01());
+	else
+		n->next_report_ms = now + (int64_t)(iv * (1.0 + s->o.jitter * (2.0 * rnd01() - 1.0)));
+}
+
+static void on_welcome(fsim *s, fsim_node *n, const fsim_in *m, int64_t now)
+{
+	n->state = FS_READY;
+	n->up_ms = now;
+	n->heartbeat_s = m->heartbeat_s > 0 ? (int)m->heartbeat_s : ES_PROTO_HEARTBEAT_S;
+	n->last_ping_ms = now;
+	if (n->welcomes++ > 0)
+		s->st.reconnects++;
+	fsim_stats_welcome(&s->st, now);
+	fsim_samples_add(&s->st.connect, (double)(now - n->dial_ms));
+	if (++s->ready == s->o.nodes && s->st.all_ready_ms < 0)
+		s->st.all_ready_ms = now;
+	if (m->acked_seq > n->acked_seq)
+		n->acked_seq = m->acked_seq;
+	if (n->acked_seq >= n->next_seq)
+		n->next_seq = n->acked_seq + 1;
+	if (n->unacked_seq && n->unacked_seq <= n->acked_seq) {
+		/* stored before the connection went */
+		n->state_seq = n->unacked_seq;
+		n->unacked_seq = 0;
+		s->st.reports_acked++;
+	}
+	if (n->unacked_seq) {
+		resend_state(s, n);
+	} else {
+		n->need_snapshot = 1;
+		send_state(s, n);
+	}
+	schedule_report(s, n, now, 1);
+}
+
+static void on_ack(fsim *s, fsim_node *n, int64_t seq)
+{
+	if (seq > n->acked_seq)
+		n->acked_seq = seq;
+	if (!n->unacked_seq || seq < n->unacked_seq)
+		return;
+	if (n->unacked_sent_ms > 0)
+		fsim_samples_add(&s->st.ack, fsim_now_msf() - n->unacked_sent_ms);
+	s->st.reports_acked++;
+	s->st.win_reports_acked++;
+	n->state_seq = n->unacked_seq;
+	n->unacked_seq = 0;
+	if (n->pending_state)
+		send_state(s, n);
+}
+
+static void on_desired(fsim *s, fsim_node *n, const fsim_in *m, int64_t now)
+{
+	es_buf b;
+
+	s->st.desired_rx++;
+	if (m->full && m->more) {
+		n->rv_pending = m->rv;
+		return;
+	}
+	if (m->full || m->rv > n->rv)
+		n->rv = m->rv;
+	if (!m->full && s->st.marker_ms >= 0 && now >= s->st.marker_ms)
+		fsim_samples_add(&s->st.fanout, fsim_now_msf() - (double)s->st.marker_ms);
+	msg_begin(&b);
+	fsim_msg_desired_ack(&b, n->rv);
+	if (msg_queue(n, &b, 0) == 0)
+		s->st.desired_acks++;
+}
+
+static void on_message(fsim *s, fsim_node *n, const char *text, size_t len)
+{
+	int64_t now = es_time_mono_ms();
+	char err[256];
+	fsim_in m;
+	es_buf b;
+
+	s->st.msgs_rx++;
+	s->st.ws_rx_bytes += (int64_t)len;
+	if (fsim_msg_parse(text, len, &m, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, "fleetsim: %s: bad message from the controller: %s\n",
+			n->name, err);
+		lws_set_timeout(n->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+		return;
+	}
+	if (n->state == FS_HELLO && m.type != FSIM_IN_WELCOME && m.type != FSIM_IN_ERROR)
+		return;
+	switch (m.type) {
+	case FSIM_IN_WELCOME:
+		on_welcome(s, n, &m, now);
+		break;
+	case FSIM_IN_DESIRED:
+		on_desired(s, n, &m, now);
+		break;
+	case FSIM_IN_ACK:
+		on_ack(s, n, m.seq);
+		break;
+	case FSIM_IN_RESYNC:
+		s->st.resyncs++;
+		n->need_snapshot = 1;
+		send_state(s, n);
+		break;
+	case FSIM_IN_PING:
+		msg_begin(&b);
+		fsim_msg_pong(&b, m.time[0] ? m.time : NULL);
+		msg_queue(n, &b, 0);
+		break;
+	case FSIM_IN_ERROR:
+		s->st.errors_rx++;
+		if (s->st.errors_rx <= 20)
+			fprintf(stderr, "fleetsim: %s: controller error %s\n", n->name, m.text);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The session of n ended (or its dial failed): schedule the redial. */
+static void conn_down(fsim *s, fsim_node *n, int64_t now)
+{
+	double bound;
+
+	if (n->state == FS_IDLE)
+		return;
+	if (n->wsi)
+		fsim_tcp_bytes(lws_get_socket_fd(n->wsi), &s->tcp_tx_closed,
+			       &s->tcp_rx_closed);
+	if (n->state == FS_READY) {
+		s->ready--;
+		s->st.disconnects++;
+		if (now - n->up_ms >= BACKOFF_RESET_MS)
+			n->attempt = 0;
+	} else {
+		s->st.dial_failures++;
+	}
+	n->state = FS_IDLE;
+	n->wsi = NULL;
+	queue_clear(n);
+	es_ws_rx_reset(&n->rx);
+	n->rv_pending = 0;
+	if (s->stopping)
+		return;
+	bound = BACKOFF_BASE_MS * (double)(1LL << (n->attempt < 16 ? n->attempt : 16));
+	if (bound > BACKOFF_CAP_MS)
+		bound = BACKOFF_CAP_MS;
+	n->attempt++;
+	n->next_dial_ms = now + 1 + (int64_t)(bound * rnd01());
+}
+
+static struct lws_vhost *node_vhost(fsim *s, fsim_node *n)
+{
+	struct lws_context_creation_info info;
+	char crt[4200], key[4200];
+
+	snprintf(crt, sizeof(crt), "%s/%s.crt", s->cert_dir, n->name);
+	snprintf(key, sizeof(key), "%s/%s.key", s->cert_dir, n->name);
+	memset(&info, 0, sizeof(info));
+	info.vhost_name = n->name;
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	/* lws builds a vhost's TLS client only with this option */
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+	info.protocols = fsim_conn_protocols;
+	info.extensions = NULL; /* PROTOCOL.md "Transport": no permessage-deflate */
+	info.client_ssl_ca_filepath = s->o.ca_cert;
+	info.client_ssl_cert_filepath = crt;
+	info.client_ssl_private_key_filepath = key;
+	return lws_create_vhost(s->ctx, &info);
+}
+
+static void dial(fsim *s, fsim_node *n, int64_t now)
+{
+	struct lws_client_connect_info i;
+	struct lws *w;
+	char src[32];
+
+	n->next_dial_ms = 0;
+	if (!n->vh && !(n->vh = node_vhost(s, n))) {
+		fprintf(stderr, "fleetsim: %s: could not build its TLS client from %s\n",
+			n->name, s->cert_dir);
+		n->state = FS_DIALING;
+		conn_down(s, n, now);
+		return;
+	}
+	memset(&i, 0, sizeof(i));
+	i.context = s->ctx;
+	i.vhost = n->vh;
+	i.address = s->o.url_host;
+	i.port = s->o.port;
+	i.path = ES_PROTO_PATH;
+	i.host = s->o.server_name;
+	i.origin = s->o.server_name;
+	i.ssl_connection = LCCSCF_USE_SSL | LCCSCF_HTTP_NO_FOLLOW_REDIRECT;
+	i.protocol = ES_PROTO_SUBPROTOCOL;
+	i.local_protocol_name = ES_PROTO_SUBPROTOCOL;
+	i.ietf_version_or_minus_one = -1;
+	i.opaque_user_data = n;
+	if (s->o.nodes > CONNS_PER_SOURCE && strncmp(s->o.url_host, "127.", 4) == 0) {
+		snprintf(src, sizeof(src), "127.0.%d.%d", 1 + n->idx / CONNS_PER_SOURCE / 250,
+			 1 + (n->idx / CONNS_PER_SOURCE) % 250);
+		i.iface = src;
+	}
+	n->state = FS_DIALING;
+	n->dial_ms = now;
+	n->last_rx_ms = now;
+	s->st.dials++;
+	/* lws may report the failure before it returns (then n is idle). */
+	w = lws_client_connect_via_info(&i);
+	if (n->state == FS_DIALING && !w)
+		conn_down(s, n, now);
+	else if (n->state == FS_DIALING)
+		n->wsi = w;
+}
+
+static int on_writeable(fsim *s, fsim_node *n, struct lws *wsi)
+{
+	fsim_out *o = n->qhead;
+	int w;
+
+	if (!o)
+		return 0;
+	w = lws_write(wsi, o->buf + LWS_PRE, o->len, LWS_WRITE_TEXT);
+	if (w < 0 || (size_t)w < o->len)
+		return -1;
+	s->st.msgs_tx++;
+	s->st.ws_tx_bytes += (int64_t)o->len;
+	if (o->report)
+		n->unacked_sent_ms = fsim_now_msf();
+	n->qhead = o->next;
+	if (!n->qhead)
+		n->qtail = NULL;
+	free(o->buf);
+	free(o);
+	if (n->qhead)
+		lws_callback_on_writable(wsi);
+	return 0;
+}
+
+static int sim_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+		  void *in, size_t len)
+{
+	fsim_node *n = lws_get_opaque_user_data(wsi);
+	fsim *s = n ? n->sim : NULL;
+	int64_t now = es_time_mono_ms();
+	es_ws_msg m;
+	es_buf b;
+
+	(void)user;
+	if (!n || (n->wsi && n->wsi != wsi))
+		return 0;
+	switch (reason) {
+	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+		if (s->st.dial_failures < 20 && !s->stopping)
+			fprintf(stderr, "fleetsim: %s: dial failed: %.*s\n", n->name,
+				in ? (int)strnlen(in, len ? len : 200) : 7,
+				in ? (const char *)in : "unknown");
+		conn_down(s, n, now);
+		break;
+	case LWS_CALLBACK_CLIENT_ESTABLISHED:
+		n->state = FS_HELLO;
+		n->last_rx_ms = now;
+		msg_begin(&b);
+		fsim_msg_hello(&b, n->name, n->stream_id, n->rv, n->next_seq);
+		msg_queue(n, &b, 0);
+		break;
+	case LWS_CALLBACK_CLIENT_RECEIVE:
+		n->last_rx_ms = now;
+		if (es_ws_rx_add(&n->rx, wsi, in, len, &m) != ES_OK) {
+			fprintf(stderr, "fleetsim: %s: %s\n", n->name, m.why);
+			return -1;
+		}
+		if (m.done)
+			on_message(s, n, m.text, m.len);
+		break;
+	case LWS_CALLBACK_CLIENT_WRITEABLE:
+		return on_writeable(s, n, wsi);
+	case LWS_CALLBACK_CLIENT_CLOSED:
+		conn_down(s, n, now);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+const struct lws_protocols fsim_conn_protocols[] = {
+	{ ES_PROTO_SUBPROTOCOL, sim_cb, 0, 0, 0, NULL, 0 },
+	LWS_PROTOCOL_LIST_TERM
+};
+
+void fsim_conn_tick(fsim *s, int64_t now, double dt_s)
+{
+	es_buf b;
+
+	if (s->stopping)
+		return;
+	s->ramp_credit += s->o.ramp * dt_s;
+	while (s->ramp_credit >= 1.0 && s->next_first_dial < s->o.nodes) {
+		s->nodes[s->next_first_dial++].next_dial_ms = now;
+		s->ramp_credit -= 1.0;
+	}
+	if (s->next_first_dial >= s->o.nodes || s->ramp_credit > s->o.ramp)
+		s->ramp_credit = 0;
+	for (int i = 0; i < s->o.nodes; i++) {
+		fsim_node *n = &s->nodes[i];
+
+		switch (n->state) {
+		case FS_IDLE:
+			if (n->next_dial_ms && now >= n->next_dial_ms)
+				dial(s, n, now);
+			break;
+		case FS_READY:
+			if (now >= n->next_report_ms) {
+				send_state(s, n);
+				schedule_report(s, n, now, 0);
+			}
+			if (now - n->last_ping_ms >= n->heartbeat_s * 1000LL) {
+				n->last_ping_ms = now;
+				msg_begin(&b);
+				fsim_msg_ping(&b);
+				msg_queue(n, &b, 0);
+			}
+			/* fall through */
+		case FS_HELLO:
+			if (now - n->last_rx_ms >= SILENT_MS && n->wsi)
+				lws_set_timeout(n->wsi, PENDING_TIMEOUT_USER_OK,
+						LWS_TO_KILL_ASYNC);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+void fsim_conn_tcp_bytes(fsim *s, int64_t *tx, int64_t *rx)
+{
+	for (int i = 0; i < s->o.nodes; i++)
+		if (s->nodes[i].wsi && s->nodes[i].state >= FS_HELLO)
+			fsim_tcp_bytes(lws_get_socket_fd(s->nodes[i].wsi), tx, rx);
+}
+
+void fsim_conn_free(fsim *s)
+{
+	for (int i = 0; s->nodes && i < s->o.nodes; i++) {
+		queue_clear(&s->nodes[i]);
+		es_ws_rx_free(&s->nodes[i].rx);
+	}
+}
