@@ -155,6 +155,7 @@ class Cluster:
         self.dev = os.path.join(self.state, "dev")
         self.port = free_port()
         self.admin_port = free_port()
+        self.join_port = free_port()
         self.nodes = list(nodes or [host_node_name()])
         self.controller = None
         self.agents = {}
@@ -170,6 +171,10 @@ class Cluster:
                 "--listen", f"127.0.0.1:{self.port}",
                 "--admin-listen", f"127.0.0.1:{self.admin_port}",
                 "--log-level", "debug"]
+        if "--join-listen" not in extra:
+            # --dev signs joins: its join listener's default port (7445)
+            # would be shared by tests running at once.
+            argv += ["--join-listen", f"127.0.0.1:{self.join_port}"]
         for n in self.nodes:
             argv += ["--dev-node", n]
         argv += list(extra)

@@ -7,7 +7,7 @@ stores nothing twice once the agents send their reports again."""
 import os
 import unittest
 
-from harness import Cluster, hello, main, wait_for
+from harness import EVERY_ROUND, Cluster, hello, main, wait_for
 
 EXIT_ENV = "EDGESYNC_DEBUG_EXIT_AFTER_COMMIT"
 EXIT_CODE = 86
@@ -104,7 +104,7 @@ class KilledBetweenCommitAndAckTest(unittest.TestCase):
         c = Cluster(self)
         # The first batches hold the hello's snapshot; die on the third.
         start_with_exit(c, 3)
-        agent = c.start_agent(extra=["--interval", "1"])
+        agent = c.start_agent(extra=["--interval", "1"] + EVERY_ROUND)
         wait_for("controller exit", lambda: not c.controller.alive(), timeout=60)
         self.assertEqual(c.controller.p.returncode, EXIT_CODE)
         c.controller.log.close()  # it exited: nothing to stop

@@ -25,7 +25,7 @@ import subprocess
 import time
 
 from egress_util import ADDR, EgressCase, cgroup2_root, es_time, policy, stale
-from harness import API, main, wait_for
+from harness import API, EVERY_ROUND, main, wait_for
 
 
 def bpf_usable():
@@ -83,8 +83,11 @@ class EgressTest(EgressCase):
         self.start_agent()
 
     def start_agent(self):
+        # Every round reports: the steps read the state the controller
+        # holds, and a condition whose message alone changed ("rule maps
+        # edited") otherwise waits for the usage report (PROTOCOL.md, v2).
         self.agent = self.c.start_agent(
-            extra=["--interval", "2", "--egress-pin-dir", self.pin_dir,
+            extra=EVERY_ROUND + ["--interval", "2", "--egress-pin-dir", self.pin_dir,
                    "--egress-check-interval", "2"],
             state_dir=os.path.join(self.c.dir, "agent-state"))
 

@@ -28,7 +28,7 @@ import subprocess
 import time
 
 from egress_util import ADDR, EgressCase, cgroup2_root, policy
-from harness import API, main, wait_for
+from harness import API, EVERY_ROUND, main, wait_for
 
 TABLE = "edgesync_egress"
 REFUSED = "EHOSTUNREACH"
@@ -95,8 +95,11 @@ class EgressNftTest(EgressCase):
         self.start_agent()
 
     def start_agent(self, backend="nftables"):
+        # Every round reports: the steps read the state the controller
+        # holds, and a condition whose message alone changed ("rule maps
+        # edited") otherwise waits for the usage report (PROTOCOL.md, v2).
         self.agent = self.c.start_agent(
-            extra=["--interval", "2", "--egress-backend", backend,
+            extra=EVERY_ROUND + ["--interval", "2", "--egress-backend", backend,
                    "--egress-pin-dir", self.pin_dir,
                    "--egress-check-interval", "2"],
             state_dir=self.state_dir)
