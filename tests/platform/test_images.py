@@ -92,30 +92,37 @@ class TestImages(unittest.TestCase):
         """`check` in the agent image with what agent-daemonset.yaml gives
         its container (plattest.kube_run_args): its capabilities, user,
         read-only root, host network and PID namespace, environment and
-        mounts; the ConfigMap and Secret as files laid out as the manifests
-        say, the state directory in a temporary one instead of the host's."""
+        mounts; the ConfigMap as the file the manifests lay out, the join
+        Secret's token and CA hash as the environment it gives, and the
+        state directory (a temporary one instead of the host's) holding
+        what a joined node keeps there."""
         for p in ("/sys/fs/bpf", "/sys/kernel/btf", "/sys/kernel/tracing"):
             plat.need_file(p, "the kernel's " + p)
         d = tempfile.mkdtemp(prefix="es-plat-check-")
         self.addCleanup(plat.shutil.rmtree, d, True)
         node = "es-plat-image-node"
         pki = plat.make_pki(os.path.join(d, "pki"), [node])
-        tls = os.path.join(d, "tls")
-        os.mkdir(tls)
-        for src, key in ((pki["ca"][0], "ca.crt"), (pki["node-" + node][0], f"{node}.crt"),
-                         (pki["node-" + node][1], f"{node}.key")):
-            plat.shutil.copyfile(src, os.path.join(tls, key))
-            os.chmod(os.path.join(tls, key), 0o400)  # the Secret's defaultMode
+        state = os.path.join(d, "state")
+        os.mkdir(state, 0o700)
+        # A node that joined: its key, certificate and CA bundle in
+        # <state-dir>/pki/ on the node's hostPath (README "Joining"); the
+        # join token and CA hash come from the edgesync-join-token Secret.
+        joined = os.path.join(state, "pki")
+        os.mkdir(joined, 0o700)
+        for src, key in ((pki["ca"][0], "ca.crt"), (pki["node-" + node][0], "node.crt"),
+                         (pki["node-" + node][1], "node.key")):
+            plat.shutil.copyfile(src, os.path.join(joined, key))
+            os.chmod(os.path.join(joined, key), 0o600)
         config = os.path.join(d, "config")
         os.mkdir(config)
         cm = plat.kube_workload("agent-configmap.yaml", "ConfigMap")
         with open(os.path.join(config, "agent.conf"), "w") as f:
             f.write(cm["data"]["agent.conf"])
-        state = os.path.join(d, "state")
-        os.mkdir(state, 0o700)
         ds = plat.kube_workload("agent-daemonset.yaml", "DaemonSet")
-        args = plat.kube_run_args(ds, "agent", {"config": config, "tls": tls, "state": state},
+        args = plat.kube_run_args(ds, "agent", {"config": config, "state": state},
                                   env={"EDGESYNC_NODE_NAME": node,
+                                       "EDGESYNC_TOKEN": "abcdef.0123456789abcdef",
+                                       "EDGESYNC_CA_HASH": "sha256:" + "0" * 64,
                                        "EDGESYNC_CGROUP_ROOT": host_cgroup2()})
         self.assertIn(f"--cap-add={DAEMONSET_CAPS}", args)
         with plat.step("images: agent check (DaemonSet settings)"):
@@ -146,7 +153,8 @@ class TestImages(unittest.TestCase):
         tls = os.path.join(d, "tls")
         os.mkdir(tls, 0o755)
         for src, key in ((pki["controller"][0], "tls.crt"), (pki["controller"][1], "tls.key"),
-                         (pki["ca"][0], "ca.crt"), (pki["ca"][0], "admin-ca.crt")):
+                         (pki["ca"][0], "ca.crt"), (pki["ca"][1], "ca.key"),
+                         (pki["ca"][0], "admin-ca.crt")):
             plat.shutil.copyfile(src, os.path.join(tls, key))
             os.chown(os.path.join(tls, key), 0, 65532)
             os.chmod(os.path.join(tls, key), 0o440)
@@ -159,12 +167,13 @@ class TestImages(unittest.TestCase):
         state = os.path.join(d, "state")
         os.mkdir(state, 0o700)
         os.chown(state, 65532, 65532)
-        port, admin = plat.free_port(), plat.free_port()
+        port, admin, join = plat.free_port(), plat.free_port(), plat.free_port()
         dep = plat.kube_workload("controller-deployment.yaml", "Deployment")
         args = plat.kube_run_args(dep, "controller",
                                   {"config": config, "tls": tls, "state": state},
                                   env={"EDGESYNC_LISTEN": f"127.0.0.1:{port}",
-                                       "EDGESYNC_ADMIN_LISTEN": f"127.0.0.1:{admin}"},
+                                       "EDGESYNC_ADMIN_LISTEN": f"127.0.0.1:{admin}",
+                                       "EDGESYNC_JOIN_LISTEN": f"127.0.0.1:{join}"},
                                   network="host")
         self.assertIn("--user=65532:65532", args)
         self.assertIn("--read-only", args)
