@@ -23,6 +23,10 @@
 #define ES_ENROLL_PIN_SZ (7 + 64 + 1)
 /* Largest certificate request accepted (PEM). */
 #define ES_ENROLL_CSR_MAX 8192
+/* The join listener's port by default: the agents' port plus this (7443,
+ * 7444 admin, 7445 join), so a controller moved to other ports moves its
+ * join listener with them, and an agent finds it from controller-url. */
+#define ES_ENROLL_JOIN_PORT_OFFSET 2
 
 /*
  * Makes a new token from the system's random generator into out

@@ -21,6 +21,7 @@
 #include "es_json.h"
 #include "es_pki.h"
 #include "es_url.h"
+#include "es_urllist.h"
 #include "es_version.h"
 
 /* Largest answer of the join listener (a CA bundle and a certificate). */
@@ -70,13 +71,24 @@ es_err es_join_config_finish(es_agent_config *cfg, char *err, size_t errsz)
 	if (empty(cfg->controller_url))
 		return es_errf(ES_ERR_INVAL, err, errsz, "controller-url: required with token");
 	if (empty(cfg->join_url)) {
-		if ((rc = es_url_parse("controller-url", cfg->controller_url, "wss", &u, err,
-				       errsz)) != ES_OK)
-			return rc;
+		es_urllist l = { 0 };
 		char *p = NULL;
 
+		/* The first of controller-url's URLs names the controller to
+		 * join; its join listener is beside its agents' port. */
+		if ((rc = es_urllist_split("controller-url", cfg->controller_url, &l, err,
+					   errsz)) != ES_OK)
+			return rc;
+		rc = es_url_parse("controller-url", l.items[0], "wss", &u, err, errsz);
+		es_urllist_free(&l);
+		if (rc != ES_OK)
+			return rc;
+		if (u.port > 65535 - ES_ENROLL_JOIN_PORT_OFFSET)
+			return es_errf(ES_ERR_INVAL, err, errsz, "join-url: required: "
+				       "controller-url's port %d has no port %d beside it for "
+				       "the join listener", u.port, u.port + ES_ENROLL_JOIN_PORT_OFFSET);
 		if (asprintf(&p, "https://%s%s%s:%d", u.ipv6 ? "[" : "", u.host,
-			     u.ipv6 ? "]" : "", ES_JOIN_PORT) < 0)
+			     u.ipv6 ? "]" : "", u.port + ES_ENROLL_JOIN_PORT_OFFSET) < 0)
 			return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 		free(cfg->join_url);
 		cfg->join_url = p;

@@ -14,8 +14,6 @@
 #include "es_err.h"
 #include "runtime/config.h"
 
-/* Default port of the controller's join listener. */
-#define ES_JOIN_PORT 7445
 /* Where a joined node keeps its credentials, below state-dir. */
 #define ES_JOIN_PKI_DIR "pki"
 
@@ -23,8 +21,9 @@
  * The join settings' part of es_agent_config_validate: with a token, the
  * shape of token ("<id>.<secret>", 6 and 16 of [a-z0-9]) and ca-hash
  * ("sha256:" + 64 hex digits, lower-cased in place) are checked,
- * controller-url is required, join-url defaults to
- * https://<controller-url host>:ES_JOIN_PORT, and cert, key and ca default
+ * controller-url is required, join-url defaults to https://<host>:<port +
+ * ES_ENROLL_JOIN_PORT_OFFSET> of controller-url's first URL (a list's
+ * first), and cert, key and ca default
  * to <state-dir>/pki/node.crt, node.key and ca.crt. Without a token,
  * ca-hash and join-url must be empty. Errors: ES_ERR_INVAL naming the
  * setting (never quoting the token's secret), ES_ERR_NOMEM.

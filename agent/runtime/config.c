@@ -89,7 +89,7 @@ static const es_setting settings[] = {
 	  "sha256:<hex> of the controller CA's public key, checked before the token is sent"),
 	S("join-url", "JOIN_URL", ES_SET_STRING, "", 0, 0, join_url,
 	  "the controller's join listener, https://host:port "
-	  "(default: controller-url's host, port 7445)"),
+	  "(default: controller-url's host, its port + 2)"),
 	S("usage-report-interval", "USAGE_REPORT_INTERVAL", ES_SET_INT, "60", 1, 86400,
 	  usage_report_interval,
 	  "seconds between reports of usage figures (usage, activity, collector event "

@@ -112,6 +112,14 @@ static int cmd_init(int argc, char **argv)
 		rc = 1;
 		goto fail;
 	}
+	if (strcmp(cfg.ca_cert, cfg.ca_key) == 0) {
+		/* One file cannot hold both: the certificate would replace
+		 * the key, which is then lost. */
+		snprintf(err, sizeof(err), "ca-key: \"%s\" is also ca-cert: give the "
+			 "key a file of its own", cfg.ca_key);
+		rc = 2;
+		goto fail;
+	}
 	rc = 1;
 	if (es_fs_mkdir_p(dir, 0700, err, sizeof(err)) != ES_OK)
 		goto fail;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "es_buf.h"
+#include "es_enroll.h"
 #include "es_log.h"
 #include "es_obj.h"
 #include "es_pki.h"
@@ -82,7 +83,7 @@ static const es_setting ccfg_table[] = {
 		       "(default wss://<listen>; a wildcard address becomes the host name)"),
 	ES_CCFG_STRING("join-listen", "JOIN_LISTEN", NULL, join_listen,
 		       "listener for joining nodes (HTTPS, no client certificate; only "
-		       "with ca-cert), ip:port (default <listen host>:7445)"),
+		       "with ca-cert), ip:port (default <listen host>:<listen port + 2>)"),
 	ES_CCFG_STRING("trust-bundle", "TRUST_BUNDLE", NULL, trust_bundle,
 		       "PEM file of the CAs that verify cert, given to joining agents "
 		       "(default: ca-cert)"),
@@ -355,8 +356,12 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 	if (!cfg->join_listen || !*cfg->join_listen) {
 		char jl[300];
 
+		if (a1.port > 65535 - ES_ENROLL_JOIN_PORT_OFFSET)
+			return es_errf(ES_ERR_INVAL, err, errsz, "join-listen: required: "
+				       "listen's port %d has no port %d beside it",
+				       a1.port, a1.port + ES_ENROLL_JOIN_PORT_OFFSET);
 		snprintf(jl, sizeof(jl), strchr(a1.host, ':') ? "[%s]:%d" : "%s:%d",
-			 a1.host, ES_CCFG_JOIN_PORT);
+			 a1.host, a1.port + ES_ENROLL_JOIN_PORT_OFFSET);
 		if (default_copy(&cfg->join_listen, jl) != ES_OK)
 			return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	}

@@ -22,8 +22,6 @@
  * make: a host name or a zoned IPv6 address would leave the controller
  * running without that listener. */
 #define ES_CCFG_LISTEN_FLAGS 0u
-/* Port of join-listen by default, beside the agents' 7443 and admin 7444. */
-#define ES_CCFG_JOIN_PORT 7445
 
 typedef struct es_ccfg {
 	char *listen;        /* agents' listener "ip:port" (ES_CCFG_LISTEN_FLAGS) */
@@ -44,7 +42,7 @@ typedef struct es_ccfg {
 	char *ca_cert, *ca_key;  /* signing CA for joining nodes (ca/ca.h); NULL: no joins */
 	int64_t cert_lifetime;   /* seconds, ES_CA_LIFETIME_MIN..MAX */
 	char *advertise_url;     /* wss:// URL agents dial; default from listen */
-	char *join_listen;       /* join listener "host:port"; default <listen host>:7445 */
+	char *join_listen;       /* join listener "host:port"; default <listen host>:<listen port + 2> */
 	char *trust_bundle;      /* CAs joining agents trust for this controller; NULL: ca-cert */
 	/* connections (PROTOCOL.md "Errors", `Overloaded`) */
 	int64_t max_handshakes;    /* TLS handshakes in progress at once */

@@ -172,8 +172,8 @@ class Cluster:
                 "--admin-listen", f"127.0.0.1:{self.admin_port}",
                 "--log-level", "debug"]
         if "--join-listen" not in extra:
-            # --dev signs joins: its join listener's default port (7445)
-            # would be shared by tests running at once.
+            # --dev signs joins: give its join listener a free port of its
+            # own rather than the one beside listen (port + 2).
             argv += ["--join-listen", f"127.0.0.1:{self.join_port}"]
         for n in self.nodes:
             argv += ["--dev-node", n]

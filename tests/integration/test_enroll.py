@@ -6,9 +6,11 @@ enrolled name are each refused with exit status 2 and nothing written."""
 
 import json
 import os
+import shutil
 import sqlite3
 import ssl
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -195,6 +197,21 @@ class EnrollTest(Base):
         os.unlink(os.path.join(first, "pki", "node.crt"))
         r, _ = self.join("edge-1", tok, ca_hash, state=first)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class CaInitTest(unittest.TestCase):
+    def test_one_file_for_certificate_and_key_is_refused(self):
+        """`ca init` with ca-cert and ca-key naming one file would leave
+        only the certificate there: it is refused, and nothing written."""
+        d = tempfile.mkdtemp(prefix="es-it-ca-")
+        self.addCleanup(shutil.rmtree, d, True)
+        same = os.path.join(d, "ca.pem")
+        r = subprocess.run([os.path.join(BIN_DIR, "edgesync-controller"), "ca", "init",
+                            "--state-dir", d, "--ca-cert", same, "--ca-key", same],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn("is also ca-cert", r.stderr)
+        self.assertFalse(os.path.exists(same))
 
 
 class RevokeTest(Base):

@@ -47,6 +47,24 @@ static void derived(void **state)
 	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
 	assert_string_equal(c.join_url, "https://[::1]:7445");
 	es_agent_config_free(&c);
+
+	/* The join listener is beside the agents' port, wherever that is. */
+	fill(&c, "wss://127.0.0.1:27443", "abcdef.0123456789abcdef", HASH);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_string_equal(c.join_url, "https://127.0.0.1:27445");
+	es_agent_config_free(&c);
+
+	/* A list of controllers: the first is joined. */
+	fill(&c, "wss://a.example:9443, wss://b.example:7443", "abcdef.0123456789abcdef", HASH);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_string_equal(c.join_url, "https://a.example:9445");
+	es_agent_config_free(&c);
+
+	/* No port beside 65535. */
+	fill(&c, "wss://a.example:65535", "abcdef.0123456789abcdef", HASH);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "join-url: required"));
+	es_agent_config_free(&c);
 }
 
 static void refused(void **state)

@@ -70,6 +70,18 @@ static void test_dev_defaults(void **state)
 	assert_int_equal(c.report_bytes_kept, 0);
 	assert_int_equal(c.reports_kept, 5);
 	es_ccfg_free(&c);
+	/* The join listener sits beside the agents' port (listen + 2). */
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--state-dir", "/tmp/st",
+			      NULL), ES_OK);
+	assert_int_equal(es_ccfg_finish(&c, err, sizeof(err)), ES_OK);
+	assert_string_equal(c.join_listen, "127.0.0.1:7445");
+	es_ccfg_free(&c);
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--state-dir", "/tmp/st",
+			      "--listen", "127.0.0.1:27443", "--admin-listen",
+			      "127.0.0.1:27444", NULL), ES_OK);
+	assert_int_equal(es_ccfg_finish(&c, err, sizeof(err)), ES_OK);
+	assert_string_equal(c.join_listen, "127.0.0.1:27445");
+	es_ccfg_free(&c);
 }
 
 static void test_default_state_dir(void **state)
