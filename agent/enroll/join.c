@@ -258,6 +258,19 @@ es_err es_join_run(const es_agent_config *cfg, FILE *out, char *err, size_t errs
 			     "away to join with a new one)", cfg->key);
 		goto cleanup;
 	}
+	if (key) {
+		struct stat st;
+
+		/* A key others may read is not the node's alone any more:
+		 * refused, as ssh refuses an unprotected private key. */
+		if (stat(cfg->key, &st) == 0 && (st.st_mode & 077)) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz, "key %s: mode %04o lets "
+				     "group or others at it (chmod 600 it, or move it away "
+				     "to join with a new key)", cfg->key,
+				     (unsigned)(st.st_mode & 07777));
+			goto cleanup;
+		}
+	}
 	if (!key) {
 		if ((rc = es_enroll_key_new(&key, err, errsz)) != ES_OK)
 			goto cleanup;

@@ -198,6 +198,19 @@ class EnrollTest(Base):
         r, _ = self.join("edge-1", tok, ca_hash, state=first)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_a_key_others_can_read_is_refused(self):
+        tok, ca_hash = self.token("--usages", "5")
+        r, state = self.join("edge-k", tok, ca_hash)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        key = os.path.join(state, "pki", "node.key")
+        self.assertEqual(os.stat(key).st_mode & 0o777, 0o600)
+        os.unlink(os.path.join(state, "pki", "node.crt"))
+        os.chmod(key, 0o644)
+        r, _ = self.join("edge-k", tok, ca_hash, state=state)
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn("mode 0644 lets group or others at it", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(state, "pki", "node.crt")))
+
 
 class CaInitTest(unittest.TestCase):
     def test_one_file_for_certificate_and_key_is_refused(self):
