@@ -46,18 +46,48 @@ static es_err pki_default(char **dst, const char *dir, const char *leaf)
 	return ES_OK;
 }
 
+static es_err join_settings(es_agent_config *cfg, char *err, size_t errsz);
+
 es_err es_join_config_finish(es_agent_config *cfg, char *err, size_t errsz)
+{
+	es_err rc;
+
+	if (empty(cfg->token)) {
+		char *crt = NULL;
+		int joined;
+
+		if (!empty(cfg->ca_hash) || !empty(cfg->join_url))
+			return es_errf(ES_ERR_INVAL, err, errsz, "%s: only meaningful with token",
+				       !empty(cfg->ca_hash) ? "ca-hash" : "join-url");
+		/* A node that joined before (`join`, then `run` without the
+		 * token): its files in <state-dir>/pki/ are the defaults. */
+		if (!empty(cfg->cert) || !empty(cfg->key) || !empty(cfg->ca) ||
+		    empty(cfg->state_dir))
+			return ES_OK;
+		if (pki_default(&crt, cfg->state_dir, "node.crt") != ES_OK)
+			return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+		joined = access(crt, F_OK) == 0;
+		free(crt);
+		if (!joined)
+			return ES_OK;
+	} else if ((rc = join_settings(cfg, err, errsz)) != ES_OK) {
+		return rc;
+	}
+	if (pki_default(&cfg->cert, cfg->state_dir, "node.crt") != ES_OK ||
+	    pki_default(&cfg->key, cfg->state_dir, "node.key") != ES_OK ||
+	    pki_default(&cfg->ca, cfg->state_dir, "ca.crt") != ES_OK)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	return ES_OK;
+}
+
+/* The token's settings (es_join_config_finish): their shapes, and the
+ * join URL derived from controller-url when unset. */
+static es_err join_settings(es_agent_config *cfg, char *err, size_t errsz)
 {
 	char id[8], secret[20], pin[ES_ENROLL_PIN_SZ];
 	es_url u;
 	es_err rc;
 
-	if (empty(cfg->token)) {
-		if (!empty(cfg->ca_hash) || !empty(cfg->join_url))
-			return es_errf(ES_ERR_INVAL, err, errsz, "%s: only meaningful with token",
-				       !empty(cfg->ca_hash) ? "ca-hash" : "join-url");
-		return ES_OK;
-	}
 	if ((rc = es_enroll_token_split(cfg->token, id, secret, err, errsz)) != ES_OK)
 		return rc;
 	explicit_bzero(secret, sizeof(secret));
@@ -96,10 +126,6 @@ es_err es_join_config_finish(es_agent_config *cfg, char *err, size_t errsz)
 				      errsz)) != ES_OK) {
 		return rc;
 	}
-	if (pki_default(&cfg->cert, cfg->state_dir, "node.crt") != ES_OK ||
-	    pki_default(&cfg->key, cfg->state_dir, "node.key") != ES_OK ||
-	    pki_default(&cfg->ca, cfg->state_dir, "ca.crt") != ES_OK)
-		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	return ES_OK;
 }
 

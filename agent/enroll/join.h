@@ -25,7 +25,9 @@
  * ES_ENROLL_JOIN_PORT_OFFSET> of controller-url's first URL (a list's
  * first), and cert, key and ca default
  * to <state-dir>/pki/node.crt, node.key and ca.crt. Without a token,
- * ca-hash and join-url must be empty. Errors: ES_ERR_INVAL naming the
+ * ca-hash and join-url must be empty, and cert, key and ca take those
+ * defaults too when none of them is set and <state-dir>/pki/node.crt
+ * exists (a node that joined, run without its token). Errors: ES_ERR_INVAL naming the
  * setting (never quoting the token's secret), ES_ERR_NOMEM.
  */
 es_err es_join_config_finish(es_agent_config *cfg, char *err, size_t errsz);

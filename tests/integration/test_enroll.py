@@ -126,6 +126,22 @@ class EnrollTest(Base):
         self.assertEqual(self.token_row(tok[:6]), (1, 2))
         self.assertTrue(p.alive())
 
+    def test_run_without_the_token_after_join(self):
+        """`join`, then `run` with only controller-url: the node's files in
+        <state-dir>/pki/ are the credentials."""
+        tok, ca_hash = self.token()
+        r, state = self.join("edge-2", tok, ca_hash)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        port = free_port()
+        p = Proc("agent-edge-2", [
+            os.path.join(BIN_DIR, "edgesync-agent"), "run", "--node-name", "edge-2",
+            "--controller-url", f"wss://localhost:{self.c.port}", "--state-dir", state,
+            "--http-listen", f"127.0.0.1:{port}", "--interval", "1"],
+            os.path.join(self.c.dir, "agent-edge-2.log"))
+        self.c.procs.append(p)
+        wait_for("edge-2 connected without its token", lambda: self.c._alive_or_fail(p)
+                 and self.connected("edge-2"))
+
     def test_run_joins_when_it_has_no_certificate(self):
         tok, ca_hash = self.token()
         state = os.path.join(self.c.dir, "agent-edge-2")

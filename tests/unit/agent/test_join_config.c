@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +69,37 @@ static void derived(void **state)
 	es_agent_config_free(&c);
 }
 
+/* A node that joined, run without its token: its files are the defaults. */
+static void joined_without_token(void **state)
+{
+	char dir[] = "/tmp/es-join-XXXXXX", pki[64], crt[96];
+	es_agent_config c;
+	char err[256];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	fill(&c, "wss://ctl.example:7443", NULL, NULL);
+	free(c.state_dir);
+	c.state_dir = strdup(dir);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_true(c.cert == NULL || c.cert[0] == '\0'); /* not joined: no default */
+	snprintf(pki, sizeof(pki), "%s/pki", dir);
+	assert_int_equal(mkdir(pki, 0700), 0);
+	snprintf(crt, sizeof(crt), "%s/node.crt", pki);
+	f = fopen(crt, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_string_equal(c.cert, crt);
+	assert_non_null(strstr(c.key, "/pki/node.key"));
+	assert_non_null(strstr(c.ca, "/pki/ca.crt"));
+	es_agent_config_free(&c);
+	unlink(crt);
+	rmdir(pki);
+	rmdir(dir);
+}
+
 static void refused(void **state)
 {
 	es_agent_config c;
@@ -106,6 +139,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(derived),
+		cmocka_unit_test(joined_without_token),
 		cmocka_unit_test(refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
