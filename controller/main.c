@@ -275,12 +275,18 @@ static int cmd_run(int argc, char **argv)
 	so.max_sessions = (int)cfg.max_sessions;
 	so.handshake_timeout_s = (int)cfg.handshake_timeout;
 	so.overload_retry_s = (int)cfg.overload_retry;
-	if (cfg.tls_ticket_lifetime > 0 &&
-	    es_tickets_init(cfg.tls_ticket_key, (uint32_t)cfg.tls_ticket_lifetime,
-			    err, sizeof(err)) != ES_OK) {
-		es_log_error("main", "cannot load the TLS session ticket key", "error",
-			     err, NULL);
-		goto cleanup;
+	if (cfg.tls_ticket_lifetime > 0) {
+		es_err te = es_tickets_init(cfg.tls_ticket_key,
+					    (uint32_t)cfg.tls_ticket_lifetime, err,
+					    sizeof(err));
+
+		if (te != ES_OK) {
+			es_log_error("main", "cannot load the TLS session ticket key",
+				     "error", err, NULL);
+			/* A file of the wrong mode or shape is a setting to fix. */
+			rc = te == ES_ERR_INVAL ? 2 : 1;
+			goto cleanup;
+		}
 	}
 	if (es_server_new(&so, db, &g_server, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot start", "error", err, NULL);

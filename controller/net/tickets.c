@@ -151,7 +151,9 @@ static es_err read_file(const char *path, unsigned char *out, char *err,
 	int fd;
 	es_err rc = ES_OK;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* Followed when a symbolic link: a Kubernetes Secret volume mounts
+	 * each key as one; the mode checked is the file's. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return es_errf(ES_ERR_IO, err, errsz, "tls-ticket-key %s: cannot open: %s",
 			       path, strerror(errno));
@@ -160,10 +162,13 @@ static es_err read_file(const char *path, unsigned char *out, char *err,
 			     "tls-ticket-key %s: not a regular file", path);
 		goto cleanup;
 	}
-	if (st.st_mode & 077) {
+	/* The owner and, as a Secret volume with defaultMode 0440 gives it,
+	 * the group may read; nobody else may read or write. */
+	if (st.st_mode & 027) {
 		rc = es_errf(ES_ERR_INVAL, err, errsz,
-			     "tls-ticket-key %s: mode %03o lets group or others read "
-			     "the key; chmod 600 it", path, (unsigned)(st.st_mode & 0777));
+			     "tls-ticket-key %s: mode %03o lets %s the key; chmod 600 "
+			     "it (0440 for a group)", path, (unsigned)(st.st_mode & 0777),
+			     st.st_mode & 007 ? "others at" : "the group write");
 		goto cleanup;
 	}
 	n = read(fd, buf, sizeof(buf));

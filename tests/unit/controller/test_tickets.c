@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "net/tickets.h"
@@ -70,6 +71,22 @@ static void test_bad_files(void **state)
 		   0644);
 	assert_int_equal(es_tickets_init(path, 3600, err, sizeof(err)), ES_ERR_INVAL);
 	assert_non_null(strstr(err, "chmod 600"));
+	assert_non_null(strstr(err, "others at"));
+	assert_int_equal(chmod(path, 0660), 0);
+	assert_int_equal(es_tickets_init(path, 3600, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "the group write"));
+	/* Read-only for owner and group, as a Secret volume mounts it,
+	 * through a symbolic link as it does. */
+	assert_int_equal(chmod(path, 0440), 0);
+	{
+		char link[600];
+
+		snprintf(link, sizeof(link), "%s.link", path);
+		assert_int_equal(symlink(path, link), 0);
+		assert_int_equal(es_tickets_init(link, 3600, err, sizeof(err)), ES_OK);
+		es_tickets_shutdown();
+		unlink(link);
+	}
 	assert_int_equal(chmod(path, 0600), 0);
 	assert_int_equal(es_tickets_init(path, 0, err, sizeof(err)), ES_ERR_INVAL);
 	assert_int_equal(es_tickets_init(path, ES_TICKETS_LIFETIME_MAX + 1, err,
