@@ -90,8 +90,15 @@ class FleetSimTest(unittest.TestCase):
 
     def test_fleet_connects_and_reports_are_stored_once(self):
         p = self.start_sim(duration=10)
-        nodes = wait_for("every simulated node connected", self.all_connected,
-                         timeout=60, interval=1)
+        wait_for("every simulated node connected", self.all_connected,
+                 timeout=60, interval=1)
+        # A node is connected from its hello; its snapshot is stored with
+        # the batch that follows (a few ms, longer under load).
+        nodes = wait_for("every node's snapshot stored", lambda: (
+            lambda ns: ns if ns and all(any(c["type"] == "Ready" for c in
+                                            n["status"].get("conditions", []))
+                                        for n in ns.values()) else None)(
+                self.all_connected()), timeout=30, interval=1)
         want = fixture_ready_status()
         for name, n in nodes.items():
             ready = [c for c in n["status"].get("conditions", []) if c["type"] == "Ready"]
