@@ -140,6 +140,7 @@ static void pick_addr(es_sync *s)
 
 static void conn_down(es_sync *s, const char *why)
 {
+	const char *failed;
 	int64_t delay;
 	char ms[32];
 
@@ -158,12 +159,14 @@ static void conn_down(es_sync *s, const char *why)
 		sync__set_error(s, why, NULL);
 	if (s->stopping)
 		return;
-	/* The next controller (address, then URL) gets the next dial. */
+	/* The next controller (address, then URL) gets the next dial; the
+	 * log names the one that failed and the one dialled next. */
+	failed = s->url;
 	es_urllist_advance(&s->urls, s->naddrs);
 	use_url(s);
 	delay = es_backoff_next(&s->bo, es_time_mono_ms());
 	snprintf(ms, sizeof(ms), "%lld", (long long)delay);
-	es_log_warn("sync", "disconnected, redialling", "url", s->url,
+	es_log_warn("sync", "disconnected, redialling", "url", failed, "next", s->url,
 		    "error", s->last_error, "delay_ms", ms, NULL);
 	lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, delay * LWS_US_PER_MS);
 }

@@ -56,6 +56,9 @@ class ControllerListTest(unittest.TestCase):
         sync = self.c.agent_state()["sync"]
         self.assertTrue(sync["connected"], sync)
         self.assertEqual(sync["url"], urls[1])
+        # The redial names the controller that failed and the next one.
+        log = self.c.agents[self.c.nodes[0]].output()
+        self.assertIn(f'msg="disconnected, redialling" url={urls[0]} next={urls[1]}', log)
 
         # edgesyncctl: the first server is down, the second answers
         servers = [f"https://localhost:{self.a_admin}", f"https://localhost:{self.b_admin}"]
