@@ -6,6 +6,7 @@
 #include "kcollect/kcollect.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <linux/bpf.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 
 #include "es_pki.h"
@@ -39,6 +41,29 @@ static int readable(const char *path)
 	ok = fread(buf, 1, sizeof(buf), f) > 0;
 	fclose(f);
 	return ok;
+}
+
+/* The row of a btf-path this kernel does not need (it has its own BTF):
+ * whether it would serve, so a fleet's setting is checked on any host. */
+static void check_btf_path(FILE *out, const char *btf_path)
+{
+	char file[PATH_MAX], why[PATH_MAX + 128], d[PATH_MAX + 192];
+	struct utsname u;
+
+	if (uname(&u) != 0) {
+		snprintf(d, sizeof(d), "uname: %s", strerror(errno));
+		row(out, "btf-path", RES_MISSING, d);
+		return;
+	}
+	if (es_kenv_btf_resolve(btf_path, u.release, file, sizeof(file), why,
+				sizeof(why)) != ES_OK) {
+		snprintf(d, sizeof(d), "%s (unused here: the kernel has its own BTF)", why);
+		row(out, "btf-path", RES_MISSING, d);
+		return;
+	}
+	snprintf(d, sizeof(d), "%s parses as BTF (unused here: the kernel has its own)",
+		 file);
+	row(out, "btf-path", RES_OK, d);
 }
 
 /* Creates and closes a BPF map; returns 0 or the errno. */
@@ -196,6 +221,8 @@ int es_check_run(FILE *out, const es_agent_config *cfg)
 		snprintf(d, sizeof(d), ES_KENV_BTF_VMLINUX " (%lld bytes)",
 			 (long long)sb.st_size);
 		row(out, "btf", RES_OK, d);
+		if (cfg->btf_path && cfg->btf_path[0])
+			check_btf_path(out, cfg->btf_path);
 	} else if (in.btf_file[0]) {
 		snprintf(d, sizeof(d), "%.600s (btf-path; the kernel has none)",
 			 in.btf_file);

@@ -110,6 +110,22 @@ class BtfPathTest(unittest.TestCase):
         self.assertIn(f"btf-path {self.not_btf}: not BTF", t["ebpf"][1], out)
         self.assertTrue(t["collector/process"][1].startswith("procfs: btf-path"), out)
 
+    def test_check_names_a_bad_btf_path_where_the_kernel_has_btf(self):
+        """A fleet's btf-path is checked on hosts that do not need it too."""
+        base = [os.path.join(BIN_DIR, "edgesync-agent"), "check",
+                "--state-dir", os.path.join(self.c.dir, "check-btf")]
+        for path, result, text in ((self.not_btf, "missing", "not BTF"),
+                                   ("/nonexistent/btf", "missing", "No such file"),
+                                   (self.btf_dir, "ok", "parses as BTF")):
+            with self.subTest(btf_path=path):
+                r = subprocess.run(base + ["--btf-path", path], capture_output=True,
+                                   text=True, timeout=120)
+                t = rows(r.stdout)
+                self.assertEqual(t["btf"][0], "ok", r.stdout)
+                self.assertEqual(t["btf-path"][0], result, r.stdout)
+                self.assertIn(text, t["btf-path"][1], r.stdout)
+                self.assertIn("unused here", t["btf-path"][1], r.stdout)
+
     def test_run_reports_the_collectors_on_ebpf_with_the_file(self):
         for btf, backend in ((self.btf_file, "ebpf"), (None, "procfs")):
             with self.subTest(btf_path=btf):
