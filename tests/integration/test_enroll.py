@@ -126,6 +126,19 @@ class EnrollTest(Base):
         self.assertEqual(self.token_row(tok[:6]), (1, 2))
         self.assertTrue(p.alive())
 
+    def test_check_with_a_token_before_the_join(self):
+        """`check` on a node that has not joined yet: `run` would join
+        first, so the missing certificate is not a failure."""
+        tok, ca_hash = self.token()
+        state = os.path.join(self.c.dir, "agent-edge-c")
+        r = subprocess.run([os.path.join(BIN_DIR, "edgesync-agent"), "check",
+                            "--collector-backend", "procfs"]
+                           + self.join_args("edge-c", tok, ca_hash, state),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("run joins first with the token", r.stdout)
+        self.assertFalse(os.path.exists(os.path.join(state, "pki", "node.crt")))
+
     def test_run_without_the_token_after_join(self):
         """`join`, then `run` with only controller-url: the node's files in
         <state-dir>/pki/ are the credentials."""
