@@ -122,12 +122,23 @@ static cJSON *reencode(es_msg_type type, const cJSON *msg, const char *const **k
 	const char *rt;
 
 	switch (type) {
-	case ES_MSG_HELLO:
+	case ES_MSG_HELLO: {
+		cJSON *h;
+
 		*keys = hello;
-		return es_proto_hello(str_member(msg, "node"), str_member(msg, "agentVersion"),
-				      str_member(msg, "bootId"), dup_member(msg, "labels"),
-				      int_member(msg, "resourceVersion"),
-				      int_member(msg, "nextSeq"), str_member(msg, "streamId"));
+		h = es_proto_hello(str_member(msg, "node"), str_member(msg, "agentVersion"),
+				   str_member(msg, "bootId"), dup_member(msg, "labels"),
+				   int_member(msg, "resourceVersion"),
+				   int_member(msg, "nextSeq"), str_member(msg, "streamId"));
+		/* A version 2 hello is a version 1 one made v2 (as the agent
+		 * makes it). */
+		if (h && es_proto_version_of(msg) == 2 &&
+		    es_proto_make_v2(h, es_proto_has_capability(msg, ES_PROTO_CAP_DEFLATE)) != ES_OK) {
+			cJSON_Delete(h);
+			h = NULL;
+		}
+		return h;
+	}
 	case ES_MSG_WELCOME:
 		*keys = welcome;
 		return es_proto_welcome(str_member(msg, "node"),
