@@ -71,7 +71,7 @@ if [[ ${ES_SKIP_SANITIZE:-0} != 1 ]]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --test-dir "${asan}" --output-on-failure -j "${jobs}" \
-            --timeout 300 -L 'unit|integration'
+            --timeout 300 -L 'unit|integration' -LE load
 fi
 
 if [[ ${ES_SKIP_FUZZ:-0} != 1 ]]; then

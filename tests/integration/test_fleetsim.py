@@ -94,11 +94,12 @@ class FleetSimTest(unittest.TestCase):
                  timeout=60, interval=1)
         # A node is connected from its hello; its snapshot is stored with
         # the batch that follows (a few ms, longer under load).
+        # Under the sanitizers both processes are several times slower.
         nodes = wait_for("every node's snapshot stored", lambda: (
-            lambda ns: ns if ns and all(any(c["type"] == "Ready" for c in
-                                            n["status"].get("conditions", []))
-                                        for n in ns.values()) else None)(
-                self.all_connected()), timeout=30, interval=1)
+            lambda ns: ns if len(ns) == NODES and all(
+                any(c["type"] == "Ready" for c in n["status"].get("conditions", []))
+                for n in ns.values()) else None)(self.fleet()),
+            timeout=120, interval=1)
         want = fixture_ready_status()
         for name, n in nodes.items():
             ready = [c for c in n["status"].get("conditions", []) if c["type"] == "Ready"]
