@@ -40,19 +40,12 @@ static void req_reset(http_req *r)
 static int respond(struct lws *wsi, http_req *r, int status, const char *ctype,
 		   char *body, size_t len, int close_now)
 {
-	unsigned char hdr[LWS_PRE + 1024], *p = hdr + LWS_PRE,
-		*end = hdr + sizeof(hdr) - 1;
-
 	free(r->resp);
 	r->resp = body;
 	r->resp_len = body ? len : 0;
 	r->resp_off = 0;
 	r->responding = 1;
-	if (lws_add_http_common_headers(wsi, (unsigned)status, ctype,
-					r->resp_len, &p, end) ||
-	    (close_now && lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION,
-				(const unsigned char *)"close", 5, &p, end)) ||
-	    lws_finalize_write_http_header(wsi, hdr + LWS_PRE, &p, end))
+	if (server__http_headers(wsi, status, ctype, r->resp_len, close_now) != 0)
 		return -1;
 	if (close_now) {
 		unsigned char bb[LWS_PRE + 2048];
@@ -177,6 +170,20 @@ static int on_http_body(http_req *r, const void *in, size_t len)
 		return 0;
 	}
 	return rc == ES_OK ? 0 : -1;
+}
+
+int server__http_headers(struct lws *wsi, int status, const char *ctype,
+			 size_t len, int close_now)
+{
+	unsigned char hdr[LWS_PRE + 1024], *p = hdr + LWS_PRE,
+		*end = hdr + sizeof(hdr) - 1;
+
+	if (lws_add_http_common_headers(wsi, (unsigned)status, ctype, len, &p, end) ||
+	    (close_now && lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION,
+				(const unsigned char *)"close", 5, &p, end)) ||
+	    lws_finalize_write_http_header(wsi, hdr + LWS_PRE, &p, end))
+		return -1;
+	return 0;
 }
 
 int server__http_write_body(struct lws *wsi, es_server *s, const char *body,

@@ -173,6 +173,13 @@ es_err server__enroll_labels(conn *c);
 
 /* ---- server_admin.c ---- */
 
+/* Writes an HTTP response's status line and headers on wsi (both
+ * listeners): status, Content-Type ctype, Content-Length len, and
+ * "Connection: close" when close_now. Returns 0, or -1 when they do not
+ * fit or cannot be written (close the connection). */
+int server__http_headers(struct lws *wsi, int status, const char *ctype,
+			 size_t len, int close_now);
+
 /* Writes the next piece (at most SERVER_HTTP_CHUNK bytes) of an HTTP
  * response body of len bytes from *off (moved on), asking for another
  * LWS_CALLBACK_HTTP_WRITEABLE when more is left. Returns 1 after the last

@@ -40,9 +40,6 @@ static void req_reset(join_req *r)
 static int respond(struct lws *wsi, join_req *r, int status, const char *ctype,
 		   char *body)
 {
-	unsigned char hdr[LWS_PRE + 1024], *p = hdr + LWS_PRE,
-		*end = hdr + sizeof(hdr) - 1;
-
 	if (!body)
 		return -1;
 	free(r->resp);
@@ -50,9 +47,7 @@ static int respond(struct lws *wsi, join_req *r, int status, const char *ctype,
 	r->resp_len = strlen(body);
 	r->resp_off = 0;
 	r->responding = 1;
-	if (lws_add_http_common_headers(wsi, (unsigned)status, ctype, r->resp_len,
-					&p, end) ||
-	    lws_finalize_write_http_header(wsi, hdr + LWS_PRE, &p, end))
+	if (server__http_headers(wsi, status, ctype, r->resp_len, 0) != 0)
 		return -1;
 	lws_callback_on_writable(wsi);
 	return 0;
