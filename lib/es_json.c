@@ -802,3 +802,53 @@ cleanup:
 	es_buf_free(&buf);
 	return rc;
 }
+
+int es_json_diff_members(const cJSON *from, const cJSON *to,
+			 es_json_member_fn fn, void *ctx)
+{
+	es_json_index fix = {0}, tix = {0};
+	const cJSON *m;
+	int r = -1;
+
+	if (es_json_index_init(&fix, from) != ES_OK ||
+	    es_json_index_init(&tix, to) != ES_OK)
+		goto done;
+	r = 0;
+	if (cJSON_IsObject(from)) {
+		cJSON_ArrayForEach(m, from) {
+			const cJSON *t;
+
+			if (!m->string || es_json_index_find(&fix, m->string) != m)
+				continue;
+			t = es_json_index_find(&tix, m->string);
+			if (t && !cJSON_IsNull(t)) {
+				int eq = es_json_equal(m, t);
+
+				if (eq < 0) {
+					r = -1;
+					goto done;
+				}
+				if (eq)
+					continue;
+			} else {
+				t = NULL;
+			}
+			if ((r = fn(m->string, m, t, ctx)) < 0)
+				goto done;
+		}
+	}
+	if (cJSON_IsObject(to)) {
+		cJSON_ArrayForEach(m, to) {
+			if (!m->string || cJSON_IsNull(m) ||
+			    es_json_index_find(&tix, m->string) != m ||
+			    es_json_index_find(&fix, m->string))
+				continue;
+			if ((r = fn(m->string, NULL, m, ctx)) < 0)
+				goto done;
+		}
+	}
+done:
+	es_json_index_free(&fix);
+	es_json_index_free(&tix);
+	return r < 0 ? r : 0;
+}

@@ -101,6 +101,27 @@ void es_json_index_free(es_json_index *ix);
 int es_json_equal(const cJSON *a, const cJSON *b);
 
 /*
+ * Walks the members by which the object to differs from the object from,
+ * as a merge patch (RFC 7386) or a keyed change sees them: for each name
+ * (the first member of a name given twice counts, as for cJSON lookups)
+ * calls fn(name, f, t, ctx) once, where
+ *   - removed: f is from's member, t is NULL (the name is absent from to,
+ *     or null there);
+ *   - changed: f and t are both members and not es_json_equal (f may be a
+ *     JSON null when to gives a value);
+ *   - added:   f is NULL (absent from from), t is to's member, not null.
+ * Names with equal values are skipped. Members of from come first, in
+ * from's order, then the added ones in to's order. Both objects are
+ * borrowed. Anything but an object counts as an empty object.
+ * Returns 0 when every call returned 0; -1 when memory for an index ran
+ * out; else the first negative value fn returned (the walk stops there).
+ */
+typedef int (*es_json_member_fn)(const char *name, const cJSON *f,
+				 const cJSON *t, void *ctx);
+int es_json_diff_members(const cJSON *from, const cJSON *to,
+			 es_json_member_fn fn, void *ctx);
+
+/*
  * Exact integer of a number item, range-checked before any conversion (a
  * cast of an infinite or huge double is undefined behaviour): returns 0 and
  * sets *out when v is a number with no fraction in [min, max] (clamped to

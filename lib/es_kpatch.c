@@ -440,66 +440,38 @@ static int diff_member(cJSON *out, const char *name, const cJSON *f, const cJSON
 	return add_owned(out, name, cJSON_Duplicate(t, 1));
 }
 
+/* What diff_obj's walk carries: the change being built and the path. */
+typedef struct {
+	cJSON *out;
+	kpath *path;
+} dctx;
+
+/* es_json_diff_members callback: one member's change into d->out. */
+static int diff_one(const char *name, const cJSON *f, const cJSON *t, void *ctx)
+{
+	dctx *d = ctx;
+	size_t old;
+	int r;
+
+	if (!t)
+		return add_owned(d->out, name, cJSON_CreateNull());
+	old = path_push(d->path, name);
+	r = diff_member(d->out, name, f, t, d->path);
+	path_pop(d->path, old);
+	return r;
+}
+
 /* The change from the object from (NULL: absent) to the object to at path;
  * NULL when out of memory. */
 static cJSON *diff_obj(const cJSON *from, const cJSON *to, kpath *path)
 {
-	cJSON *out = NULL;
-	const cJSON *m;
-	es_json_index fix = {0}, tix = {0};
+	dctx d = {cJSON_CreateObject(), path};
 
-	if (es_json_index_init(&fix, from) != ES_OK ||
-	    es_json_index_init(&tix, to) != ES_OK)
-		goto fail;
-	if (!(out = cJSON_CreateObject()))
-		goto fail;
-	cJSON_ArrayForEach(m, from) {
-		const cJSON *t;
-		size_t old;
-		int eq, r;
-
-		if (!m->string || es_json_index_find(&fix, m->string) != m)
-			continue;
-		t = es_json_index_find(&tix, m->string);
-		if (!t || cJSON_IsNull(t)) {
-			if (add_owned(out, m->string, cJSON_CreateNull()) < 0)
-				goto fail;
-			continue;
-		}
-		if ((eq = es_json_equal(m, t)) < 0)
-			goto fail;
-		if (eq)
-			continue;
-		old = path_push(path, m->string);
-		r = diff_member(out, m->string, m, t, path);
-		path_pop(path, old);
-		if (r < 0)
-			goto fail;
+	if (d.out && es_json_diff_members(from, to, diff_one, &d) < 0) {
+		cJSON_Delete(d.out);
+		return NULL;
 	}
-	cJSON_ArrayForEach(m, to) {
-		const cJSON *f;
-		size_t old;
-		int r;
-
-		if (!m->string || cJSON_IsNull(m) || es_json_index_find(&tix, m->string) != m)
-			continue;
-		f = es_json_index_find(&fix, m->string);
-		if (f && !cJSON_IsNull(f))
-			continue;
-		old = path_push(path, m->string);
-		r = diff_member(out, m->string, NULL, m, path);
-		path_pop(path, old);
-		if (r < 0)
-			goto fail;
-	}
-	es_json_index_free(&fix);
-	es_json_index_free(&tix);
-	return out;
-fail:
-	es_json_index_free(&fix);
-	es_json_index_free(&tix);
-	cJSON_Delete(out);
-	return NULL;
+	return d.out;
 }
 
 es_err es_kpatch_diff(const cJSON *from, const cJSON *to, cJSON **out)

@@ -81,73 +81,40 @@ es_err es_mpatch_apply(cJSON **target, const cJSON *patch)
 	return ES_OK;
 }
 
-/* Diff of two objects, with indexed lookups as in merge() and members
- * compared with es_json_equal; NULL on allocation failure. */
+static cJSON *diff_objects(const cJSON *from, const cJSON *to);
+
+/* es_json_diff_members callback: one member's change into the object ctx. */
+static int diff_one(const char *name, const cJSON *f, const cJSON *t, void *ctx)
+{
+	cJSON *out = ctx;
+
+	if (t == NULL)
+		return add_owned(out, name, cJSON_CreateNull());
+	if (cJSON_IsObject(f) && cJSON_IsObject(t)) {
+		cJSON *sub = diff_objects(f, t);
+
+		if (sub == NULL)
+			return -1;
+		if (sub->child == NULL) {
+			cJSON_Delete(sub);
+			return 0;
+		}
+		return add_owned(out, name, sub);
+	}
+	return add_owned(out, name, cJSON_Duplicate(t, 1));
+}
+
+/* Diff of two objects (members paired and compared by
+ * es_json_diff_members); NULL on allocation failure. */
 static cJSON *diff_objects(const cJSON *from, const cJSON *to)
 {
-	cJSON *out = NULL;
-	const cJSON *m;
-	es_json_index fix = {0}, tix = {0};
+	cJSON *out = cJSON_CreateObject();
 
-	if (es_json_index_init(&fix, from) != ES_OK ||
-	    es_json_index_init(&tix, to) != ES_OK)
-		goto fail;
-	out = cJSON_CreateObject();
-	if (out == NULL)
-		goto fail;
-	cJSON_ArrayForEach(m, from) {
-		const cJSON *t;
-		int eq;
-
-		if (m->string == NULL || es_json_index_find(&fix, m->string) != m)
-			continue;
-		t = es_json_index_find(&tix, m->string);
-		if (t == NULL || cJSON_IsNull(t)) {
-			if (add_owned(out, m->string, cJSON_CreateNull()) < 0)
-				goto fail;
-			continue;
-		}
-		/* Not cJSON_Compare: quadratic in a member object's size. */
-		if ((eq = es_json_equal(m, t)) < 0)
-			goto fail;
-		if (eq)
-			continue;
-		if (cJSON_IsObject(m) && cJSON_IsObject(t)) {
-			cJSON *sub = diff_objects(m, t);
-
-			if (sub == NULL)
-				goto fail;
-			if (sub->child == NULL) {
-				cJSON_Delete(sub);
-				continue;
-			}
-			if (add_owned(out, m->string, sub) < 0)
-				goto fail;
-			continue;
-		}
-		if (add_owned(out, m->string, cJSON_Duplicate(t, 1)) < 0)
-			goto fail;
+	if (out != NULL && es_json_diff_members(from, to, diff_one, out) < 0) {
+		cJSON_Delete(out);
+		return NULL;
 	}
-	cJSON_ArrayForEach(m, to) {
-		const cJSON *f;
-
-		if (m->string == NULL || cJSON_IsNull(m) ||
-		    es_json_index_find(&tix, m->string) != m)
-			continue;
-		f = es_json_index_find(&fix, m->string);
-		if (f != NULL && !cJSON_IsNull(f))
-			continue;
-		if (add_owned(out, m->string, cJSON_Duplicate(m, 1)) < 0)
-			goto fail;
-	}
-	es_json_index_free(&fix);
-	es_json_index_free(&tix);
 	return out;
-fail:
-	es_json_index_free(&fix);
-	es_json_index_free(&tix);
-	cJSON_Delete(out);
-	return NULL;
 }
 
 es_err es_mpatch_diff(const cJSON *from, const cJSON *to, cJSON **out)

@@ -614,10 +614,60 @@ static void test_print_numbers_read_back(void **state)
 	assert_null(es_json_number_text(NAN, buf));
 }
 
+/* Records each es_json_diff_members call as "name:f:t" ('-' for NULL, else
+ * the member printed), stopping with -7 at a member named "stop". */
+static int record_member(const char *name, const cJSON *f, const cJSON *t, void *ctx)
+{
+	char *log = ctx, *fs = f ? cJSON_PrintUnformatted(f) : NULL,
+	     *ts = t ? cJSON_PrintUnformatted(t) : NULL;
+	size_t len = strlen(log);
+
+	snprintf(log + len, 512 - len, "%s%s:%s:%s", len ? " " : "", name,
+		 fs ? fs : "-", ts ? ts : "-");
+	free(fs);
+	free(ts);
+	return strcmp(name, "stop") == 0 ? -7 : 0;
+}
+
+static void walk(const char *from, const char *to, const char *want, int rc)
+{
+	cJSON *f = cJSON_Parse(from), *t = cJSON_Parse(to);
+	char log[512] = "";
+
+	assert_non_null(f);
+	assert_non_null(t);
+	assert_int_equal(es_json_diff_members(f, t, record_member, log), rc);
+	assert_string_equal(log, want);
+	cJSON_Delete(f);
+	cJSON_Delete(t);
+}
+
+static void test_diff_members(void **state)
+{
+	(void)state;
+	/* removed (absent or null in to), changed, added; equal ones skipped;
+	 * from's order first, then to's additions. */
+	walk("{\"a\":1,\"b\":2,\"c\":3,\"d\":4}",
+	     "{\"e\":5,\"c\":30,\"a\":1,\"d\":null}",
+	     "b:2:- c:3:30 d:4:- e:-:5", 0);
+	/* a null in from that to gives a value is one change, not also an
+	 * addition; a null in to that from lacks is nothing. */
+	walk("{\"a\":null}", "{\"a\":{\"x\":1},\"z\":null}", "a:null:{\"x\":1}", 0);
+	/* the first of a name given twice counts */
+	walk("{\"a\":1,\"a\":2}", "{\"a\":1}", "", 0);
+	walk("{}", "{\"a\":1,\"a\":2}", "a:-:1", 0);
+	/* not objects: empty */
+	walk("[1]", "{\"a\":1}", "a:-:1", 0);
+	walk("{\"a\":1}", "7", "a:1:-", 0);
+	/* the callback's negative value stops the walk and is returned */
+	walk("{\"stop\":1,\"b\":1}", "{}", "stop:1:-", -7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_depth_64_ok),
+		cmocka_unit_test(test_diff_members),
 		cmocka_unit_test(test_depth_65_refused),
 		cmocka_unit_test(test_depth_objects),
 		cmocka_unit_test(test_depth_10000_refused),
