@@ -12,16 +12,17 @@
 #include "es_enroll.h"
 #include "es_health.h"
 #include "es_json.h"
+#include "es_obj.h"
 
 #define TOKENS_PATH "/apis/edgesync.io/v1alpha1/bootstraptokens"
 
 es_err es_ctl_token_body(const es_ctl_token_opts *o, char **body, char *err,
 			 size_t errsz)
 {
-	cJSON *b = cJSON_CreateObject(), *l;
-	char derr[256], *copy = NULL, *save = NULL, *kv;
+	cJSON *b = cJSON_CreateObject(), *l = NULL;
+	char derr[256];
 	int64_t ms = 0;
-	es_err rc = ES_ERR_NOMEM;
+	es_err rc = ES_ERR_NOMEM, e;
 
 	*body = NULL;
 	if (!b)
@@ -54,25 +55,16 @@ es_err es_ctl_token_body(const es_ctl_token_opts *o, char **body, char *err,
 	if (o->name_prefix && !cJSON_AddStringToObject(b, "namePrefix", o->name_prefix))
 		goto cleanup;
 	if (o->labels) {
-		if (!(l = cJSON_AddObjectToObject(b, "labels")) || !(copy = strdup(o->labels)))
+		e = es_obj_labels_parse(o->labels, "--labels", &l, err, errsz);
+		if (e != ES_OK) {
+			rc = e;
 			goto cleanup;
-		for (kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-			char *eq = strchr(kv, '=');
-
-			if (!eq || eq == kv) {
-				rc = es_errf(ES_ERR_INVAL, err, errsz,
-					     "--labels: \"%s\": expected key=value", kv);
-				goto cleanup;
-			}
-			*eq = '\0';
-			if (!cJSON_AddStringToObject(l, kv, eq + 1))
-				goto cleanup;
 		}
+		cJSON_AddItemToObject(b, "labels", l);
 	}
 	if ((*body = es_json_print(b)))
 		rc = ES_OK;
 cleanup:
-	free(copy);
 	cJSON_Delete(b);
 	return rc;
 }

@@ -22,8 +22,9 @@ typedef struct es_ctl_token_opts {
  * Builds the request body of `create token` into *body (malloc'd JSON):
  * {ttlSeconds?, usages?, labels?, namePrefix?}. Errors: ES_ERR_INVAL with
  * err naming the flag (--ttl not a duration of whole seconds in 1m..8760h,
- * --usages not a positive integer, a --labels entry without '='),
- * ES_ERR_NOMEM.
+ * --usages not a positive integer, --labels as es_obj_labels_parse
+ * refuses it: no '=', an empty or invalid key or value, a key given
+ * twice), ES_ERR_NOMEM.
  */
 es_err es_ctl_token_body(const es_ctl_token_opts *o, char **body, char *err,
 			 size_t errsz);
