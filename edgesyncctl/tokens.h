@@ -10,6 +10,17 @@
 #include "print.h"
 #include "es_http.h"
 
+/* How the token commands reach the admin API (ctl.c passes its own
+ * request function, which tries each --server in turn): call sends one
+ * request, path appended to the server URL, and returns -1 on a transport
+ * error (already printed), else 0 with *r filled (the caller frees it with
+ * es_http_resp_free). */
+typedef struct es_ctl_api {
+	int (*call)(void *ctx, const char *method, const char *path, const char *body,
+		    es_http_resp *r);
+	void *ctx;
+} es_ctl_api;
+
 /* What `create token` asks for; NULL strings: the controller's defaults. */
 typedef struct es_ctl_token_opts {
 	const char *ttl;         /* Go duration ("24h", "90m"), whole seconds */
@@ -29,18 +40,17 @@ typedef struct es_ctl_token_opts {
 es_err es_ctl_token_body(const es_ctl_token_opts *o, char **body, char *err,
 			 size_t errsz);
 
-/* POSTs a new token (server: the admin API URL without a trailing path)
- * and prints the token on the first line and the join command on the
- * second. */
-int es_ctl_token_create(es_http_client *http, const char *server,
-			const es_ctl_token_opts *o);
+/* POSTs a new token and prints the token on the first line and the join
+ * command on the second. */
+int es_ctl_token_create(const es_ctl_api *api, const es_ctl_token_opts *o);
 
 /* Lists the tokens as a table (ID, USAGES, USED, EXPIRES, NAME-PREFIX,
  * LABELS) or, with fmt JSON/YAML, as the list object. */
-int es_ctl_token_list(es_http_client *http, const char *server, es_print_fmt fmt);
+int es_ctl_token_list(const es_ctl_api *api, es_print_fmt fmt);
 
 /* Deletes one token by its id (the part before the '.'; a whole token is
- * accepted and only its id is sent). */
-int es_ctl_token_delete(es_http_client *http, const char *server, const char *id);
+ * accepted and only its id is sent) and prints, as kubectl does,
+ * `token "ID" deleted`. */
+int es_ctl_token_delete(const es_ctl_api *api, const char *id);
 
 #endif

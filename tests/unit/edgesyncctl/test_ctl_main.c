@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "edgesyncctl/ctl.h"
+#include "edgesyncctl/ident.h"
 #include "es_pki.h"
 
 static char dir[] = "/tmp/test_ctl_main.XXXXXX";
@@ -60,6 +61,10 @@ static int setup(void **state)
 	unsetenv("EDGESYNC_CERT");
 	unsetenv("EDGESYNC_KEY");
 	unsetenv("EDGESYNC_CA");
+	unsetenv("EDGESYNCCTL_SERVER");
+	unsetenv("EDGESYNCCTL_CERT");
+	unsetenv("EDGESYNCCTL_KEY");
+	unsetenv("EDGESYNCCTL_CA");
 	return 0;
 }
 
@@ -209,6 +214,68 @@ static void test_unreachable_is_runtime(void **state)
 	expect(rc, e, ES_CTL_EXIT_RUNTIME, "cannot connect", NULL);
 }
 
+/* edgesyncctl's variables are EDGESYNCCTL_*: the agent's EDGESYNC_SERVER
+ * and EDGESYNC_CERT, exported in the same shell, are not read. */
+static void test_own_variables(void **state)
+{
+	char *e;
+	int rc;
+	(void)state;
+	setenv("EDGESYNC_SERVER", "http://agent-var:1", 1);
+	setenv("EDGESYNC_CERT", garbage, 1);
+	rc = run(&e, SRV, "--ca", ca, "--cert", crt, "--key", key, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_RUNTIME, "cannot connect", NULL);
+	rc = run(&e, "--ca", ca, "--cert", crt, "--key", key, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_RUNTIME, "https://127.0.0.1:7444", NULL);
+	setenv("EDGESYNCCTL_SERVER", "http://ctl-var:1", 1);
+	rc = run(&e, "--ca", ca, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "server", "https://");
+	setenv("EDGESYNCCTL_CERT", garbage, 1);
+	rc = run(&e, SRV, "--ca", ca, "--key", key, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "cert", garbage);
+	unsetenv("EDGESYNC_SERVER");
+	unsetenv("EDGESYNC_CERT");
+	unsetenv("EDGESYNCCTL_SERVER");
+	unsetenv("EDGESYNCCTL_CERT");
+}
+
+/* What a refused operator is told about the certificate sent. */
+static void test_ident_describe(void **state)
+{
+	es_pki_req req = { .common_name = "web-1", .client_auth = 1,
+			   .uri_san = "spiffe://edgesync.local/node/web-1" };
+	char *c = NULL, *k = NULL, err[256], buf[512], path[300];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(es_pki_issue(&req, NULL, NULL, &c, &k, err, sizeof(err)), ES_OK);
+	snprintf(path, sizeof(path), "%s/node.crt", dir);
+	write_file(path, c);
+	assert_int_equal(es_ctl_ident_describe(path, buf, sizeof(buf)), ES_OK);
+	assert_string_equal(buf, "subject CN=web-1, SPIFFE ID spiffe://edgesync.local/node/web-1");
+	assert_int_equal(es_ctl_ident_describe(crt, buf, sizeof(buf)), ES_OK);
+	assert_string_equal(buf, "subject CN=t, no URI subjectAltName (no SPIFFE ID)");
+	assert_int_equal(es_ctl_ident_describe(garbage, buf, sizeof(buf)), ES_ERR_PARSE);
+
+	/* The hint names the file, its identity, the identity expected and
+	 * the agent's variable that is set but not read. */
+	setenv("EDGESYNC_CERT", path, 1);
+	f = tmpfile();
+	assert_non_null(f);
+	es_ctl_ident_forbidden_hint(f, path);
+	rewind(f);
+	memset(buf, 0, sizeof(buf));
+	assert_true(fread(buf, 1, sizeof(buf) - 1, f) > 0);
+	fclose(f);
+	assert_non_null(strstr(buf, path));
+	assert_non_null(strstr(buf, "spiffe://edgesync.local/node/web-1"));
+	assert_non_null(strstr(buf, "spiffe://<trust-domain>/admin/<name>"));
+	unsetenv("EDGESYNC_CERT");
+	unlink(path);
+	free(c);
+	free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +285,8 @@ int main(void)
 		cmocka_unit_test(test_cert_key_mismatch),
 		cmocka_unit_test(test_bad_manifests),
 		cmocka_unit_test(test_unreachable_is_runtime),
+		cmocka_unit_test(test_own_variables),
+		cmocka_unit_test(test_ident_describe),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
