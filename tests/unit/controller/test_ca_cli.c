@@ -9,7 +9,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,23 +26,8 @@ static char dir[256];
 static int hash(const char *file, char **errout)
 {
 	char *argv[] = { "edgesync-controller", "ca", "hash", (char *)file, NULL };
-	char path[300];
-	int saved, fd, rc;
 
-	snprintf(path, sizeof(path), "%s/stderr", dir);
-	fflush(stderr);
-	saved = dup(2);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_true(saved >= 0 && fd >= 0);
-	dup2(fd, 2);
-	close(fd);
-	rc = es_ca_cli_main(4, argv);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	*errout = es_test_slurp(path, NULL);
-	unlink(path);
-	return rc;
+	return es_test_run_stderr(dir, es_ca_cli_main, 4, argv, errout);
 }
 
 static void expect(const char *file, int want_rc, const char *want_msg)

@@ -16,6 +16,7 @@
 #include "edgesyncctl/ctl.h"
 #include "edgesyncctl/ident.h"
 #include "es_pki.h"
+#include "testutil.h"
 
 static char dir[] = "/tmp/test_ctl_main.XXXXXX";
 static char ca[256], crt[256], key[256], key2[256], garbage[256], conf[256], bad[256];
@@ -82,11 +83,9 @@ static int teardown(void **state)
  * gets what it wrote to stderr (caller frees). */
 static int run(char **errout, ...)
 {
-	char *argv[32], path[300];
-	int argc = 0, saved, fd, rc;
+	char *argv[32];
+	int argc = 0;
 	va_list ap;
-	FILE *f;
-	long n;
 
 	argv[argc++] = "edgesyncctl";
 	argv[argc++] = "--config";
@@ -96,28 +95,7 @@ static int run(char **errout, ...)
 		argc++;
 	va_end(ap);
 	argv[argc] = NULL;
-	snprintf(path, sizeof(path), "%s/stderr", dir);
-	fflush(stderr);
-	saved = dup(2);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_true(saved >= 0 && fd >= 0);
-	dup2(fd, 2);
-	close(fd);
-	rc = es_ctl_main(argc, argv);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	*errout = calloc(1, (size_t)n + 1);
-	assert_non_null(*errout);
-	assert_int_equal(fread(*errout, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	unlink(path);
-	return rc;
+	return es_test_run_stderr(dir, es_ctl_main, argc, argv, errout);
 }
 
 static void expect(int got_rc, char *msg, int want_rc, const char *n1, const char *n2)
