@@ -20,6 +20,7 @@
 #include "es_url.h"
 #include "es_urllist.h"
 #include "es_version.h"
+#include "ident.h"
 #include "print.h"
 #include "tokens.h"
 #include "yaml.h"
@@ -34,14 +35,14 @@ typedef struct ctl_cfg {
 } ctl_cfg;
 
 static const es_setting settings[] = {
-	{ "server", "EDGESYNC_SERVER", "server", ES_SET_STRING, ES_CTL_DEFAULT_SERVER, 0, 0,
+	{ "server", "EDGESYNCCTL_SERVER", "server", ES_SET_STRING, ES_CTL_DEFAULT_SERVER, 0, 0,
 	  offsetof(ctl_cfg, server), "admin API URL (https://host:port[/path prefix], no "
 	  "query); several, comma-separated or the flag repeated, are tried in turn", NULL },
-	{ "cert", "EDGESYNC_CERT", "cert", ES_SET_STRING, NULL, 0, 0,
+	{ "cert", "EDGESYNCCTL_CERT", "cert", ES_SET_STRING, NULL, 0, 0,
 	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)", NULL },
-	{ "key", "EDGESYNC_KEY", "key", ES_SET_STRING, NULL, 0, 0,
+	{ "key", "EDGESYNCCTL_KEY", "key", ES_SET_STRING, NULL, 0, 0,
 	  offsetof(ctl_cfg, key), "private key file of --cert (PEM)", NULL },
-	{ "ca", "EDGESYNC_CA", "ca", ES_SET_STRING, NULL, 0, 0,
+	{ "ca", "EDGESYNCCTL_CA", "ca", ES_SET_STRING, NULL, 0, 0,
 	  offsetof(ctl_cfg, ca), "CA file the controller's certificate chains to (PEM)", NULL },
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -55,6 +56,8 @@ typedef struct ctl {
 	es_http_client *http; /* one connection for all requests of a command */
 	es_urllist servers;   /* --server as a list; cur: the one that answered */
 	es_ctl_token_opts tok; /* create token's --ttl, --usages, --labels, --name-prefix */
+	int forbidden;        /* a 403, or a TLS failure without a cert: explain the
+	                         identity at the end */
 } ctl;
 
 static void usage(FILE *f)
@@ -83,6 +86,9 @@ static void usage(FILE *f)
 		"  --version                 print the client version\n\n"
 		"Settings (config key, environment variable, flag):\n");
 	es_config_print_help(settings, NSETTINGS, f);
+	fprintf(f, "The agent's and controller's EDGESYNC_SERVER, EDGESYNC_CERT, EDGESYNC_KEY "
+		"and\nEDGESYNC_CA are not read. cert must be an admin certificate: one URI SAN\n"
+		"spiffe://<trust-domain>/admin/<name>, from the controller's client-ca.\n");
 	fprintf(f, "\nExit status: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }
 
@@ -225,9 +231,22 @@ static int call(ctl *c, const char *method, const char *path, const char *body,
 	}
 	if (rc != ES_OK) {
 		fprintf(stderr, "error: %s\n", rc == ES_ERR_IO && all[0] ? all : err);
+		/* The controller ends the handshake of a client without a
+		 * certificate: say that none was sent. */
+		if (rc == ES_ERR_TLS && !c->cfg.cert)
+			c->forbidden = 1;
 		return -1;
 	}
+	if (r->status == 403)
+		c->forbidden = 1;
 	return 0;
+}
+
+/* call() for the token commands (tokens.h). */
+static int api_call(void *ctx, const char *method, const char *path, const char *body,
+		    es_http_resp *r)
+{
+	return call(ctx, method, path, body, r);
 }
 
 /* Checks the server URL and the credential files before anything is sent:
@@ -610,6 +629,7 @@ static int cmd_delete(ctl *c)
 int es_ctl_main(int argc, char **argv)
 {
 	ctl c;
+	es_ctl_api api = { api_call, &c };
 	char **rest = NULL;
 	int nrest = 0, i, rc = ES_CTL_EXIT_USAGE, help = 0, version = 0;
 	const char *out = NULL, *cmd;
@@ -696,16 +716,16 @@ int es_ctl_main(int argc, char **argv)
 			fprintf(stderr, "error: usage: create token [--ttl 24h] [--usages N] "
 				"[--labels k=v,...] [--name-prefix P]\n");
 		else
-			rc = es_ctl_token_create(c.http, c.cfg.server, &c.tok);
+			rc = es_ctl_token_create(&api, &c.tok);
 	} else if (c.npos >= 2 && !strcmp(cmd, "get") &&
 		   (!strcmp(c.pos[1], "tokens") || !strcmp(c.pos[1], "token"))) {
-		rc = c.npos == 2 ? es_ctl_token_list(c.http, c.cfg.server, c.fmt) :
+		rc = c.npos == 2 ? es_ctl_token_list(&api, c.fmt) :
 			ES_CTL_EXIT_USAGE;
 		if (c.npos != 2)
 			fprintf(stderr, "error: usage: get tokens [-o json|yaml]\n");
 	} else if (c.npos >= 2 && !strcmp(cmd, "delete") &&
 		   (!strcmp(c.pos[1], "token") || !strcmp(c.pos[1], "tokens"))) {
-		rc = c.npos == 3 ? es_ctl_token_delete(c.http, c.cfg.server, c.pos[2]) :
+		rc = c.npos == 3 ? es_ctl_token_delete(&api, c.pos[2]) :
 			ES_CTL_EXIT_USAGE;
 		if (c.npos != 3)
 			fprintf(stderr, "error: usage: delete token ID\n");
@@ -720,6 +740,8 @@ int es_ctl_main(int argc, char **argv)
 			"see --help)\n", cmd);
 	}
 cleanup:
+	if (c.forbidden)
+		es_ctl_ident_forbidden_hint(stderr, c.cfg.cert);
 	es_http_client_free(c.http);
 	es_urllist_free(&c.servers);
 	es_config_free(settings, NSETTINGS, &c.cfg);

@@ -19,8 +19,11 @@
  * Runs edgesyncctl with argv (argv[0] the program name). Settings (server,
  * cert, key, ca) come from defaults, then the config file (--config FILE,
  * else $EDGESYNCCTL_CONFIG, else ~/.config/edgesync/edgesyncctl.conf when it
- * exists), then EDGESYNC_SERVER/_CERT/_KEY/_CA, then --server/--cert/--key/
- * --ca. Results go to stdout, errors to stderr as "error: ...".
+ * exists), then EDGESYNCCTL_SERVER/_CERT/_KEY/_CA (never the agent's and
+ * controller's EDGESYNC_ ones), then --server/--cert/--key/--ca. Results go
+ * to stdout, errors to stderr as "error: ..."; after a 403 from the admin
+ * API, or a TLS failure without a cert, what was sent and what is expected
+ * (ident.h).
  * Returns an ES_CTL_EXIT_* status.
  */
 int es_ctl_main(int argc, char **argv);

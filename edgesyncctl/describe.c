@@ -169,7 +169,7 @@ static es_err if_row(es_print_table *t, const cJSON *it)
 	return es_print_table_add(t, cells);
 }
 
-static es_err usage(FILE *f, const cJSON *st)
+static es_err usage(FILE *f, const cJSON *st, time_t now)
 {
 	const cJSON *u = get(st, "usage"), *mem = get(u, "memory"), *load = get(u, "load");
 	const cJSON *util = get(get(u, "cpu"), "utilization"), *pr = get(u, "processes");
@@ -179,9 +179,17 @@ static es_err usage(FILE *f, const cJSON *st)
 	static const char *const if_head[] = { "INTERFACE", "RX", "TX", "RX-ERRORS",
 					       "TX-ERRORS" };
 	char line[256], a[32], b[32];
+	time_t at;
 	es_err rc;
 
-	fprintf(f, "Usage:\n");
+	/* The agent sends figures only at usage reports (PROTOCOL.md "Usage
+	 * figures"): say how old they are. */
+	if (str(u, "timestamp") && es_time_parse_rfc3339(str(u, "timestamp"), &at) == 0)
+		fprintf(f, "Usage (as of %s ago, %s):\n",
+			es_print_age(now > at ? (int64_t)(now - at) : 0, a, sizeof(a)),
+			str(u, "timestamp"));
+	else
+		fprintf(f, "Usage (time of measurement not reported by this agent):\n");
 	if (cJSON_IsNumber(util))
 		snprintf(line, sizeof(line), "%.1f%%", util->valuedouble * 100.0);
 	field(f, 2, "CPU Utilization:", cJSON_IsNumber(util) ? line : NULL);
@@ -477,7 +485,7 @@ es_err es_describe_node(FILE *f, const cJSON *node, const cJSON *desc,
 	field(f, 0, "Name:", str(get(node, "metadata"), "name"));
 	labels(f, node);
 	node_info(f, st);
-	rc = usage(f, st);
+	rc = usage(f, st, now);
 	if (rc == ES_OK)
 		rc = collectors(f, st);
 	if (rc == ES_OK)

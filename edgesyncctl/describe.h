@@ -15,8 +15,10 @@
  * Prints node (GET nodes/NAME: a Node with status.sync) and desc (GET
  * nodes/NAME/describe, may be NULL when unavailable; desc_err then says
  * why, or NULL) to f. Sections: Name, Labels, Node Info, Capacity, Usage
- * (CPU utilization, load, memory available, processes, filesystems,
- * interfaces), Collectors, Conditions (TYPE STATUS REASON MESSAGE
+ * (its title giving the age at now and the time of status.usage.timestamp,
+ * "Usage (as of 12s ago, 2026-12-01T20:55:03Z):", or saying the agent did
+ * not report it; CPU utilization, load, memory available, processes,
+ * filesystems, interfaces), Collectors, Conditions (TYPE STATUS REASON MESSAGE
  * LAST-TRANSITION), Objects, Sync (connected, last seen, acked seq, state
  * seq, desired resource version). Absent members print as "<unknown>".
  *

@@ -1,7 +1,6 @@
 /*
  * tokens.c - create token, get tokens, delete token (tokens.h).
  */
-#define _GNU_SOURCE /* asprintf */
 #include "tokens.h"
 
 #include <stdlib.h>
@@ -12,16 +11,17 @@
 #include "es_enroll.h"
 #include "es_health.h"
 #include "es_json.h"
+#include "es_obj.h"
 
 #define TOKENS_PATH "/apis/edgesync.io/v1alpha1/bootstraptokens"
 
 es_err es_ctl_token_body(const es_ctl_token_opts *o, char **body, char *err,
 			 size_t errsz)
 {
-	cJSON *b = cJSON_CreateObject(), *l;
-	char derr[256], *copy = NULL, *save = NULL, *kv;
+	cJSON *b = cJSON_CreateObject(), *l = NULL;
+	char derr[256];
 	int64_t ms = 0;
-	es_err rc = ES_ERR_NOMEM;
+	es_err rc = ES_ERR_NOMEM, e;
 
 	*body = NULL;
 	if (!b)
@@ -54,51 +54,18 @@ es_err es_ctl_token_body(const es_ctl_token_opts *o, char **body, char *err,
 	if (o->name_prefix && !cJSON_AddStringToObject(b, "namePrefix", o->name_prefix))
 		goto cleanup;
 	if (o->labels) {
-		if (!(l = cJSON_AddObjectToObject(b, "labels")) || !(copy = strdup(o->labels)))
+		e = es_obj_labels_parse(o->labels, "--labels", &l, err, errsz);
+		if (e != ES_OK) {
+			rc = e;
 			goto cleanup;
-		for (kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-			char *eq = strchr(kv, '=');
-
-			if (!eq || eq == kv) {
-				rc = es_errf(ES_ERR_INVAL, err, errsz,
-					     "--labels: \"%s\": expected key=value", kv);
-				goto cleanup;
-			}
-			*eq = '\0';
-			if (!cJSON_AddStringToObject(l, kv, eq + 1))
-				goto cleanup;
 		}
+		cJSON_AddItemToObject(b, "labels", l);
 	}
 	if ((*body = es_json_print(b)))
 		rc = ES_OK;
 cleanup:
-	free(copy);
 	cJSON_Delete(b);
 	return rc;
-}
-
-/* One request: -1 on a transport error (printed), else 0 with *r. */
-static int request(es_http_client *http, const char *server, const char *method,
-		   const char *path, const char *body, es_http_resp *r)
-{
-	char err[768] = "", *url = NULL;
-	size_t sl = strlen(server);
-	es_err rc;
-
-	while (sl && server[sl - 1] == '/')
-		sl--;
-	if (asprintf(&url, "%.*s%s", (int)sl, server, path) < 0) {
-		fprintf(stderr, "error: out of memory\n");
-		return -1;
-	}
-	rc = es_http_client_request(http, method, url, body, body ? strlen(body) : 0, r,
-				    err, sizeof(err));
-	free(url);
-	if (rc != ES_OK) {
-		fprintf(stderr, "error: %s\n", err);
-		return -1;
-	}
-	return 0;
 }
 
 static cJSON *parse(const es_http_resp *r)
@@ -120,8 +87,7 @@ static const char *str_of(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-int es_ctl_token_create(es_http_client *http, const char *server,
-			const es_ctl_token_opts *o)
+int es_ctl_token_create(const es_ctl_api *api, const es_ctl_token_opts *o)
 {
 	char err[512], *body = NULL;
 	es_http_resp r = { 0 };
@@ -134,7 +100,7 @@ int es_ctl_token_create(es_http_client *http, const char *server,
 		fprintf(stderr, "error: %s\n", e == ES_ERR_NOMEM ? "out of memory" : err);
 		return e == ES_ERR_NOMEM ? ES_CTL_EXIT_RUNTIME : ES_CTL_EXIT_USAGE;
 	}
-	if (request(http, server, "POST", TOKENS_PATH, body, &r) != 0)
+	if (api->call(api->ctx, "POST", TOKENS_PATH, body, &r) != 0)
 		goto cleanup;
 	if (r.status != 201) {
 		es_print_server_error(stderr, "token", r.status, r.body, r.body_len);
@@ -161,7 +127,7 @@ cleanup:
 	return rc;
 }
 
-int es_ctl_token_list(es_http_client *http, const char *server, es_print_fmt fmt)
+int es_ctl_token_list(const es_ctl_api *api, es_print_fmt fmt)
 {
 	static const char *const head[] = { "ID", "USAGES", "USED", "EXPIRES",
 					    "NAME-PREFIX", "LABELS" };
@@ -171,7 +137,7 @@ int es_ctl_token_list(es_http_client *http, const char *server, es_print_fmt fmt
 	char err[256];
 	int rc = ES_CTL_EXIT_RUNTIME;
 
-	if (request(http, server, "GET", TOKENS_PATH, NULL, &r) != 0)
+	if (api->call(api->ctx, "GET", TOKENS_PATH, NULL, &r) != 0)
 		return rc;
 	if (r.status != 200) {
 		es_print_server_error(stderr, "tokens", r.status, r.body, r.body_len);
@@ -225,7 +191,7 @@ cleanup:
 	return rc;
 }
 
-int es_ctl_token_delete(es_http_client *http, const char *server, const char *id)
+int es_ctl_token_delete(const es_ctl_api *api, const char *id)
 {
 	char path[128], tid[ES_ENROLL_ID_LEN + 1];
 	es_http_resp r = { 0 };
@@ -244,10 +210,10 @@ int es_ctl_token_delete(es_http_client *http, const char *server, const char *id
 		return ES_CTL_EXIT_USAGE;
 	}
 	snprintf(path, sizeof(path), TOKENS_PATH "/%s", tid);
-	if (request(http, server, "DELETE", path, NULL, &r) != 0)
+	if (api->call(api->ctx, "DELETE", path, NULL, &r) != 0)
 		return rc;
 	if (r.status == 200) {
-		printf("token %s deleted\n", tid);
+		printf("token \"%s\" deleted\n", tid);
 		rc = ES_CTL_EXIT_OK;
 	} else {
 		es_print_server_error(stderr, tid, r.status, r.body, r.body_len);

@@ -3,7 +3,9 @@
  * validation of desired objects (proto/PROTOCOL.md, "Objects"; Kubernetes
  * API conventions for names and labels).
  */
+#include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <stdio.h>
@@ -146,6 +148,19 @@ static int label_part_valid(const char *s, size_t len, int allow_empty)
 	return 1;
 }
 
+/* s without leading and trailing white space (changed in place). */
+static char *trim_space(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
 /* Label key: [prefix/]name, prefix a DNS subdomain of at most 253 bytes. */
 static int label_key_valid(const char *k)
 {
@@ -155,6 +170,96 @@ static int label_key_valid(const char *k)
 		return label_part_valid(k, strlen(k), 0);
 	return subdomain_valid(k, (size_t)(slash - k), 253) &&
 	       label_part_valid(slash + 1, strlen(slash + 1), 0);
+}
+
+/* Why s (len bytes) is not a label name part or value: "" when it is. */
+static const char *label_part_why(const char *s, size_t len, int allow_empty,
+				  char *why, size_t whysz)
+{
+	why[0] = '\0';
+	if (len == 0 && !allow_empty)
+		snprintf(why, whysz, "empty");
+	else if (len > 63)
+		snprintf(why, whysz, "%zu characters, at most 63", len);
+	else if (!label_part_valid(s, len, allow_empty))
+		snprintf(why, whysz, "expected [A-Za-z0-9._-], starting and ending "
+			 "alphanumeric");
+	return why;
+}
+
+/* Writes the error for a bad label key k (what names the flag or
+ * setting); ES_OK when k is a valid key. */
+static es_err label_key_err(const char *what, const char *k, char *err, size_t errsz)
+{
+	const char *slash = strchr(k, '/'), *name = slash ? slash + 1 : k;
+	char why[96];
+
+	if (!*k)
+		return es_errf(ES_ERR_INVAL, err, errsz, "%s: empty label key", what);
+	if (slash && !subdomain_valid(k, (size_t)(slash - k), 253))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "%s: label key \"%.80s\": prefix \"%.*s\" is not a DNS "
+			       "subdomain (RFC 1123: at most 253 characters of [a-z0-9.-], "
+			       "dot-separated, each part starting and ending alphanumeric)",
+			       what, k, (int)((slash - k) > 80 ? 80 : (slash - k)), k);
+	if (*label_part_why(name, strlen(name), 0, why, sizeof(why)))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "%s: label key \"%.80s\": name \"%.80s\": %s", what, k,
+			       name, why);
+	return ES_OK;
+}
+
+es_err es_obj_labels_parse(const char *s, const char *what, cJSON **out, char *err,
+			   size_t errsz)
+{
+	cJSON *obj = cJSON_CreateObject();
+	char *copy = strdup(s ? s : ""), *item, *save = NULL, why[96];
+	const cJSON *prev;
+	es_err rc = ES_ERR_NOMEM;
+
+	*out = NULL;
+	if (!obj || !copy)
+		goto cleanup;
+	for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *kv = trim_space(item), *eq = strchr(kv, '='), *k, *v;
+
+		if (!*kv)
+			continue;
+		if (!eq) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "%s: bad label \"%.80s\": expected key=value", what, kv);
+			goto cleanup;
+		}
+		*eq = '\0';
+		k = trim_space(kv);
+		v = trim_space(eq + 1);
+		if ((rc = label_key_err(what, k, err, errsz)) != ES_OK)
+			goto cleanup;
+		if (*label_part_why(v, strlen(v), 1, why, sizeof(why))) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "%s: label \"%s\": value \"%.80s\": %s", what, k, v, why);
+			goto cleanup;
+		}
+		if ((prev = cJSON_GetObjectItemCaseSensitive(obj, k))) {
+			rc = es_errf(ES_ERR_INVAL, err, errsz,
+				     "%s: label key \"%s\" given twice (%s=%.80s, %s=%.80s)",
+				     what, k, k, prev->valuestring, k, v);
+			goto cleanup;
+		}
+		if (!cJSON_AddStringToObject(obj, k, v)) {
+			rc = ES_ERR_NOMEM;
+			goto cleanup;
+		}
+	}
+	*out = obj;
+	obj = NULL;
+	rc = ES_OK;
+cleanup:
+	if (rc == ES_ERR_NOMEM)
+		es_errf(rc, err, errsz, "%s: out of memory", what);
+	cJSON_Delete(obj);
+	free(copy);
+	return rc;
 }
 
 es_err es_obj_labels_check(const cJSON *labels, const char *path, char *err,

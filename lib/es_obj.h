@@ -63,6 +63,23 @@ es_err es_obj_validate_desired(const cJSON *obj, char *err, size_t errsz);
 es_err es_obj_labels_check(const cJSON *labels, const char *path, char *err,
 			   size_t errsz);
 
+/*
+ * Parses labels written "k=v,k2=v2" (a flag or setting; what names it in
+ * errors, "--labels") into a new JSON object of strings (*out, caller
+ * owns). Kubernetes label syntax (API conventions, "Labels and
+ * Selectors"): key = [prefix "/"] name, prefix an RFC 1123 DNS subdomain
+ * of at most 253 characters, name and value at most 63 characters of
+ * [A-Za-z0-9._-] starting and ending alphanumeric, the value possibly
+ * empty. White space around items, keys and values is dropped; empty
+ * items are skipped; "" and NULL give {}. Errors: ES_ERR_INVAL with err
+ * naming what and the label: an item without '=' ("--labels: bad label
+ * \"ab\": expected key=value"), an empty key, a bad prefix, name or
+ * value (and why: too long, a bad character), a key given twice
+ * ("--labels: label key \"a\" given twice (a=b, a=c)"); ES_ERR_NOMEM.
+ */
+es_err es_obj_labels_parse(const char *s, const char *what, cJSON **out, char *err,
+			   size_t errsz);
+
 /* Borrowed metadata accessors; NULL / 0 when absent or of another type. */
 const char *es_obj_name(const cJSON *obj);
 const char *es_obj_kind_str(const cJSON *obj);

@@ -6,7 +6,9 @@
 # and certificates in its state directory) and an agent for this host,
 # connected over mutual TLS, waits until the controller holds the host's
 # real state, and shows it with edgesyncctl. Both keep running in the
-# background; `scripts/quickstart.sh stop` stops them.
+# background; `scripts/quickstart.sh stop` stops them (`stop controller`
+# only the controller): by their pid files, each checked to name the
+# edgesync program this script started before it is signalled.
 #
 # Environment: ES_QUICKSTART_DIR (default build/quickstart) holds their
 # state, logs and pid files; EDGESYNC_LISTEN, EDGESYNC_ADMIN_LISTEN and
@@ -17,19 +19,62 @@ root=$(pwd)
 dir=${ES_QUICKSTART_DIR:-${root}/build/quickstart}
 bin=${root}/build/bin
 
+# ours PROG PID: true when PID is a running edgesync-PROG whose command line
+# names this quick start's directory, i.e. the one this script started (a
+# pid file left from an earlier boot may name anyone's process by now).
+ours() {
+    local exe cmd
+    [[ ${2} =~ ^[0-9]+$ ]] || return 1
+    exe=$(readlink "/proc/${2}/exe" 2>/dev/null) || return 1
+    exe=${exe% (deleted)}   # the binary was rebuilt while it ran
+    [[ ${exe##*/} == "edgesync-${1}" ]] || return 1
+    cmd=$(tr '\0' ' ' <"/proc/${2}/cmdline" 2>/dev/null) || return 1
+    [[ ${cmd} == *"${dir}/"* ]]
+}
+
+# stop [PROG...]: stops the agent and the controller (or the PROGs named)
+# that this script started, by their pid files, and waits until each is gone.
+# quiet=1: say nothing about a PROG that has no pid file.
+quiet=0
 stop() {
-    for p in agent controller; do
-        if [[ -f ${dir}/${p}.pid ]]; then
-            kill "$(cat "${dir}/${p}.pid")" 2>/dev/null || true
-            rm -f "${dir}/${p}.pid"
+    local p pid
+    for p in ${@:-agent controller}; do
+        if [[ ! -f ${dir}/${p}.pid ]]; then
+            [[ ${quiet} == 1 ]] || echo "quickstart: no ${p} to stop (no ${dir}/${p}.pid)"
+            continue
         fi
+        pid=$(cat "${dir}/${p}.pid")
+        if ! ours "${p}" "${pid}"; then
+            echo "quickstart: ${dir}/${p}.pid names pid ${pid}, which is no" \
+                "edgesync-${p} of this quick start (it has exited): nothing killed," \
+                "pid file removed"
+            rm -f "${dir}/${p}.pid"
+            continue
+        fi
+        kill -TERM "${pid}"
+        for _ in $(seq 100); do
+            ours "${p}" "${pid}" || break
+            sleep 0.1
+        done
+        if ours "${p}" "${pid}"; then
+            echo "quickstart: the ${p} (pid ${pid}) did not stop within 10 s of SIGTERM" >&2
+            return 1
+        fi
+        rm -f "${dir}/${p}.pid"
+        echo "quickstart: stopped the ${p} (pid ${pid})"
     done
 }
 
 if [[ ${1:-} == stop ]]; then
-    stop
-    echo "quickstart: stopped the controller and the agent"
-    exit 0
+    shift
+    for p in "$@"; do
+        if [[ ${p} != agent && ${p} != controller ]]; then
+            echo "quickstart: stop [agent] [controller], not \"${p}\"" >&2
+            exit 2
+        fi
+    done
+    stop "$@"
+    exit
 fi
 
 if [[ ${EUID} -eq 0 ]]; then
@@ -39,7 +84,7 @@ cmake -S . -B build >/dev/null
 cmake --build build -j "$(nproc)" >/dev/null
 echo "quickstart: built ${bin}/{edgesync-agent,edgesync-controller,edgesyncctl}"
 
-stop
+quiet=1 stop
 mkdir -p "${dir}"
 
 # The listeners: the defaults, or EDGESYNC_LISTEN, EDGESYNC_ADMIN_LISTEN and
@@ -121,4 +166,5 @@ Keep looking:
   ${bin}/edgesyncctl apply -f ${root}/packaging/examples/collectorconfig.yaml
   curl -s http://${http}/v1/state     # the agent's own view
 Stop both: ES_QUICKSTART_DIR=${dir} ${root}/scripts/quickstart.sh stop
+(or only the controller, and the agent keeps going offline: ... stop controller)
 MSG

@@ -97,7 +97,8 @@ void agent__report_events(es_agent *a, const cJSON *status, time_t now);
 /* What the round's node (changed in place) reports (PROTOCOL.md "Usage
  * figures"): usage figures held at the values of a->reported_json unless
  * a usage report is due (usage-report-interval) and they moved more than
- * usage-min-change; with protocol-version 2 the activity lists left out.
+ * usage-min-change, status.usage.timestamp the time of the last usage
+ * report; with protocol-version 2 the activity lists left out.
  * Returns the text of the reported Node (malloc'd) or NULL when out of
  * memory. */
 char *agent__report_view(es_agent *a, cJSON *node, time_t now);

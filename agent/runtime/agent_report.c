@@ -275,6 +275,28 @@ void agent__report_events(es_agent *a, const cJSON *status, time_t now)
 	}
 }
 
+/* Sets status.usage.timestamp (PROTOCOL.md "Usage figures"): the time of
+ * the round of the last usage report, when every figure sent was within
+ * usage-min-change of the host's; kept from prev (the Node last reported)
+ * between usage reports, so it moves only when the figures are checked. */
+static void stamp_usage(cJSON *node, const cJSON *prev, int due, time_t now)
+{
+	cJSON *u = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(node, "status"), "usage");
+	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(prev, "status"), "usage"),
+		"timestamp");
+	char t[ES_TIME_RFC3339_LEN];
+
+	if (!cJSON_IsObject(u))
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(u, "timestamp");
+	/* Out of memory: the report goes without it, as an older agent's. */
+	(void)cJSON_AddStringToObject(u, "timestamp", !due && cJSON_IsString(pt)
+				      ? pt->valuestring : es_time_rfc3339(now, t));
+}
+
 char *agent__report_view(es_agent *a, cJSON *node, time_t now)
 {
 	cJSON *prev = NULL;
@@ -297,6 +319,7 @@ char *agent__report_view(es_agent *a, cJSON *node, time_t now)
 	if (a->reported_json)
 		prev = cJSON_Parse(a->reported_json);
 	damp(node, prev, &d);
+	stamp_usage(node, prev, d.due, now);
 	cJSON_Delete(prev);
 	text = es_json_print(node);
 	if (text && d.due)

@@ -4,10 +4,14 @@
 #define _GNU_SOURCE /* asprintf */
 #include "ca/ca_cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <mbedtls/x509_crt.h>
 
@@ -47,35 +51,69 @@ static void usage(FILE *f)
 		"\n"
 		"ca init makes a signing CA for nodes that join with a bootstrap token\n"
 		"and prints its hash for `edgesync-agent join --ca-hash`; it never\n"
-		"overwrites a CA. ca hash prints the hash of each CA in a PEM file.\n");
+		"overwrites a CA. ca hash prints the hash of each CA in a PEM file\n"
+		"(exit status 2 when FILE cannot be read, is not PEM or holds no CA).\n");
 	es_config_print_help(ca_table, CA_N, f);
 }
 
+/* 0 when path can be opened for reading and is not a directory; else -1
+ * with errno set (EISDIR for a directory), so that the message can give
+ * the system's reason, which mbedTLS's parser does not. */
+static int readable(const char *path)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) != 0 || S_ISDIR(sb.st_mode)) {
+		e = S_ISDIR(sb.st_mode) ? EISDIR : errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* ca hash FILE: a file that cannot be read, is not PEM or holds no CA is
+ * bad input (exit 2), named with the reason. */
 static int cmd_hash(int argc, char **argv)
 {
 	mbedtls_x509_crt crt, *c;
 	char pin[ES_ENROLL_PIN_SZ];
-	int rc = 1, n = 0;
+	int rc = 2, n = 0;
 
 	if (argc != 4) {
 		fprintf(stderr, PROG ": usage: ca hash FILE\n");
 		return 2;
 	}
 	mbedtls_x509_crt_init(&crt);
+	if (readable(argv[3]) != 0) {
+		fprintf(stderr, PROG ": ca hash: cannot read %s: %s\n", argv[3],
+			strerror(errno));
+		goto cleanup;
+	}
 	if (mbedtls_x509_crt_parse_file(&crt, argv[3]) != 0) {
-		fprintf(stderr, PROG ": %s: not a file of PEM certificates\n", argv[3]);
+		fprintf(stderr, PROG ": ca hash: %s: not a file of PEM certificates\n",
+			argv[3]);
 		goto cleanup;
 	}
 	for (c = &crt; c && c->raw.len; c = c->next) {
 		if (!c->MBEDTLS_PRIVATE(ca_istrue))
 			continue;
-		if (es_enroll_cert_pin(c->raw.p, c->raw.len, pin) != ES_OK)
+		if (es_enroll_cert_pin(c->raw.p, c->raw.len, pin) != ES_OK) {
+			fprintf(stderr, PROG ": ca hash: %s: cannot hash a CA's public "
+				"key\n", argv[3]);
+			rc = 1;
 			goto cleanup;
+		}
 		printf("%s\n", pin);
 		n++;
 	}
 	if (n == 0) {
-		fprintf(stderr, PROG ": %s: holds no CA certificate\n", argv[3]);
+		fprintf(stderr, PROG ": ca hash: %s holds no CA certificate "
+			"(basicConstraints cA=TRUE)\n", argv[3]);
 		goto cleanup;
 	}
 	rc = 0;

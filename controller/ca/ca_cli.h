@@ -14,8 +14,11 @@
  *       the settings that use it;
  *   ca hash FILE
  *       prints the pin of each CA certificate in the PEM file.
- * Returns the exit status: 0, 1 (cannot write or read), 2 (usage, a CA
- * exists already).
+ * Returns the exit status: 0; 1 (init cannot write; out of memory); 2
+ * (usage, a CA exists already, or a hash FILE that cannot be read, is
+ * not PEM or holds no CA: stderr names the file and the reason, the
+ * system's for a file that cannot be read, "cannot read FILE: No such
+ * file or directory").
  */
 int es_ca_cli_main(int argc, char **argv);
 

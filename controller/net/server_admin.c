@@ -130,9 +130,15 @@ static int on_http(struct lws *wsi, es_server *s, http_req *r, const char *uri,
 			r->method = ms[i].name;
 	if (server__check_peer(s, wsi, ES_ID_ADMIN, r->who, sizeof(r->who),
 			       why, sizeof(why))) {
+		char msg[900];
+
 		es_log_warn("server", "admin request refused", "peer", peer,
 			    "reason", why, NULL);
-		return respond_status(wsi, r, 403, "Forbidden", why, 1);
+		/* Say what would pass: the operator holds the wrong file. */
+		snprintf(msg, sizeof(msg), "%s; the admin API accepts a client certificate "
+			 "from client-ca with one URI subjectAltName spiffe://%s/admin/<name>",
+			 why, s->trust_domain);
+		return respond_status(wsi, r, 403, "Forbidden", msg, 1);
 	}
 	r->path = strndup(uri ? uri : "", urilen);
 	r->query = query_of(wsi);

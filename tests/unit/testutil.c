@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,4 +206,27 @@ void es_test_sample(const cJSON *status, int64_t pid_max, es_sample *out)
 	out->proc_running = sample_num(procs, "running");
 	out->proc_blocked = sample_num(procs, "blocked");
 	out->pid_max = pid_max;
+}
+
+int es_test_run_stderr(const char *dir, int (*main_fn)(int, char **), int argc,
+		       char **argv, char **errout)
+{
+	char path[4200];
+	int saved, fd, rc;
+
+	snprintf(path, sizeof(path), "%s/stderr", dir);
+	fflush(stderr);
+	saved = dup(2);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (saved < 0 || fd < 0)
+		fail_msg("%s: cannot redirect stderr", path);
+	dup2(fd, 2);
+	close(fd);
+	rc = main_fn(argc, argv);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	*errout = es_test_slurp(path, NULL);
+	unlink(path);
+	return rc;
 }

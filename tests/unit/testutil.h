@@ -32,6 +32,13 @@ int es_test_rmtree(const char *dir);
  * when the file cannot be read. */
 char *es_test_slurp(const char *path, size_t *len);
 
+/* Runs main_fn(argc, argv) with stderr (fd 2) sent to a file in dir
+ * (removed after), for the programs' entry points that print their
+ * errors there. Returns main_fn's result; *errout gets what it wrote
+ * (NUL-terminated; the caller frees). */
+int es_test_run_stderr(const char *dir, int (*main_fn)(int, char **), int argc,
+		       char **argv, char **errout);
+
 /* Fails the test unless the file at path holds exactly the len bytes of
  * want (a file the code under test must have left untouched). */
 void es_test_assert_file_bytes(const char *path, const char *want, size_t len);

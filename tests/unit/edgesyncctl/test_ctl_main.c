@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "edgesyncctl/ctl.h"
+#include "edgesyncctl/ident.h"
 #include "es_pki.h"
+#include "testutil.h"
 
 static char dir[] = "/tmp/test_ctl_main.XXXXXX";
 static char ca[256], crt[256], key[256], key2[256], garbage[256], conf[256], bad[256];
@@ -60,6 +62,10 @@ static int setup(void **state)
 	unsetenv("EDGESYNC_CERT");
 	unsetenv("EDGESYNC_KEY");
 	unsetenv("EDGESYNC_CA");
+	unsetenv("EDGESYNCCTL_SERVER");
+	unsetenv("EDGESYNCCTL_CERT");
+	unsetenv("EDGESYNCCTL_KEY");
+	unsetenv("EDGESYNCCTL_CA");
 	return 0;
 }
 
@@ -77,11 +83,9 @@ static int teardown(void **state)
  * gets what it wrote to stderr (caller frees). */
 static int run(char **errout, ...)
 {
-	char *argv[32], path[300];
-	int argc = 0, saved, fd, rc;
+	char *argv[32];
+	int argc = 0;
 	va_list ap;
-	FILE *f;
-	long n;
 
 	argv[argc++] = "edgesyncctl";
 	argv[argc++] = "--config";
@@ -91,28 +95,7 @@ static int run(char **errout, ...)
 		argc++;
 	va_end(ap);
 	argv[argc] = NULL;
-	snprintf(path, sizeof(path), "%s/stderr", dir);
-	fflush(stderr);
-	saved = dup(2);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_true(saved >= 0 && fd >= 0);
-	dup2(fd, 2);
-	close(fd);
-	rc = es_ctl_main(argc, argv);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	*errout = calloc(1, (size_t)n + 1);
-	assert_non_null(*errout);
-	assert_int_equal(fread(*errout, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	unlink(path);
-	return rc;
+	return es_test_run_stderr(dir, es_ctl_main, argc, argv, errout);
 }
 
 static void expect(int got_rc, char *msg, int want_rc, const char *n1, const char *n2)
@@ -209,6 +192,68 @@ static void test_unreachable_is_runtime(void **state)
 	expect(rc, e, ES_CTL_EXIT_RUNTIME, "cannot connect", NULL);
 }
 
+/* edgesyncctl's variables are EDGESYNCCTL_*: the agent's EDGESYNC_SERVER
+ * and EDGESYNC_CERT, exported in the same shell, are not read. */
+static void test_own_variables(void **state)
+{
+	char *e;
+	int rc;
+	(void)state;
+	setenv("EDGESYNC_SERVER", "http://agent-var:1", 1);
+	setenv("EDGESYNC_CERT", garbage, 1);
+	rc = run(&e, SRV, "--ca", ca, "--cert", crt, "--key", key, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_RUNTIME, "cannot connect", NULL);
+	rc = run(&e, "--ca", ca, "--cert", crt, "--key", key, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_RUNTIME, "https://127.0.0.1:7444", NULL);
+	setenv("EDGESYNCCTL_SERVER", "http://ctl-var:1", 1);
+	rc = run(&e, "--ca", ca, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "server", "https://");
+	setenv("EDGESYNCCTL_CERT", garbage, 1);
+	rc = run(&e, SRV, "--ca", ca, "--key", key, "get", "cc", NULL);
+	expect(rc, e, ES_CTL_EXIT_USAGE, "cert", garbage);
+	unsetenv("EDGESYNC_SERVER");
+	unsetenv("EDGESYNC_CERT");
+	unsetenv("EDGESYNCCTL_SERVER");
+	unsetenv("EDGESYNCCTL_CERT");
+}
+
+/* What a refused operator is told about the certificate sent. */
+static void test_ident_describe(void **state)
+{
+	es_pki_req req = { .common_name = "web-1", .client_auth = 1,
+			   .uri_san = "spiffe://edgesync.local/node/web-1" };
+	char *c = NULL, *k = NULL, err[256], buf[512], path[300];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(es_pki_issue(&req, NULL, NULL, &c, &k, err, sizeof(err)), ES_OK);
+	snprintf(path, sizeof(path), "%s/node.crt", dir);
+	write_file(path, c);
+	assert_int_equal(es_ctl_ident_describe(path, buf, sizeof(buf)), ES_OK);
+	assert_string_equal(buf, "subject CN=web-1, SPIFFE ID spiffe://edgesync.local/node/web-1");
+	assert_int_equal(es_ctl_ident_describe(crt, buf, sizeof(buf)), ES_OK);
+	assert_string_equal(buf, "subject CN=t, no URI subjectAltName (no SPIFFE ID)");
+	assert_int_equal(es_ctl_ident_describe(garbage, buf, sizeof(buf)), ES_ERR_PARSE);
+
+	/* The hint names the file, its identity, the identity expected and
+	 * the agent's variable that is set but not read. */
+	setenv("EDGESYNC_CERT", path, 1);
+	f = tmpfile();
+	assert_non_null(f);
+	es_ctl_ident_forbidden_hint(f, path);
+	rewind(f);
+	memset(buf, 0, sizeof(buf));
+	assert_true(fread(buf, 1, sizeof(buf) - 1, f) > 0);
+	fclose(f);
+	assert_non_null(strstr(buf, path));
+	assert_non_null(strstr(buf, "spiffe://edgesync.local/node/web-1"));
+	assert_non_null(strstr(buf, "spiffe://<trust-domain>/admin/<name>"));
+	unsetenv("EDGESYNC_CERT");
+	unlink(path);
+	free(c);
+	free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +263,8 @@ int main(void)
 		cmocka_unit_test(test_cert_key_mismatch),
 		cmocka_unit_test(test_bad_manifests),
 		cmocka_unit_test(test_unreachable_is_runtime),
+		cmocka_unit_test(test_own_variables),
+		cmocka_unit_test(test_ident_describe),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

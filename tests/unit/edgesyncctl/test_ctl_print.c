@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "edgesyncctl/describe.h"
+#include "es_time.h"
 #include "edgesyncctl/print.h"
 #include "es_json.h"
 
@@ -158,8 +159,8 @@ static void test_fs_use(void **state)
 				sizeof(b)), "<unknown>");
 }
 
-/* `describe node` of the Node JSON text node: the output, malloc'd. */
-static char *describe(const char *node)
+/* `describe node` of the Node JSON text node at now: the output, malloc'd. */
+static char *describe_at(const char *node, time_t now)
 {
 	cJSON *v = NULL;
 	char *buf = NULL;
@@ -169,10 +170,15 @@ static char *describe(const char *node)
 	assert_int_equal(es_json_parse(node, strlen(node), 16, &v, NULL, 0), ES_OK);
 	f = open_memstream(&buf, &len);
 	assert_non_null(f);
-	assert_int_equal(es_describe_node(f, v, NULL, NULL, 0), ES_OK);
+	assert_int_equal(es_describe_node(f, v, NULL, NULL, now), ES_OK);
 	fclose(f);
 	cJSON_Delete(v);
 	return buf;
+}
+
+static char *describe(const char *node)
+{
+	return describe_at(node, 0);
 }
 
 /* The line of text that contains needle, cut at its end (text modified). */
@@ -195,6 +201,27 @@ static void test_describe_fs_use(void **state)
 	(void)state;
 
 	assert_non_null(strstr(line_with(buf, "/dev/sda1"), " 95%"));
+	free(buf);
+}
+
+/* The usage figures say when they were measured (status.usage.timestamp,
+ * PROTOCOL.md "Usage figures"), or that the agent did not say. */
+static void test_describe_usage_age(void **state)
+{
+	time_t at;
+	char *buf;
+
+	(void)state;
+	assert_int_equal(es_time_parse_rfc3339("2026-12-01T20:55:03Z", &at), 0);
+	buf = describe_at("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+			  "{\"usage\":{\"timestamp\":\"2026-12-01T20:55:03Z\","
+			  "\"load\":{\"load1\":1,\"load5\":1,\"load15\":1}}}}", at + 12);
+	assert_string_equal(line_with(buf, "Usage"), "Usage (as of 12s ago, 2026-12-01T20:55:03Z):");
+	free(buf);
+	buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+		       "{\"usage\":{\"load\":{\"load1\":1,\"load5\":1,\"load15\":1}}}}");
+	assert_string_equal(line_with(buf, "Usage"),
+			    "Usage (time of measurement not reported by this agent):");
 	free(buf);
 }
 
@@ -229,6 +256,7 @@ int main(void)
 		cmocka_unit_test(test_fs_use),
 		cmocka_unit_test(test_describe_fs_use),
 		cmocka_unit_test(test_describe_collectors),
+		cmocka_unit_test(test_describe_usage_age),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,23 @@ static void all_flags(void **state)
 	cJSON_Delete(v);
 }
 
+/* Kubernetes label syntax: a DNS-subdomain prefix, an empty value, 63
+ * characters, white space around items. */
+static void labels_accepted(void **state)
+{
+	es_ctl_token_opts o = { NULL, NULL, " site = lab , edgesync.io/tier=edge,e=,"
+				"k012345678901234567890123456789012345678901234567890123456789ab"
+				"=v01234567890123456789012345678901234567890123456789012345678ab", NULL };
+	cJSON *v = body_of(&o), *l = cJSON_GetObjectItem(v, "labels");
+
+	(void)state;
+	assert_int_equal(cJSON_GetArraySize(l), 4);
+	assert_string_equal(cJSON_GetObjectItem(l, "site")->valuestring, "lab");
+	assert_string_equal(cJSON_GetObjectItem(l, "edgesync.io/tier")->valuestring, "edge");
+	assert_string_equal(cJSON_GetObjectItem(l, "e")->valuestring, "");
+	cJSON_Delete(v);
+}
+
 static void bad_flags(void **state)
 {
 	static const struct { es_ctl_token_opts o; const char *want; } cases[] = {
@@ -59,10 +76,30 @@ static void bad_flags(void **state)
 		{ { "1m500ms", NULL, NULL, NULL }, "whole seconds" },
 		{ { NULL, "0", NULL, NULL }, "--usages" },
 		{ { NULL, "3x", NULL, NULL }, "--usages" },
-		{ { NULL, NULL, "site", NULL }, "--labels" },
-		{ { NULL, NULL, "=x", NULL }, "--labels" },
+		{ { NULL, NULL, "site", NULL }, "--labels: bad label \"site\": expected key=value" },
+		{ { NULL, NULL, "=x", NULL }, "--labels: empty label key" },
+		{ { NULL, NULL, "a=b,a=c", NULL },
+		  "--labels: label key \"a\" given twice (a=b, a=c)" },
+		{ { NULL, NULL, "a=b, a =c", NULL }, "label key \"a\" given twice" },
+		{ { NULL, NULL, "-a=b", NULL }, "--labels: label key \"-a\": name \"-a\": "
+		  "expected [A-Za-z0-9._-], starting and ending alphanumeric" },
+		{ { NULL, NULL, "bad key=b", NULL }, "label key \"bad key\"" },
+		{ { NULL, NULL, "x/=b", NULL }, "label key \"x/\": name \"\": empty" },
+		{ { NULL, NULL, "Ex.com/a=b", NULL },
+		  "label key \"Ex.com/a\": prefix \"Ex.com\" is not a DNS subdomain" },
+		{ { NULL, NULL, "a..b/c=d", NULL }, "prefix \"a..b\" is not a DNS subdomain" },
+		{ { NULL, NULL, "a=b_", NULL },
+		  "--labels: label \"a\": value \"b_\": expected [A-Za-z0-9._-]" },
+		{ { NULL, NULL, "a=b c", NULL }, "label \"a\": value \"b c\"" },
+		{ { NULL, NULL, "a=0123456789012345678901234567890123456789012345678901234567890123",
+		    NULL }, "label \"a\": value \"0123" },
+		{ { NULL, NULL, "a=0123456789012345678901234567890123456789012345678901234567890123",
+		    NULL }, "64 characters, at most 63" },
+		{ { NULL, NULL, "k012345678901234567890123456789012345678901234567890123456789012=v",
+		    NULL }, "name \"k012345678901234567890123456789012345678901234567890123456789012\": "
+		  "64 characters, at most 63" },
 	};
-	char *b, err[256];
+	char *b, err[512];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -80,6 +117,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults_are_the_servers),
 		cmocka_unit_test(all_flags),
+		cmocka_unit_test(labels_accepted),
 		cmocka_unit_test(bad_flags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
