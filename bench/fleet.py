@@ -246,7 +246,8 @@ def run_one(a, n):
         if s["ready"] < n:
             # the later phases would measure a partial (or empty) fleet
             fig["failed"] = (f"only {s['ready']} of {n} connected after {t_connect:.0f} s"
-                             f" ({s['welcomes']} welcomes, {s['dialFailures']} failed dials,"
+                             f" ({s['welcomes']} welcomes, {s['disconnects']} sessions ended,"
+                             f" {s['dialFailures']} failed dials,"
                              f" controller {'alive' if c.controller.alive() else 'dead'})")
             return fig
         fig["sessionsV2"] = s["sessionsV2"]

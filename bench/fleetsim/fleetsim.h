@@ -136,6 +136,13 @@ static inline double fsim_now_msf(void)
 extern const struct lws_protocols fsim_conn_protocols[];
 void fsim_conn_tick(fsim *s, int64_t now, double dt_s);
 void fsim_conn_tcp_bytes(fsim *s, int64_t *tx, int64_t *rx);
+/* Builds every node's vhost (its TLS client with its certificate) before
+ * the first dial. libwebsockets checks the certificate lifetimes of all
+ * vhosts, with a broadcast to all of them each (vhosts squared), 5 s after
+ * the last vhost was made: made one by one as nodes first dial, that
+ * check ran again and again while the fleet ramped up. Returns 0, or -1
+ * when one could not be built (printed). */
+int fsim_conn_vhosts(fsim *s);
 /* Frees the nodes' queues and receive buffers (after the lws context is
  * destroyed). */
 void fsim_conn_free(fsim *s);

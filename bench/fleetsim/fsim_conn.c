@@ -483,13 +483,16 @@ static int sim_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 {
 	fsim_node *n = lws_get_opaque_user_data(wsi);
 	fsim *s = n ? n->sim : NULL;
-	int64_t now = es_time_mono_ms();
+	int64_t now;
 	es_ws_msg m;
 	es_buf b;
 
 	(void)user;
+	/* first, before the clock: libwebsockets calls this for every vhost
+	 * (one per node) on its broadcasts, without a connection */
 	if (!n || (n->wsi && n->wsi != wsi))
 		return 0;
+	now = es_time_mono_ms();
 	switch (reason) {
 	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
 		if (s->st.dial_failures < 20 && !s->stopping)
@@ -578,6 +581,20 @@ void fsim_conn_tick(fsim *s, int64_t now, double dt_s)
 			break;
 		}
 	}
+}
+
+int fsim_conn_vhosts(fsim *s)
+{
+	for (int i = 0; i < s->o.nodes; i++) {
+		fsim_node *n = &s->nodes[i];
+
+		if (!n->vh && !(n->vh = node_vhost(s, n))) {
+			fprintf(stderr, "fleetsim: %s: could not build its TLS client from %s\n",
+				n->name, s->cert_dir);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 void fsim_conn_tcp_bytes(fsim *s, int64_t *tx, int64_t *rx)
