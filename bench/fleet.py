@@ -42,7 +42,8 @@ Bounded: every phase has a timeout, and every process it started is
 stopped at the end.
 
 Usage: bench/fleet.py [--build DIR] [--nodes 1000,10000] [--protocol 1|2]
-       [--interval S] [--ramp R] [--window S] [--json FILE] [--keep]
+       [--interval S] [--ramp R] [--window S] [--controller-arg ARG]...
+       [--json FILE] [--keep]
 """
 
 import argparse
@@ -217,7 +218,7 @@ def run_one(a, n):
     try:
         c = harness.Cluster(owner)
         seed_ca(a.cache, c.dev)
-        c.start_controller(extra=["--log-level", "warn"])
+        c.start_controller(extra=["--log-level", "warn"] + a.controller_arg)
         ctl_pid = c.controller.p.pid
         time.sleep(1)
         rss0 = proc_status(ctl_pid, "VmRSS")
@@ -376,6 +377,9 @@ def main():
     ap.add_argument("--storm-timeout", type=float, default=300.0)
     ap.add_argument("--cache", default=None,
                     help="CA and node certificate cache [BUILD/fleetsim-cache]")
+    ap.add_argument("--controller-arg", action="append", default=[],
+                    help="one more argument for edgesync-controller run (repeat it),"
+                    " e.g. --controller-arg=--state-cache-nodes=16384")
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
     a = ap.parse_args()
