@@ -6,8 +6,10 @@ For each N of --nodes (default 1000,10000,30000) it starts a development
 controller (tests/integration/harness.py: state in a temporary directory,
 --dev PKI, whose CA is cached in --cache so node certificates are issued
 once) and edgesync-fleetsim (bench/fleetsim/) with N nodes, each its own
-mutual-TLS connection and certificate, reporting every --interval seconds
-a real agent's captured snapshot and patches (bench/fleetsim/data/), and
+mutual-TLS connection and certificate, speaking protocol version 2 (or 1
+with --protocol 1): a real agent's captured snapshot, then its deltas and
+events at the captured gaps, compressed (bench/fleetsim/data/v2/; version
+1: merge patches every --interval seconds, bench/fleetsim/data/), and
 prints:
 
 - time to connect all N (first dial to the last welcome, at --ramp dials/s);
@@ -32,14 +34,16 @@ prints:
   bytes_received of each connection: TLS records with WebSocket frames,
   without TCP/IP headers).
 
-The simulator and the controller share this machine (its cores are
-printed): the figures are for both together. Run it alone, inside
+The simulator and the controller share this machine (its cores and the
+load average at the start of each N are printed): the figures are for
+both together. Run it alone, inside
 `flock /tmp/es-systest.lock`. It raises its open-file limit itself.
 Bounded: every phase has a timeout, and every process it started is
 stopped at the end.
 
-Usage: bench/fleet.py [--build DIR] [--nodes 1000,10000] [--interval S]
-       [--ramp R] [--window S] [--json FILE] [--keep]
+Usage: bench/fleet.py [--build DIR] [--nodes 1000,10000] [--protocol 1|2]
+       [--interval S] [--ramp R] [--window S] [--controller-arg ARG]...
+       [--json FILE] [--keep]
 """
 
 import argparse
@@ -209,12 +213,12 @@ def rule(name):
 def run_one(a, n):
     """Runs the benchmark for n nodes; returns its figures (a dict)."""
     owner = Owner()
-    fig = {"nodes": n}
+    fig = {"nodes": n, "protocol": a.protocol, "loadavg": list(os.getloadavg())}
     sim = None
     try:
         c = harness.Cluster(owner)
         seed_ca(a.cache, c.dev)
-        c.start_controller(extra=["--log-level", "warn"])
+        c.start_controller(extra=["--log-level", "warn"] + a.controller_arg)
         ctl_pid = c.controller.p.pid
         time.sleep(1)
         rss0 = proc_status(ctl_pid, "VmRSS")
@@ -224,7 +228,8 @@ def run_one(a, n):
                 "--ca-key", os.path.join(c.dev, "ca.key"),
                 "--cert-dir", os.path.join(a.cache, "nodes"),
                 "--nodes", str(n), "--interval", str(a.interval),
-                "--ramp", str(a.ramp), "--duration", "7200", "--nodes-out", out]
+                "--ramp", str(a.ramp), "--duration", "7200", "--nodes-out", out,
+                "--protocol", str(a.protocol)]
         sim = Sim(argv, os.path.join(c.dir, "fleetsim.log"))
         certs = sim.first("certs", timeout=3600)
         fig["certsIssued"] = certs["issued"]
@@ -242,11 +247,15 @@ def run_one(a, n):
         if s["ready"] < n:
             # the later phases would measure a partial (or empty) fleet
             fig["failed"] = (f"only {s['ready']} of {n} connected after {t_connect:.0f} s"
-                             f" ({s['welcomes']} welcomes, {s['dialFailures']} failed dials,"
+                             f" ({s['welcomes']} welcomes, {s['disconnects']} sessions ended,"
+                             f" {s['dialFailures']} failed dials,"
                              f" controller {'alive' if c.controller.alive() else 'dead'})")
             return fig
+        fig["sessionsV2"] = s["sessionsV2"]
+        fig["sessionsDeflate"] = s["sessionsDeflate"]
         # steady state: one interval to settle, then the window
         time.sleep(a.interval * 1.5)
+        fig["loadavgSteady"] = list(os.getloadavg())
         sim.summary()
         cpu0, t0 = cpu_seconds(ctl_pid), time.monotonic()
         b0 = sim.summary()["bytes"]
@@ -303,6 +312,12 @@ def run_one(a, n):
             span = mk["lastWelcomeSeconds"] - mk["firstWelcomeSeconds"]
             back["arrivalsPerSecond"] = round(mk["welcomes"] / span, 1) if span > 0 else None
         fig["restart"] = back
+        try:
+            fig["restartHandshakes"] = {
+                r: c.metric(f'edgesync_controller_tls_handshakes_total{{resumed="{r}"}}')
+                for r in ("true", "false")}
+        except OSError:
+            pass
         end = sim.summary()
         fig["errorsReceived"] = end["errorsReceived"]
         fig["dialFailures"] = end["dialFailures"]
@@ -324,8 +339,11 @@ def fmt_dist(d):
 def report(fig):
     st = fig.get("steady", {})
     rs = fig.get("restart", {})
+    la = " ".join(f"{x:.1f}" for x in fig.get("loadavgSteady") or fig.get("loadavg", []))
+    hs = fig.get("restartHandshakes") or {}
     lines = [
-        f"N = {fig['nodes']}  (simulator and controller share this {os.cpu_count()}-core machine)",
+        f"N = {fig['nodes']}, protocol {fig.get('protocol')}  (simulator and controller share"
+        f" this {os.cpu_count()}-core machine; load average at steady state {la})",
         f"  connect all: {fig.get('connectAllSeconds')} s  (dial->welcome {fmt_dist(fig.get('connectMs'))})",
         f"  steady state: controller RSS {st.get('rssKiB', 0) / 1024:.0f} MiB, "
         f"{st.get('perConnKiB')} KiB per connection, CPU {st.get('cpuPercentOfOneCore')}% of one core",
@@ -334,7 +352,8 @@ def report(fig):
         f"{fig.get('allDesiredAcksStoredSeconds')} s (apply itself {fig.get('applySeconds')} s;"
         f" {fig.get('fanoutNodes')} nodes got it)",
         f"  SIGKILL + restart: all back after {rs.get('allBackSeconds')} s, "
-        f"{rs.get('arrivalsPerSecond')} arrivals/s ({rs.get('welcomes')} welcomes)",
+        f"{rs.get('arrivalsPerSecond')} arrivals/s ({rs.get('welcomes')} welcomes;"
+        f" TLS handshakes after the restart: {hs.get('true')} resumed, {hs.get('false')} full)",
         f"  wire (socket bytes): up {st.get('upBytesPerNodePerSecond')} B/s, "
         f"down {st.get('downBytesPerNodePerSecond')} B/s per node",
     ]
@@ -346,15 +365,21 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--nodes", default="1000,10000,30000",
                     help="comma-separated fleet sizes")
+    ap.add_argument("--protocol", type=int, choices=(1, 2), default=2,
+                    help="protocol version the simulated agents speak [2]")
     ap.add_argument("--interval", type=float, default=10.0,
-                    help="seconds between a node's reports (the agent's default)")
+                    help="seconds between a node's reports, version 1 (the agent's"
+                    " default); version 2: the settling time is 1.5 times it")
     ap.add_argument("--ramp", type=float, default=500.0, help="first dials per second")
-    ap.add_argument("--window", type=float, default=30.0,
+    ap.add_argument("--window", type=float, default=60.0,
                     help="seconds of steady state measured")
     ap.add_argument("--fanout-timeout", type=float, default=120.0)
     ap.add_argument("--storm-timeout", type=float, default=300.0)
     ap.add_argument("--cache", default=None,
                     help="CA and node certificate cache [BUILD/fleetsim-cache]")
+    ap.add_argument("--controller-arg", action="append", default=[],
+                    help="one more argument for edgesync-controller run (repeat it),"
+                    " e.g. --controller-arg=--state-cache-nodes=16384")
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
     a = ap.parse_args()
@@ -363,11 +388,24 @@ def main():
     sizes = [int(x) for x in a.nodes.split(",") if x]
     limit = raise_nofile(2 * max(sizes) + 4096)
     print(f"fleet benchmark: {os.cpu_count()} cores shared by the controller and the "
-          f"simulator; interval {a.interval} s, ramp {a.ramp}/s, window {a.window} s, "
-          f"open-file limit {limit}", flush=True)
-    make_ca(a, max(sizes))
+          f"simulator; protocol {a.protocol}, interval {a.interval} s, ramp {a.ramp}/s,"
+          f" window {a.window} s, open-file limit {limit}", flush=True)
+    if limit != resource.RLIM_INFINITY and limit < max(sizes) + 256:
+        print(f"  N above about {limit - 256} cannot run: the open-file limit is {limit}"
+              " (ulimit -Hn) and one controller holds every session's socket",
+              flush=True)
+    runnable = [n for n in sizes if limit == resource.RLIM_INFINITY or n + 256 <= limit]
+    if runnable:
+        make_ca(a, max(runnable))
     figs = []
     for n in sizes:
+        if limit != resource.RLIM_INFINITY and n + 256 > limit:
+            fig = {"nodes": n, "failed": f"not run: the open-file limit is {limit}"
+                   " (hard; raising it needs CAP_SYS_RESOURCE) and the one controller"
+                   f" needs a socket per session: {n} sessions"}
+            print(f"N = {n}: {fig['failed']}", flush=True)
+            figs.append(fig)
+            continue
         try:
             fig = run_one(a, n)
         except (RuntimeError, AssertionError, OSError) as e:

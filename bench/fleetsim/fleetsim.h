@@ -1,7 +1,8 @@
 /*
  * fleetsim.h - the fleet simulator's shared state: one process holding N
  * simulated agents, each a mutual-TLS WebSocket connection to a controller
- * with its own certificate, speaking protocol v1 (proto/PROTOCOL.md).
+ * with its own certificate, speaking protocol version 1 or 2
+ * (proto/PROTOCOL.md).
  *
  * Parts: main.c (flags, the loop, signals), fsim_conn.c (connections and
  * the protocol state machine), fsim_certs.c (per-node certificates and
@@ -33,7 +34,7 @@ typedef enum fsim_state {
 typedef struct fsim_out {
 	struct fsim_out *next;
 	size_t len;             /* bytes of the message */
-	int report;             /* 1: the state report in flight */
+	int report;             /* 1: the state report in flight, 2: an event */
 	unsigned char *buf;     /* LWS_PRE bytes, then the message */
 } fsim_out;
 
@@ -62,6 +63,14 @@ typedef struct fsim_node {
 	int pending_state;       /* a round came while one was in flight */
 	int64_t next_report_ms;
 	size_t patch_pos;        /* next patch of the replay */
+	/* version 2 */
+	int proto;               /* the session's version (from the welcome) */
+	int deflate;             /* compressed messages agreed */
+	size_t rec_pos;          /* next record of the version 2 replay */
+	int64_t next_rec_ms;     /* when it is due */
+	long pending_rec;        /* a delta due while one was in flight, -1: none */
+	int64_t ev_seq;          /* the last event written, for its ack time */
+	double ev_sent_ms;       /* ... when (0: none waiting) */
 	int64_t last_ping_ms;
 	int64_t last_rx_ms;
 	int heartbeat_s;         /* from the welcome */
@@ -87,6 +96,9 @@ typedef struct fsim_opts {
 	double interval_s;
 	double jitter;           /* fraction of the interval, 0..1 */
 	double ramp;             /* first dials per second */
+	int protocol;            /* protocol version offered: 1 or 2 */
+	int compress;            /* version 2: offer deflate */
+	double speedup;          /* version 2: the captured gaps divided by it */
 } fsim_opts;
 
 typedef struct fsim {
@@ -124,6 +136,13 @@ static inline double fsim_now_msf(void)
 extern const struct lws_protocols fsim_conn_protocols[];
 void fsim_conn_tick(fsim *s, int64_t now, double dt_s);
 void fsim_conn_tcp_bytes(fsim *s, int64_t *tx, int64_t *rx);
+/* Builds every node's vhost (its TLS client with its certificate) before
+ * the first dial. libwebsockets checks the certificate lifetimes of all
+ * vhosts, with a broadcast to all of them each (vhosts squared), 5 s after
+ * the last vhost was made: made one by one as nodes first dial, that
+ * check ran again and again while the fleet ramped up. Returns 0, or -1
+ * when one could not be built (printed). */
+int fsim_conn_vhosts(fsim *s);
 /* Frees the nodes' queues and receive buffers (after the lws context is
  * destroyed). */
 void fsim_conn_free(fsim *s);

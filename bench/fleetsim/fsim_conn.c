@@ -1,13 +1,17 @@
 /*
  * fsim_conn.c - the simulated agents' connections (fleetsim.h): dialling
- * with the agent's backoff, the protocol v1 state machine of each node
+ * with the agent's backoff, the protocol state machine of each node
  * (proto/PROTOCOL.md: hello, welcome, desired/desiredAck, reports and
- * their acks, resync, ping), and the send queue.
+ * their acks, resync, ping; version 2: deltas, events and compressed
+ * messages), the send queue, and the TLS client settings the agent has
+ * (4096-byte records, session tickets kept for the next dial).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+
+#include <mbedtls/ssl.h>
 
 #include "es_buf.h"
 #include "es_proto.h"
@@ -24,6 +28,27 @@
 /* Source addresses: at most this many connections from one (loopback)
  * address, below the 28 232 ephemeral ports of Linux's default range. */
 #define CONNS_PER_SOURCE 20000
+/* As edgesync-agent (agent/sync): TLS records of at most 4096 bytes
+ * (RFC 6066 max_fragment_length), and the session kept for the next dial
+ * (RFC 5077 tickets) for as long as a controller accepts one. */
+#define TLS_MFL_CODE MBEDTLS_SSL_MAX_FRAG_LEN_4096
+#define TLS_SESSION_KEEP_S (7u * 24 * 3600)
+
+int __real_mbedtls_ssl_setup(mbedtls_ssl_context *ssl, const mbedtls_ssl_config *conf);
+int __wrap_mbedtls_ssl_setup(mbedtls_ssl_context *ssl, const mbedtls_ssl_config *conf);
+
+/* Sets the record size where mbedTLS binds a connection's configuration,
+ * as the agent does: libwebsockets makes one configuration per connection
+ * and offers no hook before its handshake (the link wraps
+ * mbedtls_ssl_setup, bench/fleetsim/CMakeLists.txt). */
+int __wrap_mbedtls_ssl_setup(mbedtls_ssl_context *ssl, const mbedtls_ssl_config *conf)
+{
+#if defined(MBEDTLS_SSL_MAX_FRAGMENT_LENGTH)
+	if (conf && mbedtls_ssl_conf_get_endpoint(conf) == MBEDTLS_SSL_IS_CLIENT)
+		(void)mbedtls_ssl_conf_max_frag_len((mbedtls_ssl_config *)conf, TLS_MFL_CODE);
+#endif
+	return __real_mbedtls_ssl_setup(ssl, conf);
+}
 
 /* A uniformly random double in [0, 1). */
 static double rnd01(void)
@@ -82,9 +107,10 @@ static int msg_queue(fsim_node *n, es_buf *b, int report)
 }
 
 /* Sends the next state report: a snapshot when one is owed, else the next
- * patch of the replay on the last acknowledged state. At most one is in
- * flight (PROTOCOL.md "Reports"); a round that comes meanwhile waits. */
-static void send_state(fsim *s, fsim_node *n)
+ * patch of the replay (version 1) or the delta of record rec (version 2,
+ * rec >= 0) on the last acknowledged state. At most one is in flight
+ * (PROTOCOL.md "Reports"); a round that comes meanwhile waits. */
+static void send_state(fsim *s, fsim_node *n, long rec)
 {
 	const fsim_tmpl *t;
 	int snap = n->need_snapshot || n->state_seq == 0;
@@ -92,13 +118,27 @@ static void send_state(fsim *s, fsim_node *n)
 
 	if (n->unacked_seq) {
 		n->pending_state = 1;
+		if (rec >= 0)
+			n->pending_rec = rec;
 		return;
 	}
+	if (n->pending_state && rec < 0)
+		rec = n->pending_rec;
 	n->pending_state = 0;
-	t = snap ? &s->replay.snapshot
-		 : &s->replay.patches[n->patch_pos++ % s->replay.npatches];
+	n->pending_rec = -1;
+	if (snap)
+		t = &s->replay.snapshot;
+	else if (n->proto == 2 && rec >= 0)
+		t = &s->replay.recs[rec].body;
+	else if (n->proto == 2 || s->replay.npatches == 0)
+		return; /* version 2 sends a delta only when a record is due; a
+			 * version 1 session with the version 2 capture keeps its
+			 * snapshot */
+	else
+		t = &s->replay.patches[n->patch_pos++ % s->replay.npatches];
 	msg_begin(&b);
-	fsim_msg_report(&b, t, n->next_seq, snap, n->state_seq, n->name);
+	fsim_msg_report(&b, t, n->next_seq, snap ? "snapshot" : n->proto == 2 ? "delta" : "patch",
+			n->state_seq, n->name);
 	if (msg_queue(n, &b, 1) != 0)
 		return;
 	n->unacked_seq = n->next_seq++;
@@ -115,7 +155,7 @@ static void resend_state(fsim *s, fsim_node *n)
 	es_buf b;
 
 	msg_begin(&b);
-	fsim_msg_report(&b, &s->replay.snapshot, n->unacked_seq, 1, 0, n->name);
+	fsim_msg_report(&b, &s->replay.snapshot, n->unacked_seq, "snapshot", 0, n->name);
 	if (msg_queue(n, &b, 1) != 0)
 		return;
 	n->unacked_sent_ms = 0;
@@ -134,10 +174,50 @@ static void schedule_report(fsim *s, fsim_node *n, int64_t now, int first)
 		n->next_report_ms = now + (int64_t)(iv * (1.0 + s->o.jitter * (2.0 * rnd01() - 1.0)));
 }
 
+/* Version 2: sets when record n->rec_pos is due, its captured gap after
+ * the one before with the jitter (first: a random part of it, so the
+ * nodes of a fleet do not report together). */
+static void schedule_rec(fsim *s, fsim_node *n, int64_t now, int first)
+{
+	double gap = s->replay.recs[n->rec_pos % s->replay.nrecs].after_s * 1000.0 /
+		     s->o.speedup;
+
+	if (first)
+		n->next_rec_ms = now + (int64_t)(gap * rnd01());
+	else
+		n->next_rec_ms = now + (int64_t)(gap * (1.0 + s->o.jitter * (2.0 * rnd01() - 1.0)));
+}
+
+/* Version 2: sends the record that is due (an event at once, a delta as
+ * the state report) and schedules the next. */
+static void send_rec(fsim *s, fsim_node *n, int64_t now)
+{
+	long i = (long)(n->rec_pos++ % s->replay.nrecs);
+	es_buf b;
+
+	if (!s->replay.recs[i].event) {
+		send_state(s, n, i);
+	} else {
+		msg_begin(&b);
+		fsim_msg_report(&b, &s->replay.recs[i].body, n->next_seq, "event", 0, n->name);
+		if (msg_queue(n, &b, 2) == 0) {
+			n->ev_seq = n->next_seq++;
+			s->st.reports_sent++;
+			s->st.events_sent++;
+		}
+	}
+	schedule_rec(s, n, now, 0);
+}
+
 static void on_welcome(fsim *s, fsim_node *n, const fsim_in *m, int64_t now)
 {
 	n->state = FS_READY;
 	n->up_ms = now;
+	n->proto = s->o.protocol == 2 && m->proto == 2 ? 2 : 1;
+	n->deflate = n->proto == 2 && s->o.compress && m->deflate;
+	n->rx.inflate = n->deflate;
+	s->st.sessions_v2 += n->proto == 2;
+	s->st.sessions_deflate += n->deflate;
 	n->heartbeat_s = m->heartbeat_s > 0 ? (int)m->heartbeat_s : ES_PROTO_HEARTBEAT_S;
 	n->last_ping_ms = now;
 	if (n->welcomes++ > 0)
@@ -160,25 +240,42 @@ static void on_welcome(fsim *s, fsim_node *n, const fsim_in *m, int64_t now)
 		resend_state(s, n);
 	} else {
 		n->need_snapshot = 1;
-		send_state(s, n);
+		send_state(s, n, -1);
 	}
-	schedule_report(s, n, now, 1);
+	n->ev_sent_ms = 0;
+	if (n->proto == 2) {
+		if (n->welcomes == 1) /* each node starts somewhere in the capture */
+			n->rec_pos = (size_t)(rnd01() * (double)s->replay.nrecs);
+		schedule_rec(s, n, now, 1);
+	} else {
+		schedule_report(s, n, now, 1);
+	}
 }
 
 static void on_ack(fsim *s, fsim_node *n, int64_t seq)
 {
-	if (seq > n->acked_seq)
+	/* an ack covers every report up to seq; the numbers are consecutive */
+	if (seq > n->acked_seq) {
+		int64_t newly = (seq < n->next_seq ? seq : n->next_seq - 1) - n->acked_seq;
+
+		if (newly > 0) {
+			s->st.reports_acked += newly;
+			s->st.win_reports_acked += newly;
+		}
 		n->acked_seq = seq;
+	}
+	if (n->ev_sent_ms > 0 && seq >= n->ev_seq) {
+		fsim_samples_add(&s->st.ack, fsim_now_msf() - n->ev_sent_ms);
+		n->ev_sent_ms = 0;
+	}
 	if (!n->unacked_seq || seq < n->unacked_seq)
 		return;
 	if (n->unacked_sent_ms > 0)
 		fsim_samples_add(&s->st.ack, fsim_now_msf() - n->unacked_sent_ms);
-	s->st.reports_acked++;
-	s->st.win_reports_acked++;
 	n->state_seq = n->unacked_seq;
 	n->unacked_seq = 0;
 	if (n->pending_state)
-		send_state(s, n);
+		send_state(s, n, -1);
 }
 
 static void on_desired(fsim *s, fsim_node *n, const fsim_in *m, int64_t now)
@@ -230,7 +327,7 @@ static void on_message(fsim *s, fsim_node *n, const char *text, size_t len)
 	case FSIM_IN_RESYNC:
 		s->st.resyncs++;
 		n->need_snapshot = 1;
-		send_state(s, n);
+		send_state(s, n, -1);
 		break;
 	case FSIM_IN_PING:
 		msg_begin(&b);
@@ -270,6 +367,10 @@ static void conn_down(fsim *s, fsim_node *n, int64_t now)
 	queue_clear(n);
 	es_ws_rx_reset(&n->rx);
 	n->rv_pending = 0;
+	n->proto = 0;
+	n->deflate = 0;
+	n->pending_state = 0;
+	n->pending_rec = -1;
 	if (s->stopping)
 		return;
 	bound = BACKOFF_BASE_MS * (double)(1LL << (n->attempt < 16 ? n->attempt : 16));
@@ -296,6 +397,8 @@ static struct lws_vhost *node_vhost(fsim *s, fsim_node *n)
 	info.client_ssl_ca_filepath = s->o.ca_cert;
 	info.client_ssl_cert_filepath = crt;
 	info.client_ssl_private_key_filepath = key;
+	info.tls_session_timeout = TLS_SESSION_KEEP_S;
+	info.tls_session_cache_max = 4;
 	return lws_create_vhost(s->ctx, &info);
 }
 
@@ -350,13 +453,21 @@ static int on_writeable(fsim *s, fsim_node *n, struct lws *wsi)
 
 	if (!o)
 		return 0;
-	w = lws_write(wsi, o->buf + LWS_PRE, o->len, LWS_WRITE_TEXT);
-	if (w < 0 || (size_t)w < o->len)
-		return -1;
+	if (n->deflate) {
+		/* compressed where it pays, as the agent sends (es_ws) */
+		if (es_ws_send_json_text(wsi, (const char *)o->buf + LWS_PRE, o->len, 1) != 0)
+			return -1;
+	} else {
+		w = lws_write(wsi, o->buf + LWS_PRE, o->len, LWS_WRITE_TEXT);
+		if (w < 0 || (size_t)w < o->len)
+			return -1;
+	}
 	s->st.msgs_tx++;
 	s->st.ws_tx_bytes += (int64_t)o->len;
-	if (o->report)
+	if (o->report == 1)
 		n->unacked_sent_ms = fsim_now_msf();
+	else if (o->report == 2)
+		n->ev_sent_ms = fsim_now_msf();
 	n->qhead = o->next;
 	if (!n->qhead)
 		n->qtail = NULL;
@@ -372,13 +483,16 @@ static int sim_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 {
 	fsim_node *n = lws_get_opaque_user_data(wsi);
 	fsim *s = n ? n->sim : NULL;
-	int64_t now = es_time_mono_ms();
+	int64_t now;
 	es_ws_msg m;
 	es_buf b;
 
 	(void)user;
+	/* first, before the clock: libwebsockets calls this for every vhost
+	 * (one per node) on its broadcasts, without a connection */
 	if (!n || (n->wsi && n->wsi != wsi))
 		return 0;
+	now = es_time_mono_ms();
 	switch (reason) {
 	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
 		if (s->st.dial_failures < 20 && !s->stopping)
@@ -391,7 +505,11 @@ static int sim_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		n->state = FS_HELLO;
 		n->last_rx_ms = now;
 		msg_begin(&b);
-		fsim_msg_hello(&b, n->name, n->stream_id, n->rv, n->next_seq);
+		if (s->o.protocol == 2)
+			fsim_msg_hello_v2(&b, n->name, n->stream_id, n->rv, n->next_seq,
+					  s->o.compress);
+		else
+			fsim_msg_hello(&b, n->name, n->stream_id, n->rv, n->next_seq);
 		msg_queue(n, &b, 0);
 		break;
 	case LWS_CALLBACK_CLIENT_RECEIVE:
@@ -441,8 +559,10 @@ void fsim_conn_tick(fsim *s, int64_t now, double dt_s)
 				dial(s, n, now);
 			break;
 		case FS_READY:
-			if (now >= n->next_report_ms) {
-				send_state(s, n);
+			if (n->proto == 2 && now >= n->next_rec_ms) {
+				send_rec(s, n, now);
+			} else if (n->proto != 2 && now >= n->next_report_ms) {
+				send_state(s, n, -1);
 				schedule_report(s, n, now, 0);
 			}
 			if (now - n->last_ping_ms >= n->heartbeat_s * 1000LL) {
@@ -461,6 +581,20 @@ void fsim_conn_tick(fsim *s, int64_t now, double dt_s)
 			break;
 		}
 	}
+}
+
+int fsim_conn_vhosts(fsim *s)
+{
+	for (int i = 0; i < s->o.nodes; i++) {
+		fsim_node *n = &s->nodes[i];
+
+		if (!n->vh && !(n->vh = node_vhost(s, n))) {
+			fprintf(stderr, "fleetsim: %s: could not build its TLS client from %s\n",
+				n->name, s->cert_dir);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 void fsim_conn_tcp_bytes(fsim *s, int64_t *tx, int64_t *rx)

@@ -1,5 +1,6 @@
 /*
- * fsim_msg.c - the simulator's protocol v1 messages (fsim_msg.h).
+ * fsim_msg.c - the simulator's messages, protocol versions 1 and 2
+ * (fsim_msg.h).
  *
  * Report bodies are printed once, when the fixture is loaded, with a
  * placeholder for the node's name; a report is then the envelope and the
@@ -40,6 +41,8 @@ static void tmpl_free(fsim_tmpl *t);
 static es_err make_tmpl(cJSON *body, fsim_tmpl *t)
 {
 	cJSON *status = cJSON_GetObjectItemCaseSensitive(body, "status");
+	cJSON *inv = cJSON_GetObjectItemCaseSensitive(body, "involvedObject");
+	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(inv, "kind");
 	char *text = NULL, *p, *hit;
 	size_t n = 1;
 	es_err rc = ES_ERR_NOMEM;
@@ -47,6 +50,10 @@ static es_err make_tmpl(cJSON *body, fsim_tmpl *t)
 	memset(t, 0, sizeof(*t));
 	if (!set_hole(cJSON_GetObjectItemCaseSensitive(body, "metadata"), "name") ||
 	    !set_hole(cJSON_GetObjectItemCaseSensitive(status, "nodeInfo"), "hostname"))
+		goto cleanup;
+	/* an event about the Node must name the connection's node */
+	if (cJSON_IsString(kind) && strcmp(kind->valuestring, "Node") == 0 &&
+	    !set_hole(inv, "name"))
 		goto cleanup;
 	if (!(text = es_json_print(body)))
 		goto cleanup;
@@ -106,15 +113,55 @@ static es_err read_file(const char *path, char **out, size_t *len, char *err,
 	return *out ? ES_OK : ES_ERR_NOMEM;
 }
 
-es_err fsim_replay_load(fsim_replay *r, const char *dir, char *err, size_t errsz)
+/* Loads one version 2 line (j, an object) as r's next record. */
+static es_err add_rec(fsim_replay *r, cJSON *j, const char *path, size_t lineno,
+		      char *err, size_t errsz)
+{
+	const cJSON *after = cJSON_GetObjectItemCaseSensitive(j, "afterSeconds");
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "reportType");
+	cJSON *body = cJSON_GetObjectItemCaseSensitive(j, "body");
+	fsim_rec *grown, *rec;
+	int event;
+	es_err rc;
+
+	if (!cJSON_IsNumber(after) || after->valuedouble < 0 || after->valuedouble > 86400)
+		return es_errf(ES_ERR_PARSE, err, errsz,
+			       "%s:%zu: afterSeconds: expected a number in 0..86400",
+			       path, lineno);
+	if (!cJSON_IsString(type) || (strcmp(type->valuestring, "delta") != 0 &&
+				      strcmp(type->valuestring, "event") != 0))
+		return es_errf(ES_ERR_PARSE, err, errsz,
+			       "%s:%zu: reportType: expected \"delta\" or \"event\"",
+			       path, lineno);
+	if (!cJSON_IsObject(body))
+		return es_errf(ES_ERR_PARSE, err, errsz, "%s:%zu: body: expected an object",
+			       path, lineno);
+	event = strcmp(type->valuestring, "event") == 0;
+	if (!(grown = realloc(r->recs, (r->nrecs + 1) * sizeof(*grown))))
+		return ES_ERR_NOMEM;
+	r->recs = grown;
+	rec = &r->recs[r->nrecs];
+	memset(rec, 0, sizeof(*rec));
+	if ((rc = make_tmpl(body, &rec->body)) != ES_OK)
+		return rc;
+	rec->after_s = after->valuedouble;
+	rec->event = event;
+	r->recs_s += rec->after_s;
+	r->nrecs++;
+	return ES_OK;
+}
+
+es_err fsim_replay_load(fsim_replay *r, const char *dir, int version, char *err,
+			size_t errsz)
 {
 	char path[4096], *text = NULL, *line, *save = NULL;
+	const char *sub = version == 2 ? "/v2" : "";
 	cJSON *j = NULL;
-	size_t len, lineno = 0;
+	size_t len, lineno = 0, deltas = 0;
 	es_err rc;
 
 	memset(r, 0, sizeof(*r));
-	snprintf(path, sizeof(path), "%s/snapshot.json", dir);
+	snprintf(path, sizeof(path), "%s%s/snapshot.json", dir, sub);
 	if ((rc = read_file(path, &text, &len, err, errsz)) != ES_OK)
 		goto cleanup;
 	if (es_json_parse(text, len, ES_JSON_MAX_DEPTH, &j, err, errsz) != ES_OK ||
@@ -127,7 +174,8 @@ es_err fsim_replay_load(fsim_replay *r, const char *dir, char *err, size_t errsz
 	cJSON_Delete(j);
 	j = NULL;
 	free(text);
-	snprintf(path, sizeof(path), "%s/patches.jsonl", dir);
+	snprintf(path, sizeof(path), "%s%s/%s", dir, sub,
+		 version == 2 ? "reports.jsonl" : "patches.jsonl");
 	if ((rc = read_file(path, &text, &len, err, errsz)) != ES_OK)
 		goto cleanup;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -140,6 +188,14 @@ es_err fsim_replay_load(fsim_replay *r, const char *dir, char *err, size_t errsz
 				     path, lineno);
 			goto cleanup;
 		}
+		if (version == 2) {
+			if ((rc = add_rec(r, j, path, lineno, err, errsz)) != ES_OK)
+				goto cleanup;
+			deltas += !r->recs[r->nrecs - 1].event;
+			cJSON_Delete(j);
+			j = NULL;
+			continue;
+		}
 		grown = realloc(r->patches, (r->npatches + 1) * sizeof(*grown));
 		rc = ES_ERR_NOMEM;
 		if (!grown)
@@ -151,8 +207,12 @@ es_err fsim_replay_load(fsim_replay *r, const char *dir, char *err, size_t errsz
 		cJSON_Delete(j);
 		j = NULL;
 	}
-	if (r->npatches == 0) {
+	if (version != 2 && r->npatches == 0) {
 		rc = es_errf(ES_ERR_PARSE, err, errsz, "%s: no patch", path);
+		goto cleanup;
+	}
+	if (version == 2 && deltas == 0) {
+		rc = es_errf(ES_ERR_PARSE, err, errsz, "%s: no delta", path);
 		goto cleanup;
 	}
 	rc = ES_OK;
@@ -172,6 +232,9 @@ void fsim_replay_free(fsim_replay *r)
 	for (size_t i = 0; i < r->npatches; i++)
 		tmpl_free(&r->patches[i]);
 	free(r->patches);
+	for (size_t i = 0; i < r->nrecs; i++)
+		tmpl_free(&r->recs[i].body);
+	free(r->recs);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -187,15 +250,38 @@ void fsim_msg_hello(es_buf *b, const char *node, const char *stream_id,
 		       (long long)next_seq, stream_id);
 }
 
-void fsim_msg_report(es_buf *b, const fsim_tmpl *t, int64_t seq, int snapshot,
+void fsim_msg_hello_v2(es_buf *b, const char *node, const char *stream_id,
+		       int64_t rv, int64_t next_seq, int deflate)
+{
+	cJSON *labels = cJSON_CreateObject(), *m;
+	char *text = NULL;
+
+	if (labels && !cJSON_AddStringToObject(labels, "fleetsim", "true")) {
+		cJSON_Delete(labels);
+		labels = NULL;
+	}
+	m = labels ? es_proto_hello(node, "fleetsim", stream_id, labels, rv, next_seq,
+				    stream_id) : NULL;
+	if (m && es_proto_make_v2(m, deflate) == ES_OK)
+		text = es_json_print(m);
+	cJSON_Delete(m);
+	if (!text) {
+		b->err = ES_ERR_NOMEM;
+		return;
+	}
+	es_buf_append_str(b, text);
+	free(text);
+}
+
+void fsim_msg_report(es_buf *b, const fsim_tmpl *t, int64_t seq, const char *type,
 		     int64_t base_seq, const char *node)
 {
 	char now[ES_TIME_RFC3339_LEN];
 
 	es_buf_appendf(b, "{\"type\":\"report\",\"seq\":%lld,\"time\":\"%s\","
 		       "\"reportType\":\"%s\",", (long long)seq,
-		       es_time_now_rfc3339(now), snapshot ? "snapshot" : "patch");
-	if (!snapshot)
+		       es_time_now_rfc3339(now), type);
+	if (strcmp(type, "patch") == 0 || strcmp(type, "delta") == 0)
 		es_buf_appendf(b, "\"baseSeq\":%lld,", (long long)base_seq);
 	es_buf_append_str(b, "\"body\":");
 	for (size_t i = 0; i < t->nparts; i++) {
@@ -277,6 +363,9 @@ es_err fsim_msg_parse(const char *text, size_t len, fsim_in *out, char *err,
 			goto cleanup;
 		}
 		get_int(m, "heartbeatSeconds", &out->heartbeat_s);
+		if (!get_int(m, "protocolVersion", &out->proto))
+			out->proto = 1;
+		out->deflate = es_proto_has_capability(m, ES_PROTO_CAP_DEFLATE);
 		break;
 	case FSIM_IN_ACK:
 		if (!get_int(m, "seq", &out->seq)) {

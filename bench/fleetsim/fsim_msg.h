@@ -1,9 +1,8 @@
 /*
- * fsim_msg.h - the fleet simulator's messages, protocol v1
- * (proto/PROTOCOL.md): the report fixture it replays, the text of every
+ * fsim_msg.h - the fleet simulator's messages, protocol versions 1 and 2
+ * (proto/PROTOCOL.md): the report fixtures it replays, the text of every
  * message it sends, and what it reads from the controller's messages.
- * This is the only part of the simulator that knows the report format; a
- * later report format is a second set of builders here.
+ * This is the only part of the simulator that knows the report format.
  */
 #ifndef FSIM_MSG_H
 #define FSIM_MSG_H
@@ -14,7 +13,8 @@
 #include "es_err.h"
 
 /* A report body as compact JSON with holes where the node's name goes
- * (metadata.name, status.nodeInfo.hostname): parts[0] name parts[1] ...
+ * (metadata.name, status.nodeInfo.hostname, and an event's
+ * involvedObject.name when it is the Node): parts[0] name parts[1] ...
  * name parts[nparts - 1]. */
 typedef struct fsim_tmpl {
 	char **parts;
@@ -22,20 +22,37 @@ typedef struct fsim_tmpl {
 	size_t bytes;   /* bytes of the parts together */
 } fsim_tmpl;
 
-/* A captured agent's first snapshot and the patches that followed it. */
+/* One report of a version 2 capture after its snapshot. */
+typedef struct fsim_rec {
+	double after_s;  /* seconds after the report before it */
+	int event;       /* 1: an event report, 0: a delta */
+	fsim_tmpl body;
+} fsim_rec;
+
+/* A captured agent's first snapshot and what followed it: the patches of
+ * a version 1 agent, or the deltas and events of a version 2 one, with
+ * the gaps between them. */
 typedef struct fsim_replay {
 	fsim_tmpl snapshot;
-	fsim_tmpl *patches;
+	fsim_tmpl *patches;     /* version 1 */
 	size_t npatches;
+	fsim_rec *recs;         /* version 2 */
+	size_t nrecs;
+	double recs_s;          /* seconds the recs span (their gaps added) */
 } fsim_replay;
 
 /*
- * Loads dir/snapshot.json (a Node object) and dir/patches.jsonl (one JSON
- * Merge Patch per line, RFC 7386) into *r (zeroed first; free with
- * fsim_replay_free). Errors: ES_ERR_IO (a file unreadable), ES_ERR_PARSE
- * (not JSON, or no patch; err names the file and line), ES_ERR_NOMEM.
+ * Loads a capture (bench/fleetsim/capture.py) into *r (zeroed first; free
+ * with fsim_replay_free). version 1: dir/snapshot.json (a Node object) and
+ * dir/patches.jsonl (one JSON Merge Patch per line, RFC 7386). version 2:
+ * dir/v2/snapshot.json and dir/v2/reports.jsonl (one object per line:
+ * afterSeconds, a number >= 0; reportType "delta" or "event"; body, an
+ * object). Errors: ES_ERR_IO (a file unreadable), ES_ERR_PARSE (not JSON,
+ * a member missing or of the wrong type, no patch or no delta; err names
+ * the file and line), ES_ERR_NOMEM.
  */
-es_err fsim_replay_load(fsim_replay *r, const char *dir, char *err, size_t errsz);
+es_err fsim_replay_load(fsim_replay *r, const char *dir, int version, char *err,
+			size_t errsz);
 /* Frees what fsim_replay_load made. NULL-safe. */
 void fsim_replay_free(fsim_replay *r);
 
@@ -49,9 +66,14 @@ void fsim_replay_free(fsim_replay *r);
  * streamId. */
 void fsim_msg_hello(es_buf *b, const char *node, const char *stream_id,
 		    int64_t rv, int64_t next_seq);
-/* report of report_type "snapshot" or "patch" (base_seq for a patch) with
- * body t, made now, naming node. */
-void fsim_msg_report(es_buf *b, const fsim_tmpl *t, int64_t seq, int snapshot,
+/* hello of protocol version 2 as edgesync-agent makes it (es_proto_hello,
+ * es_proto_make_v2): the members above, protocolVersion 2, the capability
+ * keyed-patch, and deflate when deflate is not 0. */
+void fsim_msg_hello_v2(es_buf *b, const char *node, const char *stream_id,
+		       int64_t rv, int64_t next_seq, int deflate);
+/* report of report_type type ("snapshot", "patch", "delta" or "event";
+ * base_seq for a patch or delta) with body t, made now, naming node. */
+void fsim_msg_report(es_buf *b, const fsim_tmpl *t, int64_t seq, const char *type,
 		     int64_t base_seq, const char *node);
 void fsim_msg_desired_ack(es_buf *b, int64_t rv);
 void fsim_msg_ping(es_buf *b);
@@ -74,6 +96,8 @@ typedef struct fsim_in {
 	fsim_in_type type;
 	int64_t acked_seq;      /* welcome.ackedSeq */
 	int64_t heartbeat_s;    /* welcome.heartbeatSeconds (0: absent) */
+	int64_t proto;          /* welcome.protocolVersion (1: absent) */
+	int deflate;            /* welcome.capabilities lists deflate */
 	int64_t seq;            /* ack.seq */
 	int64_t rv;             /* desired.resourceVersion */
 	int full, more;         /* desired.full, desired.more */

@@ -101,14 +101,16 @@ void fsim_stats_print(fsim_stats *st, FILE *f, const char *why, const fsim_gauge
 		"\"ready\":%d,\"dials\":%lld,\"dialFailures\":%lld,\"welcomes\":%lld,"
 		"\"reconnects\":%lld,\"disconnects\":%lld,\"reportsSent\":%lld,"
 		"\"snapshotsSent\":%lld,\"reportsAcked\":%lld,\"resyncs\":%lld,"
-		"\"desiredReceived\":%lld,\"desiredAcks\":%lld,\"errorsReceived\":%lld,",
+		"\"desiredReceived\":%lld,\"desiredAcks\":%lld,\"errorsReceived\":%lld,"
+		"\"eventsSent\":%lld,\"sessionsV2\":%lld,\"sessionsDeflate\":%lld,",
 		why, secs(st->start_ms, now), g->nodes, g->ready, (long long)st->dials,
 		(long long)st->dial_failures, (long long)st->welcomes,
 		(long long)st->reconnects, (long long)st->disconnects,
 		(long long)st->reports_sent, (long long)st->snapshots_sent,
 		(long long)st->reports_acked, (long long)st->resyncs,
 		(long long)st->desired_rx, (long long)st->desired_acks,
-		(long long)st->errors_rx);
+		(long long)st->errors_rx, (long long)st->events_sent,
+		(long long)st->sessions_v2, (long long)st->sessions_deflate);
 	if (st->all_ready_ms >= 0)
 		fprintf(f, "\"connectAllSeconds\":%.3f,", secs(st->start_ms, st->all_ready_ms));
 	else

@@ -22,6 +22,8 @@ typedef struct fsim_stats {
 	/* counters since the start */
 	int64_t dials, dial_failures, welcomes, reconnects, disconnects;
 	int64_t reports_sent, snapshots_sent, reports_acked, resyncs;
+	int64_t events_sent;     /* event reports (version 2) */
+	int64_t sessions_v2, sessions_deflate; /* welcomes of version 2, with deflate */
 	int64_t desired_rx, desired_acks, errors_rx;
 	int64_t ws_tx_bytes, ws_rx_bytes, msgs_tx, msgs_rx;
 	int64_t all_ready_ms;    /* first time every node was ready, -1: not yet */
@@ -60,7 +62,8 @@ void fsim_stats_mark(fsim_stats *st, int64_t now);
 void fsim_stats_welcome(fsim_stats *st, int64_t now);
 /*
  * Prints one summary line to f: {"type":"summary","why":why,"t":seconds
- * since the start, "nodes","ready", counters, "connectAllSeconds",
+ * since the start, "nodes","ready", counters (eventsSent, sessionsV2,
+ * sessionsDeflate among them), "connectAllSeconds",
  * "connectMs" {n,p50,p99,max}, "window" {seconds, reportsAcked,
  * "ackMs" {n,p50,p99,max}}, "marker" {secondsAgo, fanoutMs {n,p50,p99,max},
  * welcomes, firstWelcomeSeconds, lastWelcomeSeconds}, "bytes" {wsTx, wsRx,

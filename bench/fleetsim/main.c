@@ -38,10 +38,15 @@ static const char usage[] =
 	"Simulates --nodes edgesync agents in one process: each a mutual-TLS\n"
 	"WebSocket connection to the controller with its own certificate\n"
 	"(spiffe://<trust-domain>/node/<prefix>-NNNNN, issued by the CA and\n"
-	"cached in --cert-dir/<CA digest>/), speaking protocol v1: hello,\n"
-	"desiredAck for every desired, a snapshot then patches every\n"
-	"--interval seconds (with jitter), replayed from --data (snapshot.json,\n"
-	"patches.jsonl: a real agent's reports). Prints JSON lines on stdout:\n"
+	"cached in --cert-dir/<CA digest>/), speaking the agent's protocol:\n"
+	"hello, desiredAck for every desired, a snapshot, then (version 1)\n"
+	"merge patches every --interval seconds (with jitter), replayed from\n"
+	"--data (snapshot.json, patches.jsonl), or (version 2) the deltas and\n"
+	"events a real agent sent after its snapshot, at the captured gaps\n"
+	"(with jitter; --interval unused), replayed from --data/v2\n"
+	"(snapshot.json, reports.jsonl), compressed when the controller agrees.\n"
+	"Like the agent it asks for 4096-byte TLS records and resumes its TLS\n"
+	"session (ticket) on the next dial. Prints JSON lines on stdout:\n"
 	"a summary on SIGUSR1 and at the end; SIGUSR2 sets the marker that\n"
 	"fan-out (desired received) and arrival (welcome) times count from.\n"
 	"\n"
@@ -56,7 +61,10 @@ static const char usage[] =
 	"  --prefix P           node name prefix [sim]\n"
 	"  --nodes N            simulated nodes (1..200000) [100]\n"
 	"  --duration S         seconds to run, then print the summary and exit [60]\n"
-	"  --interval S         seconds between state reports [10]\n"
+	"  --protocol V         protocol version offered, 1 or 2 [2]\n"
+	"  --no-compress        version 2: do not offer compressed messages\n"
+	"  --speedup F          version 2: replay F times faster than captured [1]\n"
+	"  --interval S         version 1: seconds between state reports [10]\n"
 	"  --jitter F           report interval jitter, fraction of it (0..1) [0.1]\n"
 	"  --ramp R             first connections per second [200]\n"
 	"  --nodes-out FILE     at exit, one JSON line per node (seq, acks, rv)\n"
@@ -92,6 +100,8 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 		{ "duration", 1, 0, 'd' }, { "interval", 1, 0, 'i' },
 		{ "jitter", 1, 0, 'j' },   { "ramp", 1, 0, 'r' },
 		{ "nodes-out", 1, 0, 'O' }, { "certs-only", 0, 0, 'X' },
+		{ "protocol", 1, 0, 'V' }, { "no-compress", 0, 0, 'Z' },
+		{ "speedup", 1, 0, 'U' },
 		{ "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -110,6 +120,16 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 		case 'P': o->prefix = optarg; break;
 		case 'O': o->nodes_out = optarg; break;
 		case 'X': o->certs_only = 1; break;
+		case 'Z': o->compress = 0; break;
+		case 'U':
+			if (parse_num("--speedup", optarg, 0.01, 1000, &o->speedup))
+				return -1;
+			break;
+		case 'V':
+			if (parse_num("--protocol", optarg, 1, 2, &v))
+				return -1;
+			o->protocol = (int)v;
+			break;
 		case 'p':
 			if (parse_num("--port", optarg, 1, 65535, &v))
 				return -1;
@@ -241,7 +261,8 @@ int main(int argc, char **argv)
 			    .trust_domain = "edgesync.local",
 			    .data_dir = FSIM_DEFAULT_DATA, .prefix = "sim", .nodes = 100,
 			    .duration_s = 60, .interval_s = 10, .jitter = 0.1,
-			    .ramp = 200 };
+			    .ramp = 200, .protocol = 2, .compress = 1,
+			    .speedup = 1 };
 	/* first: a SIGUSR1 that comes early must not end the process */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -252,7 +273,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (parse_flags(argc, argv, &s->o) != 0)
 		return 2;
-	if (fsim_replay_load(&s->replay, s->o.data_dir, err, sizeof(err)) != ES_OK) {
+	if (fsim_replay_load(&s->replay, s->o.data_dir, s->o.protocol, err, sizeof(err)) !=
+	    ES_OK) {
 		fprintf(stderr, PROG ": %s\n", err);
 		return 2;
 	}
@@ -274,8 +296,10 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto cleanup;
 	}
-	printf("{\"type\":\"fixture\",\"snapshotBytes\":%zu,\"patches\":%zu}\n",
-	       s->replay.snapshot.bytes, s->replay.npatches);
+	printf("{\"type\":\"fixture\",\"protocol\":%d,\"snapshotBytes\":%zu,"
+	       "\"patches\":%zu,\"records\":%zu,\"recordSeconds\":%.1f}\n", s->o.protocol,
+	       s->replay.snapshot.bytes, s->replay.npatches, s->replay.nrecs,
+	       s->replay.recs_s);
 	fflush(stdout);
 	if (!(s->nodes = calloc((size_t)s->o.nodes, sizeof(*s->nodes)))) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -289,6 +313,7 @@ int main(int argc, char **argv)
 		n->sim = s;
 		n->idx = i;
 		n->next_seq = 1;
+		n->pending_rec = -1;
 		fsim_node_name(s->o.prefix, i, n->name, sizeof(n->name));
 		snprintf(n->stream_id, sizeof(n->stream_id), "fleetsim-%s-%d", stream, i);
 	}
@@ -298,12 +323,20 @@ int main(int argc, char **argv)
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT |
 		       LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
-	info.fd_limit_per_thread = (unsigned)s->o.nodes + 64;
+	/* No fd_limit_per_thread: below the open-file limit it makes
+	 * libwebsockets look a socket's connection up by a linear scan of
+	 * all of them (a quarter of this process's time at 10 000 nodes);
+	 * without it the lookup is by descriptor, sized by the limit. */
 	/* timeouts: libwebsockets' defaults, as edgesync-agent has them */
 	if (!(s->ctx = lws_create_context(&info))) {
 		fprintf(stderr, PROG ": libwebsockets could not start\n");
 		goto cleanup;
 	}
+	t0 = fsim_now_msf();
+	if (fsim_conn_vhosts(s) != 0)
+		goto cleanup;
+	printf("{\"type\":\"vhosts\",\"seconds\":%.3f}\n", (fsim_now_msf() - t0) / 1000.0);
+	fflush(stdout);
 	s->start_ms = es_time_mono_ms();
 	s->end_ms = s->start_ms + (int64_t)(s->o.duration_s * 1000.0);
 	fsim_stats_init(&s->st, s->start_ms);
