@@ -12,11 +12,18 @@ edgesync-agent through its emulator (qemu-user-static) on this host's
   architecture (uname's machine as the emulator gives it, in Kubernetes'
   GOARCH names).
 
+In a static tree (ES_STATIC=1, a musl toolchain) the agent is also
+checked to be static (no program interpreter, no dynamic section) and,
+instead of the .deb, each .ipk of the tree (one per OpenWrt architecture
+name in ES_IPK_ARCHS) to carry its Architecture, no Depends and the
+target's static agent. The x86_64 static agent runs without an emulator.
+
 Environment: ES_AGENT (the target's edgesync-agent), ES_EMULATOR (the
-emulator command, ';'-separated as CMake lists it), ES_GOARCH (the
-architecture the Node must report: arm64, arm). Exits 77 (CTest: Not Run)
-when the emulator is missing. What emulation cannot show (bpf(): qemu-user
-has no such system call) is out of scope: see the README.
+emulator command, ';'-separated as CMake lists it; empty for the build
+machine's own architecture in a static tree), ES_GOARCH (the
+architecture the Node must report: amd64, arm64, arm). Exits 77 (CTest:
+Not Run) when the emulator is missing. What emulation cannot show (bpf():
+qemu-user has no such system call) is out of scope: see the README.
 """
 
 import json
@@ -39,6 +46,8 @@ GOARCH = os.environ.get("ES_GOARCH", "")
 DEB_ARCH = os.environ.get("ES_DEB_ARCH", "")
 PKG_DIR = os.environ.get("ES_PKG_DIR", "")
 VERSION = os.environ.get("ES_VERSION", "")
+STATIC = os.environ.get("ES_STATIC", "") == "1"
+IPK_ARCHS = [a for a in os.environ.get("ES_IPK_ARCHS", "").split(",") if a]
 # ELF e_machine of each Debian architecture (the ELF gABI's EM_* numbers).
 EM = {"arm64": 183, "armhf": 40, "amd64": 62}
 
@@ -57,7 +66,9 @@ def get_state(port):
 class CrossSmoke(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not EMULATOR or shutil.which(EMULATOR[0]) is None:
+        if STATIC and not EMULATOR:
+            pass  # the build machine's own architecture: runs as it is
+        elif not EMULATOR or shutil.which(EMULATOR[0]) is None:
             raise unittest.SkipTest(f"no emulator ({EMULATOR or 'ES_EMULATOR unset'}): "
                                     "install qemu-user-static (scripts/install-deps.sh)")
         if not os.access(AGENT, os.X_OK):
@@ -140,6 +151,63 @@ class CrossSmoke(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, logtext())
 
 
+def elf_kind(data):
+    """(e_machine, has PT_INTERP, has PT_DYNAMIC) of an ELF image (the ELF
+    gABI: program header types 3 and 2)."""
+    assert data[:4] == b"\x7fELF", data[:4]
+    wide = data[4] == 2
+    order = "little" if data[5] == 1 else "big"
+    num = lambda off, n: int.from_bytes(data[off:off + n], order)
+    machine = num(18, 2)
+    phoff, phentsize, phnum = ((num(32, 8), num(54, 2), num(56, 2)) if wide
+                               else (num(28, 4), num(42, 2), num(44, 2)))
+    types = {num(phoff + i * phentsize, 4) for i in range(phnum)}
+    return machine, 3 in types, 2 in types
+
+
+@unittest.skipUnless(STATIC, "a static (musl) tree only")
+class CrossStatic(unittest.TestCase):
+    """The static agent and its .ipk packages (`--target packages`, which
+    scripts/cross-build.sh --packages builds before the tests)."""
+
+    def test_agent_is_static(self):
+        with open(AGENT, "rb") as f:
+            machine, interp, dynamic = elf_kind(f.read())
+        self.assertEqual(machine, EM[DEB_ARCH])
+        self.assertFalse(interp, "the agent names a program interpreter")
+        self.assertFalse(dynamic, "the agent has a dynamic section")
+
+    def test_ipk_per_openwrt_arch(self):
+        self.assertTrue(IPK_ARCHS, "ES_IPK_ARCHS is empty")
+        for arch in IPK_ARCHS:
+            ipk = os.path.join(PKG_DIR, f"edgesync-agent_{VERSION}_{arch}.ipk")
+            if not os.path.exists(ipk):
+                self.skipTest(f"{ipk} not built (cmake --build BUILD --target packages)")
+            with self.subTest(arch=arch), tempfile.TemporaryDirectory() as tmp:
+                subprocess.run(["ar", "x", ipk], cwd=tmp, check=True)
+                with open(os.path.join(tmp, "debian-binary")) as f:
+                    self.assertEqual(f.read(), "2.0\n")
+                ctl, data = os.path.join(tmp, "ctl"), os.path.join(tmp, "data")
+                os.mkdir(ctl)
+                os.mkdir(data)
+                subprocess.run(["tar", "xzf", "control.tar.gz", "-C", ctl], cwd=tmp, check=True)
+                subprocess.run(["tar", "xzf", "data.tar.gz", "-C", data], cwd=tmp, check=True)
+                with open(os.path.join(ctl, "control")) as f:
+                    fields = dict(line.split(": ", 1) for line in f.read().splitlines()
+                                  if ": " in line and not line.startswith(" "))
+                self.assertEqual(fields["Package"], "edgesync-agent")
+                self.assertEqual(fields["Architecture"], arch)
+                self.assertEqual(fields["Version"], VERSION)
+                self.assertNotIn("Depends", fields)
+                for path in ("usr/bin/edgesync-agent", "etc/edgesync/agent.conf",
+                             "etc/init.d/edgesync-agent"):
+                    self.assertTrue(os.path.isfile(os.path.join(data, path)), path)
+                with open(os.path.join(data, "usr/bin/edgesync-agent"), "rb") as f:
+                    machine, interp, dynamic = elf_kind(f.read())
+                self.assertEqual((machine, interp, dynamic), (EM[DEB_ARCH], False, False))
+
+
+@unittest.skipIf(STATIC, "a static tree makes .ipk packages only")
 class CrossDeb(unittest.TestCase):
     """The tree's .deb packages (`--target packages`, which
     scripts/cross-build.sh --packages builds before the tests): the target's
