@@ -23,7 +23,8 @@
 # agent's smoke test under qemu-user-static (label cross); --packages makes
 # each tree's .deb packages (<tree>/packages/; a static tree's: one .ipk
 # per OpenWrt architecture name). With --static the tests are the smoke
-# test (label cross) of each static agent.
+# test (label cross) of each static agent and, in build-static-amd64/, its
+# eBPF collectors beside the dynamic agent's (label bpf; root, else skipped).
 # Environment: ES_BUILD_DIR (native tree, default build), ES_JOBS (default
 # 2), ES_CMAKE_ARGS (extra configure arguments for every tree).
 # Exit status 77 when a requested cross toolchain is missing (with the
@@ -111,7 +112,7 @@ for a in "${archs[@]}"; do
         tree=build-static-$a
         step "configure $tree ($a, static)" cmake -S . -B "$tree" \
             --toolchain "cmake/toolchains/${MUSL[$a]}.cmake" -DES_WERROR=ON \
-            -DES_BPF_SKEL_DIR="$PWD/$native/bpf" -DES_TARBALL_DIR="$tarballs" \
+            -DES_BPF_SKEL_DIR="$PWD/$native/bpf" -DES_NATIVE_BIN_DIR="$PWD/$native/bin" -DES_TARBALL_DIR="$tarballs" \
             "${extra[@]}"
         tarballs=$PWD/$tree/_deps/dl
         step "build $tree ($a, static)" cmake --build "$tree" -j "$jobs"
@@ -121,7 +122,7 @@ for a in "${archs[@]}"; do
         tree=build-$a
         step "configure $tree ($a)" cmake -S . -B "$tree" \
             --toolchain "cmake/toolchains/${TRIPLET[$a]}.cmake" -DES_WERROR=ON \
-            -DES_BPF_SKEL_DIR="$PWD/$native/bpf" -DES_TARBALL_DIR="$PWD/$native/_deps/dl" \
+            -DES_BPF_SKEL_DIR="$PWD/$native/bpf" -DES_NATIVE_BIN_DIR="$PWD/$native/bin" -DES_TARBALL_DIR="$PWD/$native/_deps/dl" \
             "${extra[@]}"
         step "build $tree ($a)" cmake --build "$tree" -j "$jobs"
     fi
@@ -132,7 +133,7 @@ for a in "${archs[@]}"; do
     if [[ $run_tests == 1 ]]; then
         labels=unit
         [[ $a == amd64 ]] || labels='unit|cross'
-        [[ $static == 0 ]] || labels=cross
+        [[ $static == 0 ]] || labels='cross|bpf'
         step "test $tree ($a)" ctest --test-dir "$tree" -L "$labels" -j "$jobs" \
             --output-on-failure --timeout 300
     fi
