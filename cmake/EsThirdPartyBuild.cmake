@@ -100,6 +100,13 @@ endfunction()
 # Builds and installs one package when <library> is missing or <cache text>
 # (its initial-cache file) changed since the last build.
 function(_es_build name pkg file sha srcdir lib cache_text)
+    # A build of our own (cmake/thirdparty/<name>/) is part of the settings:
+    # changing it rebuilds the library.
+    set(own "${_es_thirdparty_projects}/${name}/CMakeLists.txt")
+    if(EXISTS "${own}")
+        file(SHA256 "${own}" own_sha)
+        string(APPEND cache_text "# cmake/thirdparty/${name} sha256 ${own_sha}\n")
+    endif()
     set(init "${ES_DEPS_DIR}/${name}-init.cmake")
     set(stamp "${ES_DEPS_DIR}/${name}.stamp")
     set(old "")
@@ -119,7 +126,7 @@ function(_es_build name pkg file sha srcdir lib cache_text)
     file(ARCHIVE_EXTRACT INPUT "${tarball}" DESTINATION "${ES_DEPS_SRC}")
     set(project "${ES_DEPS_SRC}/${srcdir}")
     set(project_args "")
-    if(EXISTS "${_es_thirdparty_projects}/${name}/CMakeLists.txt")
+    if(EXISTS "${own}")
         set(project "${_es_thirdparty_projects}/${name}")
         set(project_args "-DES_SRC=${ES_DEPS_SRC}/${srcdir}")
     endif()

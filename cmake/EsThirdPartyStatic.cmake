@@ -39,8 +39,16 @@ _es_build(zlib zlib ${ES_ZLIB_TARBALL} ${ES_ZLIB_SHA256} zlib-1.3.1 "${_es_lib}/
           "${_es_common}# zlib sha256 ${ES_ZLIB_SHA256}\n")
 _es_build(cjson cjson ${ES_CJSON_TARBALL} ${ES_CJSON_SHA256} cJSON-1.7.18 "${_es_lib}/libcjson.a"
           "${_es_common}# cjson sha256 ${ES_CJSON_SHA256}\n")
+# SQLite's amalgamation is made on the build machine, the same for every
+# target: a tree may take another's (ES_SQLITE_AMALGAMATION, see
+# cmake/thirdparty/sqlite3/).
+set(ES_SQLITE_AMALGAMATION "" CACHE PATH
+    "Another static tree's SQLite amalgamation directory to reuse (optional)")
 _es_build(sqlite3 sqlite3 ${ES_SQLITE_TARBALL} ${ES_SQLITE_SHA256} sqlite3-3.46.1
-          "${_es_lib}/libsqlite3.a" "${_es_common}# sqlite3 sha256 ${ES_SQLITE_SHA256}\n")
+          "${_es_lib}/libsqlite3.a" "${_es_common}\
+set(ES_SQLITE_SHA256 ${ES_SQLITE_SHA256} CACHE STRING \"\")
+set(ES_SQLITE_AMALGAMATION \"${ES_SQLITE_AMALGAMATION}\" CACHE PATH \"\")
+")
 _es_build(libelf elfutils ${ES_ELFUTILS_TARBALL} ${ES_ELFUTILS_SHA256} elfutils-0.192
           "${_es_lib}/libelf.a"
           "${_es_common}${_es_deps_paths}# elfutils sha256 ${ES_ELFUTILS_SHA256}\n")

@@ -105,16 +105,18 @@ step "configure $native (amd64)" cmake -S . -B "$native" -DES_WERROR=ON "${extra
 step "build $native (amd64)" cmake --build "$native" -j "$jobs"
 # The static trees take the tarballs from the tree before them: the first
 # from the native tree's, the others also the five static libraries' the
-# first downloaded.
+# first downloaded; and SQLite's amalgamation, the same for every target.
 tarballs=$PWD/$native/_deps/dl
+amalgamation=""
 for a in "${archs[@]}"; do
     if [[ $static == 1 ]]; then
         tree=build-static-$a
         step "configure $tree ($a, static)" cmake -S . -B "$tree" \
             --toolchain "cmake/toolchains/${MUSL[$a]}.cmake" -DES_WERROR=ON \
             -DES_BPF_SKEL_DIR="$PWD/$native/bpf" -DES_NATIVE_BIN_DIR="$PWD/$native/bin" -DES_TARBALL_DIR="$tarballs" \
-            "${extra[@]}"
+            -DES_SQLITE_AMALGAMATION="$amalgamation" "${extra[@]}"
         tarballs=$PWD/$tree/_deps/dl
+        amalgamation=$PWD/$tree/_deps/build/sqlite3/amalgamation
         step "build $tree ($a, static)" cmake --build "$tree" -j "$jobs"
     elif [[ $a == amd64 ]]; then
         tree=$native
