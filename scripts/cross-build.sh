@@ -11,7 +11,7 @@
 #   armhf -> build-static-armhf/  (cmake/toolchains/arm-linux-musleabihf.cmake)
 # each with its zlib, cJSON, SQLite, libelf, libbpf, mbedTLS and
 # libwebsockets built from Debian source packages once into its _deps/
-# (about 1 min per tree on 2 cores), and reused afterwards.
+# (1.5 to 3 min per tree on 2 cores), and reused afterwards.
 # The native tree is always built first: its eBPF objects are the ones
 # every architecture embeds (the cross trees take them through
 # ES_BPF_SKEL_DIR), and its downloaded third-party tarballs are reused
@@ -113,8 +113,9 @@ for a in "${archs[@]}"; do
         tree=build-static-$a
         step "configure $tree ($a, static)" cmake -S . -B "$tree" \
             --toolchain "cmake/toolchains/${MUSL[$a]}.cmake" -DES_WERROR=ON \
-            -DES_BPF_SKEL_DIR="$PWD/$native/bpf" -DES_NATIVE_BIN_DIR="$PWD/$native/bin" -DES_TARBALL_DIR="$tarballs" \
-            -DES_SQLITE_AMALGAMATION="$amalgamation" "${extra[@]}"
+            -DES_BPF_SKEL_DIR="$PWD/$native/bpf" -DES_NATIVE_BIN_DIR="$PWD/$native/bin" \
+            -DES_TARBALL_DIR="$tarballs" -DES_SQLITE_AMALGAMATION="$amalgamation" \
+            "${extra[@]}"
         tarballs=$PWD/$tree/_deps/dl
         amalgamation=$PWD/$tree/_deps/build/sqlite3/amalgamation
         step "build $tree ($a, static)" cmake --build "$tree" -j "$jobs"
@@ -124,8 +125,8 @@ for a in "${archs[@]}"; do
         tree=build-$a
         step "configure $tree ($a)" cmake -S . -B "$tree" \
             --toolchain "cmake/toolchains/${TRIPLET[$a]}.cmake" -DES_WERROR=ON \
-            -DES_BPF_SKEL_DIR="$PWD/$native/bpf" -DES_NATIVE_BIN_DIR="$PWD/$native/bin" -DES_TARBALL_DIR="$PWD/$native/_deps/dl" \
-            "${extra[@]}"
+            -DES_BPF_SKEL_DIR="$PWD/$native/bpf" -DES_NATIVE_BIN_DIR="$PWD/$native/bin" \
+            -DES_TARBALL_DIR="$PWD/$native/_deps/dl" "${extra[@]}"
         step "build $tree ($a)" cmake --build "$tree" -j "$jobs"
     fi
     # Packages first: the cross trees' tests check them.
