@@ -18,18 +18,8 @@
 # declarations-only nftables/ header (libnftables is loaded with dlopen,
 # which a static program cannot do: the backend then says so).
 
-set(CMAKE_SYSTEM_NAME Linux)
-set(CMAKE_SYSTEM_PROCESSOR ${ES_CROSS_PROCESSOR})
-
-find_program(CMAKE_C_COMPILER ${ES_MUSL_TRIPLET}-gcc)
-if(NOT CMAKE_C_COMPILER)
-    message(FATAL_ERROR "no ${ES_MUSL_TRIPLET}-gcc: install the Debian package "
-                        "${ES_MUSL_PACKAGE} (scripts/install-deps.sh does it)")
-endif()
-foreach(tool ar ranlib strip objcopy readelf)
-    string(TOUPPER ${tool} var)
-    find_program(CMAKE_${var} ${ES_MUSL_GNU_TRIPLET}-${tool})
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/EsToolchain.cmake)
+es_toolchain(${ES_MUSL_TRIPLET}-gcc ${ES_MUSL_GNU_TRIPLET} ${ES_MUSL_PACKAGE})
 
 set(_es_musl_inc "${CMAKE_BINARY_DIR}/musl-include")
 foreach(link linux asm-generic nftables)
@@ -46,19 +36,8 @@ set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
 
 # Libraries and headers: musl's and the tree's own _deps/install only.
 set(CMAKE_FIND_ROOT_PATH /usr/lib/${ES_MUSL_TRIPLET} /usr/include/${ES_MUSL_TRIPLET})
-set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)
-set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
-set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(ENV{PKG_CONFIG_LIBDIR} "${CMAKE_BINARY_DIR}/_deps/install/lib/pkgconfig")
 set(ENV{PKG_CONFIG_PATH} "")
 
-if(ES_CROSS_QEMU)
-    find_program(ES_CROSS_EMULATOR_BIN ${ES_CROSS_QEMU})
-    if(ES_CROSS_EMULATOR_BIN)
-        set(CMAKE_CROSSCOMPILING_EMULATOR "${ES_CROSS_EMULATOR_BIN}")
-    endif()
-endif()
 set(ES_STATIC_AGENT ON CACHE BOOL "Build the static agent only (musl toolchain)" FORCE)
-set(ES_CROSS_DEB_ARCH ${ES_CROSS_DEB_ARCH} CACHE INTERNAL "dpkg architecture of the target")
 set(ES_IPK_ARCHS "${ES_IPK_ARCHS}" CACHE INTERNAL "OpenWrt architectures of the .ipk packages")
