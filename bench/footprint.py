@@ -9,13 +9,19 @@ DaemonSet's requests and limits and of the README's size claims:
   strip; a tree not built is said so;
 - the packages of <build>/packages (`cmake --build BUILD --target
   packages`): file size, Installed-Size, and the size of the data archive;
+- the stripped static (musl) agent of each architecture
+  (build-static-<arch>/ of `scripts/cross-build.sh --static`);
 - resident memory (VmRSS, VmHWM) of the agent at steady state holding 100
   cached desired objects, and of the controller serving it, on loopback
   (tests/integration/harness.py); also their PSS and USS (private pages)
   from /proc/<pid>/smaps_rollup, since most of the RSS is library pages
-  that other processes share.
+  that other processes share. When build-static-amd64/ has its agent, it
+  runs in the same run beside the dynamic one (a second node of the same
+  controller, the same flags, the same 100 objects) and is measured the
+  same way (label agent-static).
 
-Usage: bench/footprint.py [--build DIR] [--settle SECONDS] [--arch-only]
+Usage: bench/footprint.py [--build DIR] [--static-build DIR] [--settle SECONDS]
+       [--arch-only]
 """
 
 import argparse
@@ -51,28 +57,35 @@ def stripped_sizes(bindir):
 # Debian architecture -> (build tree beside the native one, strip program).
 ARCH_TREES = (("amd64", None, "strip"), ("arm64", "build-arm64", "aarch64-linux-gnu-strip"),
               ("armhf", "build-armhf", "arm-linux-gnueabihf-strip"))
+# The static (musl) trees of `cross-build.sh --static`, same strip programs.
+STATIC_TREES = tuple((arch, f"build-static-{arch}", strip) for arch, _, strip in ARCH_TREES)
 
 
 def arch_sizes(build):
     """The agent of each architecture's tree, stripped by that target's
-    strip. The cross trees sit beside the source, as cross-build.sh makes
-    them; the amd64 one is BUILD."""
+    strip: the dynamic ones (link="dynamic"; the cross trees sit beside the
+    source, as cross-build.sh makes them; the amd64 one is BUILD) and the
+    static ones (link="static", build-static-<arch>/)."""
     root = os.path.join(HERE, "..")
+    trees = [(a, "dynamic", t, s) for a, t, s in ARCH_TREES]
+    trees += [(a, "static", t, s) for a, t, s in STATIC_TREES]
     with tempfile.TemporaryDirectory() as tmp:
-        for arch, tree, strip in ARCH_TREES:
+        for arch, link, tree, strip in trees:
+            label = f"arch=\"{arch}\",link=\"{link}\""
             src = os.path.join(build if tree is None else os.path.join(root, tree),
                                "bin", "edgesync-agent")
             if not os.path.exists(src):
-                print(f"agent_stripped_bytes{{arch=\"{arch}\"}} missing ({src}; "
-                      "scripts/cross-build.sh builds it)")
+                how = "--static " if link == "static" else ""
+                print(f"agent_stripped_bytes{{{label}}} missing ({src}; "
+                      f"scripts/cross-build.sh {how}{arch} builds it)")
                 continue
-            out = os.path.join(tmp, arch)
+            out = os.path.join(tmp, f"{arch}-{link}")
             try:
                 subprocess.run([strip, "-o", out, src], check=True)
             except FileNotFoundError:
-                print(f"agent_stripped_bytes{{arch=\"{arch}\"}} unknown ({strip} not installed)")
+                print(f"agent_stripped_bytes{{{label}}} unknown ({strip} not installed)")
                 continue
-            print(f"agent_stripped_bytes{{arch=\"{arch}\"}} {os.path.getsize(out)}  "
+            print(f"agent_stripped_bytes{{{label}}} {os.path.getsize(out)}  "
                   f"({kib(os.path.getsize(out))}; unstripped {kib(os.path.getsize(src))})")
 
 
@@ -134,25 +147,37 @@ def smaps_rollup(pid):
     return out
 
 
-def resident(settle):
+def resident(settle, static_agent):
+    """static_agent: the static agent's binary to run beside the dynamic one
+    (a second node), or None."""
     owner = Owner()
     try:
-        c = harness.Cluster(owner)
+        node = harness.host_node_name()
+        nodes = [node] + ([node + "-static"] if static_agent else [])
+        c = harness.Cluster(owner, nodes=nodes)
         ctl = c.start_controller(extra=["--log-level", "warn"])
-        agent = c.start_agent(extra=["--interval", "10", "--log-level", "warn"])
-        harness.wait_for("first report", lambda: c.node(), timeout=60)
+        flags = ["--interval", "10", "--log-level", "warn"]
+        agent = c.start_agent(extra=flags)
+        procs = [("agent", agent)]
+        if static_agent:
+            procs.append(("agent-static", c.start_agent(nodes[1], extra=flags,
+                                                         binary=static_agent)))
+        for n in nodes:
+            harness.wait_for(f"first report of {n}", lambda: c.node(n), timeout=60)
         docs = ["apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
                 "metadata: {name: a-interval}\nspec: {intervalSeconds: 10}\n"]
         for i in range(99):
             docs.append("apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
                         f"metadata: {{name: cc-{i:03d}}}\nspec: {{intervalSeconds: 10}}\n")
         c.ctl("apply", "-f", "-", stdin="---\n".join(docs))
-        harness.wait_for("100 objects reported", lambda: len(
-            c.node()["status"].get("objects", [])) >= 100, timeout=120)
+        for n in nodes:
+            harness.wait_for(f"100 objects reported by {n}", lambda: len(
+                c.node(n)["status"].get("objects", [])) >= 100, timeout=120)
         time.sleep(settle)
-        for name, p in (("agent", agent), ("controller", ctl)):
+        for name, p in procs + [("controller", ctl)]:
             rss = proc_status(p.p.pid, "VmRSS")
             hwm = proc_status(p.p.pid, "VmHWM")
+            name = name.replace("-", "_")
             print(f"{name}_rss_steady_100_objects_kib {rss}  ({rss / 1024:.2f} MiB; "
                   f"peak VmHWM {hwm / 1024:.2f} MiB; after {settle} s at a 10 s interval)")
             roll = smaps_rollup(p.p.pid)
@@ -171,6 +196,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--settle", type=int, default=25,
                     help="seconds of steady state before measuring (default 25)")
+    ap.add_argument("--static-build", default=os.path.join(HERE, "..", "build-static-amd64"),
+                    help="tree of the static x86_64 agent measured beside the dynamic one")
     ap.add_argument("--arch-only", action="store_true",
                     help="print only the per-architecture agent sizes")
     args = ap.parse_args()
@@ -180,7 +207,12 @@ def main():
         return
     stripped_sizes(harness.BIN_DIR)
     package_sizes(os.path.join(build, "packages"))
-    resident(args.settle)
+    static_agent = os.path.join(os.path.abspath(args.static_build), "bin", "edgesync-agent")
+    if not os.path.exists(static_agent):
+        print(f"agent_static: not measured ({static_agent} missing; "
+              "scripts/cross-build.sh --static amd64 builds it)")
+        static_agent = None
+    resident(args.settle, static_agent)
 
 
 if __name__ == "__main__":

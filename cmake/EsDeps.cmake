@@ -2,7 +2,8 @@
 # packages. Each missing one stops the configure with the package to install.
 #
 # Exports: es::cjson es::sqlite3 es::bpf es::elf es::zlib es::yaml es::nftables
-#          es::cmocka (only when ES_BUILD_TESTS is ON)
+#          es::cmocka (only when ES_BUILD_TESTS is ON); with ES_STATIC_AGENT
+#          only the first five, from EsThirdPartyStatic.cmake
 # Sets:    ES_CLANG, ES_BPFTOOL (full paths), ES_LLVM_STRIP (may be empty)
 
 include_guard(GLOBAL)
@@ -25,6 +26,11 @@ function(_es_pkg target module debpkg)
     message(STATUS "edgesync: ${module} ${${prefix}_VERSION}")
 endfunction()
 
+if(ES_STATIC_AGENT)
+    # The static agent (musl toolchain): its libraries are built from
+    # Debian source packages; it links no libyaml, libnftables or cmocka.
+    include(EsThirdPartyStatic)
+else()
 _es_pkg(es::cjson   libcjson  libcjson-dev)
 _es_pkg(es::sqlite3 sqlite3   libsqlite3-dev)
 _es_pkg(es::bpf     libbpf    libbpf-dev)
@@ -34,6 +40,7 @@ _es_pkg(es::yaml    yaml-0.1  libyaml-dev)
 _es_pkg(es::nftables libnftables libnftables-dev)
 if(ES_BUILD_TESTS)
     _es_pkg(es::cmocka cmocka libcmocka-dev)
+endif()
 endif()
 
 # _es_program(<var> <program> <Debian package>)

@@ -55,9 +55,13 @@ static int sd_load(void)
 		const char *why = dlerror();
 
 		es_log_warn("notify", "the service manager asked for notifications "
-			    "but " ES_LIBSYSTEMD " cannot be loaded (install the "
-			    "libsystemd0 package)", "error", why ? why : "missing symbols",
-			    NULL);
+			    "but " ES_LIBSYSTEMD " cannot be loaded"
+#ifdef ES_STATIC_AGENT
+			    " by this static agent (no dlopen; run it as Type=simple)",
+#else
+			    " (install the libsystemd0 package)",
+#endif
+			    "error", why ? why : "missing symbols", NULL);
 		if (sd.handle)
 			dlclose(sd.handle);
 		memset(&sd, 0, sizeof(sd));

@@ -81,6 +81,16 @@ if [[ ${build_only} == 0 ]]; then
         done
     done
 fi
+# The static agent (scripts/cross-build.sh --static, cmake/toolchains/
+# *-musl*.cmake): Debian's musl-gcc wrappers for x86_64 (musl-tools) and
+# the cross targets (musl-dev:<arch>, over the cross compilers above), and
+# tcl, whose tclsh makes SQLite's amalgamation from its source package.
+if [[ ${build_only} == 0 ]]; then
+    PACKAGES+=(musl-tools tcl)
+    for a in "${CROSS_ARCHS[@]}"; do
+        PACKAGES+=("musl-dev:${a}")
+    done
+fi
 added_arch=0
 if [[ ${build_only} == 0 ]]; then
     for a in "${CROSS_ARCHS[@]}"; do

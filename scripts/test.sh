@@ -5,7 +5,10 @@
 # libwebsockets 4.3 are built from Debian 13 sources inside the build tree),
 # builds with warnings as errors, runs the whole suite, cross-builds arm64
 # and armhf (build-arm64/, build-armhf/: scripts/cross-build.sh) and runs
-# their unit tests and the agent's smoke test under qemu-user-static, then
+# their unit tests and the agent's smoke test under qemu-user-static,
+# builds the static (musl) agent of amd64, arm64 and armhf
+# (build-static-<arch>/: `cross-build.sh --static`) with its .ipk packages
+# and runs its smoke test (under qemu-user-static for the ARM ones), then
 # builds again with AddressSanitizer and UndefinedBehaviorSanitizer and
 # runs the unit and integration tests a second time. Last it builds the libFuzzer targets
 # (tests/fuzz) with clang in a tree of their own and runs each for
@@ -13,7 +16,8 @@
 #
 # Environment: ES_BUILD_DIR (default build), ES_JOBS (default nproc),
 # ES_SKIP_SANITIZE=1 skips the sanitizer pass, ES_SKIP_FUZZ=1 the fuzz
-# pass and ES_SKIP_CROSS=1 the arm64/armhf pass (local use only).
+# pass and ES_SKIP_CROSS=1 the arm64/armhf and static passes (local use
+# only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,6 +60,16 @@ if [[ ${ES_SKIP_CROSS:-0} != 1 ]]; then
         echo "test.sh: cross builds skipped (exit 77): the cross toolchain is missing (see above)" >&2
     elif [[ ${cross} != 0 ]]; then
         exit "${cross}"
+    fi
+    # The static (musl) agent of each architecture: its smoke test
+    # (label cross) and its .ipk packages.
+    static=0
+    ES_BUILD_DIR=${build} ES_JOBS=${jobs} bash scripts/cross-build.sh --static --test \
+        --packages amd64 arm64 armhf || static=$?
+    if [[ ${static} == 77 ]]; then
+        echo "test.sh: static builds skipped (exit 77): a musl toolchain is missing (see above)" >&2
+    elif [[ ${static} != 0 ]]; then
+        exit "${static}"
     fi
 fi
 

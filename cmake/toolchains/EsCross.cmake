@@ -18,29 +18,14 @@
 # Not `-L /usr/<triplet>` (the cross toolchain's own libc): with it, qemu
 # 7.2 hangs in the first pthread_create() and in setuid().
 
-set(CMAKE_SYSTEM_NAME Linux)
-set(CMAKE_SYSTEM_PROCESSOR ${ES_CROSS_PROCESSOR})
+include(${CMAKE_CURRENT_LIST_DIR}/EsToolchain.cmake)
+es_toolchain(${ES_CROSS_TRIPLET}-gcc ${ES_CROSS_TRIPLET} crossbuild-essential-${ES_CROSS_DEB_ARCH})
 set(CMAKE_LIBRARY_ARCHITECTURE ${ES_CROSS_TRIPLET})
-
-find_program(CMAKE_C_COMPILER ${ES_CROSS_TRIPLET}-gcc)
-if(NOT CMAKE_C_COMPILER)
-    message(FATAL_ERROR "no ${ES_CROSS_TRIPLET}-gcc: install the Debian package "
-                        "crossbuild-essential-${ES_CROSS_DEB_ARCH} (scripts/install-deps.sh does it)")
-endif()
-find_program(CMAKE_AR ${ES_CROSS_TRIPLET}-ar)
-find_program(CMAKE_RANLIB ${ES_CROSS_TRIPLET}-ranlib)
-find_program(CMAKE_STRIP ${ES_CROSS_TRIPLET}-strip)
-find_program(CMAKE_OBJCOPY ${ES_CROSS_TRIPLET}-objcopy)
-find_program(CMAKE_READELF ${ES_CROSS_TRIPLET}-readelf)
 
 # Headers and libraries from the target's multiarch directories (and the
 # cross libc in /usr/<triplet>); programs (clang, bpftool, python3) from
 # the build host.
 set(CMAKE_FIND_ROOT_PATH /usr/${ES_CROSS_TRIPLET})
-set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)
-set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
-set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 
 # pkg-config: the target's .pc files only. The environment is what
 # FindPkgConfig hands to pkg-config, for this configure and the
@@ -48,10 +33,3 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/${ES_CROSS_TRIPLET}/pkgconfig:/usr/share/pkgconfig")
 set(ENV{PKG_CONFIG_PATH} "")
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "")
-
-# The emulator CTest and add_test() run the target's binaries with.
-find_program(ES_CROSS_EMULATOR_BIN ${ES_CROSS_QEMU})
-if(ES_CROSS_EMULATOR_BIN)
-    set(CMAKE_CROSSCOMPILING_EMULATOR "${ES_CROSS_EMULATOR_BIN}")
-endif()
-set(ES_CROSS_DEB_ARCH ${ES_CROSS_DEB_ARCH} CACHE INTERNAL "dpkg architecture of the target")

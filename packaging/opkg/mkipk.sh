@@ -6,10 +6,12 @@
 # --component agent --strip`, /etc/edgesync/agent.conf, the procd init
 # script /etc/init.d/edgesync-agent). Run by the `packages` build target.
 #
-# The binary is the one built here (this machine's C library and library
-# ABIs); Depends names the packages of the libraries it links
+# In the native tree the binary is this machine's (glibc and Debian's
+# library ABIs); Depends names the packages of the libraries it links
 # (runtime-deps.sh), so it installs on opkg systems whose feeds carry them.
-# For OpenWrt (musl) build with the OpenWrt SDK: the layout stays the same.
+# In a static tree (musl) the binary links nothing and the package has no
+# Depends: it installs on OpenWrt as it is. ARCH is opkg's name (x86_64,
+# aarch64_generic, arm_cortex-a7_neon-vfpv4, ...).
 set -eu
 build=$1 src=$2 version=$3 arch=$4 out=$5
 pkg=edgesync-agent
@@ -28,7 +30,17 @@ install -D -m 0755 "$here/opkg/edgesync-agent.init" "$data/etc/init.d/edgesync-a
 [ -x "$data/usr/bin/edgesync-agent" ] || { echo "mkipk.sh: no usr/bin/edgesync-agent installed" >&2; exit 1; }
 [ -f "$data/etc/edgesync/agent.conf" ] || { echo "mkipk.sh: no etc/edgesync/agent.conf installed" >&2; exit 1; }
 
-depends=$("$here/runtime-deps.sh" "$build/bin/edgesync-agent" | paste -sd, - | sed 's/,/, /g')
+# A static agent (the musl trees, cmake/toolchains/*-musl*.cmake) names no
+# library (no NEEDED entry, no program interpreter): no Depends line.
+if readelf -d "$build/bin/edgesync-agent" | grep -q '(NEEDED)'; then
+    depends=$("$here/runtime-deps.sh" "$build/bin/edgesync-agent" | paste -sd, - | sed 's/,/, /g')
+    depends_line="Depends: $depends
+"
+    kind="Runs under procd."
+else
+    depends_line=""
+    kind="Runs under procd; linked statically (musl), it needs no library."
+fi
 # Installed-Size in bytes, as OpenWrt's ipkg-build counts it.
 size=$(find "$data" -type f -exec cat {} + | wc -c)
 cat >"$ctrl/control" <<CONTROL
@@ -38,12 +50,11 @@ Architecture: $arch
 Maintainer: edgesync maintainers <edgesync@example.org>
 Section: net
 Priority: optional
-Depends: $depends
-Installed-Size: $size
+${depends_line}Installed-Size: $size
 Description: edgesync agent: host state, desired-state cache and sync
  Collects the host's state, caches the desired state it was given in
  SQLite so it keeps enforcing it offline, and syncs both with the
- edgesync controller over a mutual-TLS WebSocket. Runs under procd.
+ edgesync controller over a mutual-TLS WebSocket. $kind
 CONTROL
 echo /etc/edgesync/agent.conf >"$ctrl/conffiles"
 install -m 0755 "$here/opkg/postinst" "$ctrl/postinst"

@@ -193,17 +193,24 @@ class Cluster:
     def agent_conf(self, node):
         return os.path.join(self.dev, f"agent-{node}.conf")
 
-    def start_agent(self, node=None, extra=(), env=None, state_dir=None):
+    def start_agent(self, node=None, extra=(), env=None, state_dir=None, binary=None):
+        """Starts an agent for node (default the first) with BIN_DIR's
+        edgesync-agent, or the one binary names (another build's path, or
+        a list: an emulator command and the binary it runs)."""
         node = node or self.nodes[0]
         port = self.agent_ports.get(node) or free_port()
         self.agent_ports[node] = port
         state_dir = state_dir or os.path.join(self.dir, f"agent-{node}")
-        argv = [os.path.join(BIN_DIR, "edgesync-agent"), "run",
-                "--config", self.agent_conf(node),
-                "--node-name", node,
-                "--state-dir", state_dir,
-                "--http-listen", f"127.0.0.1:{port}",
-                "--log-level", "debug"] + list(extra)
+        if isinstance(binary, (list, tuple)):
+            prog = list(binary)
+        else:
+            prog = [binary or os.path.join(BIN_DIR, "edgesync-agent")]
+        argv = prog + ["run",
+                       "--config", self.agent_conf(node),
+                       "--node-name", node,
+                       "--state-dir", state_dir,
+                       "--http-listen", f"127.0.0.1:{port}",
+                       "--log-level", "debug"] + list(extra)
         p = Proc(f"agent-{node}", argv, os.path.join(self.dir, f"agent-{node}.log"),
                  env=env)
         self.agents[node] = p

@@ -43,6 +43,15 @@ typedef struct egnft {
  * while the backend only runs where cgroup BPF is missing.
  */
 #define ES_LIBNFTABLES "libnftables.so.1"
+/* What to do when it cannot be loaded: a static agent (the musl build,
+ * ES_STATIC_AGENT) cannot load any library, installing it does not help. */
+#ifdef ES_STATIC_AGENT
+#define ES_LIBNFTABLES_MISSING ES_LIBNFTABLES " cannot be loaded by this " \
+	"static agent (no dlopen): the nftables backend is not available"
+#else
+#define ES_LIBNFTABLES_MISSING ES_LIBNFTABLES " cannot be loaded (install the " \
+	"nftables package)"
+#endif
 
 static struct {
 	int tried;
@@ -268,8 +277,7 @@ static es_err nft_open(const es_egb_env *env, void **out, char *err,
 		free(n);
 		return es_errf(lib.h ? ES_ERR_NOMEM : ES_ERR_UNSUPPORTED, err, errsz,
 			       lib.h ? "cannot create a libnftables context" :
-			       ES_LIBNFTABLES " cannot be loaded (install the "
-			       "nftables package)");
+			       ES_LIBNFTABLES_MISSING);
 	}
 	if (run(n->ctx, 0, "list tables", NULL, err, errsz) != ES_OK) {
 		nft_free(n);
@@ -587,9 +595,9 @@ static es_err nft_remove(void **p, const es_egb_env *env, char *err,
 	es_err rc;
 
 	if (!c)
-		return es_errf(ES_ERR_UNSUPPORTED, err, errsz, "cannot create a "
-			       "libnftables context (" ES_LIBNFTABLES " missing: "
-			       "install the nftables package)");
+		return es_errf(ES_ERR_UNSUPPORTED, err, errsz,
+			       lib.h ? "cannot create a libnftables context" :
+			       ES_LIBNFTABLES_MISSING);
 	rc = run(c, 0, "add table " TABLE "\ndelete table " TABLE "\n", NULL, err,
 		 errsz);
 	if (!n)
