@@ -121,6 +121,16 @@ int sync__tls_load(es_sync *s)
 						 es_pki_file_names[i], paths[i] ? paths[i] : "",
 						 c.why[i]);
 		}
+		if (s->vh && s->vh_not_after > time(NULL)) {
+			/* Files changed into a bad set: the ones loaded before
+			 * still work (sync_renew.c); never down to none. */
+			size_t n = strlen(msg);
+
+			snprintf(msg + n, sizeof(msg) - n, " (dialling with the "
+				 "credentials loaded before)");
+			set_creds(s, 0, reason, msg);
+			return 0;
+		}
 		set_creds(s, 0, reason, msg);
 		return -1;
 	}
@@ -139,6 +149,7 @@ int sync__tls_load(es_sync *s)
 			lws_vhost_destroy(s->vh);
 		}
 		s->vh = vh;
+		s->vh_not_after = c.cert_not_after;
 		memcpy(s->vh_digest, c.digest, sizeof(s->vh_digest));
 	}
 	snprintf(msg, sizeof(msg), "cert %s (valid until %s), key %s, ca %s", s->cert,
