@@ -7,6 +7,11 @@ rotation"):
   CollectorConfig stays applied throughout, the controller records each new
   serial and the node's new key, and the session uses the newest
   certificate;
+- the serving CA's overlap window: a controller restarted with a
+  trust-bundle of old and new CA hands it to the agent in the welcome, and
+  the agent writes it to its CA file and reconnects with it; a bundle
+  without the CA of the controller it talks to is refused and the file
+  kept;
 - files replaced on disk, as a Kubernetes Secret or CSI volume does (a
   `..data` symbolic link swapped to a new directory): the agent reconnects
   with the new certificate; a new set whose key does not match is logged
@@ -87,24 +92,7 @@ class RenewTest(unittest.TestCase):
         c.start_controller(["--cert-lifetime", str(LIFETIME)])
         node = "edge-r"
         try:
-            out = c.ctl("create", "token").stdout.splitlines()
-            tok, ca_hash = out[0], out[1].split("--ca-hash ")[1].strip()
-            state = os.path.join(c.dir, f"agent-{node}")
-            port = free_port()
-            argv = [os.path.join(BIN_DIR, "edgesync-agent"), "run",
-                    "--http-listen", f"127.0.0.1:{port}", "--log-level", "debug",
-                    "--interval", "1", "--collector-backend", "procfs",
-                    "--controller-url", f"wss://localhost:{c.port}",
-                    "--join-url", f"https://localhost:{c.join_port}",
-                    "--node-name", node, "--state-dir", state,
-                    "--token", tok, "--ca-hash", ca_hash]
-            p = Proc(f"agent-{node}", argv, os.path.join(c.dir, f"agent-{node}.log"))
-            c.procs.append(p)
-            c.agents[node] = p
-            c.agent_ports[node] = port
-            wait_for("agent connected", lambda: c._alive_or_fail(p) and
-                     (c.node(node) or {}).get("status", {}).get("sync", {})
-                     .get("connected") is True)
+            state = join_and_run(c, node)
             c.ctl("apply", "-f", "-", stdin=CC)
             wait_for("CollectorConfig applied", lambda: applied(c.agent_state(node),
                                                                "rotate"))
@@ -160,6 +148,72 @@ class RenewTest(unittest.TestCase):
             assert_exactly_once(self, c, node)
             self.assertIn("certificate renewed; reconnecting with it",
                           log_text(c, f"agent-{node}.log"))
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+
+
+def join_and_run(c, node, extra=()):
+    """A token, then `edgesync-agent run` joining with it; returns the
+    agent's state directory once it is connected."""
+    out = c.ctl("create", "token").stdout.splitlines()
+    tok, ca_hash = out[0], out[1].split("--ca-hash ")[1].strip()
+    state = os.path.join(c.dir, f"agent-{node}")
+    port = free_port()
+    argv = [os.path.join(BIN_DIR, "edgesync-agent"), "run",
+            "--http-listen", f"127.0.0.1:{port}", "--log-level", "debug",
+            "--interval", "1", "--collector-backend", "procfs",
+            "--controller-url", f"wss://localhost:{c.port}",
+            "--join-url", f"https://localhost:{c.join_port}",
+            "--node-name", node, "--state-dir", state,
+            "--token", tok, "--ca-hash", ca_hash] + list(extra)
+    p = Proc(f"agent-{node}", argv, os.path.join(c.dir, f"agent-{node}.log"))
+    c.procs.append(p)
+    c.agents[node] = p
+    c.agent_ports[node] = port
+    wait_for("agent connected", lambda: c._alive_or_fail(p) and connected(c, node))
+    return state
+
+
+def connected(c, node):
+    return (c.node(node) or {}).get("status", {}).get("sync", {}).get("connected") is True
+
+
+class TrustBundleTest(unittest.TestCase):
+    def test_overlap_window(self):
+        c = Cluster(self, nodes=["seed"])
+        c.start_controller()
+        node = "edge-t"
+        try:
+            state = join_and_run(c, node)
+            ca_file = os.path.join(state, "pki", "ca.crt")
+            old_ca = read(os.path.join(c.dev, "ca.crt"))
+            self.assertEqual(read(ca_file), old_ca)
+            new_ca, _ = c.mkcert("next-ca", "next CA", ca=False, client=False,
+                                 is_ca=True)
+            both = os.path.join(c.dir, "both.pem")
+            with open(both, "w") as f:
+                f.write(old_ca + read(new_ca))
+
+            # Step 1 of the rotation: old and new in trust-bundle.
+            c.stop_controller()
+            n = len(session_serials(c, node))
+            c.start_controller(["--trust-bundle", both])
+            wait_for("the bundle written", lambda: read(ca_file) == read(both),
+                     timeout=40)
+            wait_for("a session after the bundle changed", lambda:
+                     len(session_serials(c, node)) >= n + 2 and connected(c, node),
+                     timeout=40)
+            self.assertIn("trust bundle updated from the controller",
+                          log_text(c, f"agent-{node}.log"))
+
+            # A bundle that would refuse this controller: not taken.
+            c.stop_controller()
+            c.start_controller(["--trust-bundle", new_ca])
+            wait_for("the bundle refused", lambda: "trust bundle from the "
+                     "controller refused" in log_text(c, f"agent-{node}.log"),
+                     timeout=40)
+            self.assertEqual(read(ca_file), read(both))
+            wait_for("still connected", lambda: connected(c, node), timeout=30)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{c.logs()}") from e
 
