@@ -123,12 +123,11 @@ int sync__tls_load(es_sync *s)
 		}
 		if (s->vh && s->vh_not_after > time(NULL)) {
 			/* Files changed into a bad set: the ones loaded before
-			 * still work (sync_renew.c); never down to none. */
-			size_t n = strlen(msg);
-
-			snprintf(msg + n, sizeof(msg) - n, " (dialling with the "
-				 "credentials loaded before)");
-			set_creds(s, 0, reason, msg);
+			 * still work (sync_renew.c); never down to none. The
+			 * condition keeps saying what was loaded. */
+			es_log_error("sync", "credential files unusable; dialling with "
+				     "the ones loaded before", "reason", reason, "error",
+				     msg, NULL);
 			return 0;
 		}
 		set_creds(s, 0, reason, msg);

@@ -152,16 +152,16 @@ class RenewTest(unittest.TestCase):
             raise AssertionError(f"{e}\n{c.logs()}") from e
 
 
-def join_and_run(c, node, extra=()):
-    """A token, then `edgesync-agent run` joining with it; returns the
-    agent's state directory once it is connected."""
+def join_and_run(c, node, extra=("--interval", "1")):
+    """A token, then `edgesync-agent run` joining with it (and the flags
+    extra); returns the agent's state directory once it is connected."""
     out = c.ctl("create", "token").stdout.splitlines()
     tok, ca_hash = out[0], out[1].split("--ca-hash ")[1].strip()
     state = os.path.join(c.dir, f"agent-{node}")
     port = free_port()
     argv = [os.path.join(BIN_DIR, "edgesync-agent"), "run",
             "--http-listen", f"127.0.0.1:{port}", "--log-level", "debug",
-            "--interval", "1", "--collector-backend", "procfs",
+            "--collector-backend", "procfs",
             "--controller-url", f"wss://localhost:{c.port}",
             "--join-url", f"https://localhost:{c.join_port}",
             "--node-name", node, "--state-dir", state,
