@@ -49,6 +49,9 @@ static const char *const type_names[] = {
 	[ES_MSG_PING] = "ping",
 	[ES_MSG_PONG] = "pong",
 	[ES_MSG_ERROR] = "error",
+	[ES_MSG_CERT_REQUEST] = "certificateRequest",
+	[ES_MSG_CERTIFICATE] = "certificate",
+	[ES_MSG_CERT_REFUSED] = "certificateRefused",
 };
 #define TYPE_COUNT (sizeof(type_names) / sizeof(type_names[0]))
 
@@ -377,6 +380,52 @@ static es_err check_error(const cJSON *m, char *err, size_t errsz)
 	return es_json_get_str(m, "error", "message", 1, &s, err, errsz);
 }
 
+/* A required string member of at most ES_PROTO_PEM_MAX bytes. */
+static es_err get_pem(const cJSON *m, const char *what, const char *key,
+		      char *err, size_t errsz)
+{
+	const char *s = NULL;
+	es_err rc = es_json_get_str(m, what, key, 1, &s, err, errsz);
+
+	if (rc != ES_OK)
+		return rc;
+	if (!*s || strlen(s) > ES_PROTO_PEM_MAX)
+		return es_errf(ES_ERR_INVAL, err, errsz, "%s.%s: expected PEM text of "
+			       "1 to %d bytes", what, key, ES_PROTO_PEM_MAX);
+	return ES_OK;
+}
+
+static es_err check_certificate(const cJSON *m, char *err, size_t errsz)
+{
+	const char *s = NULL;
+	es_err rc;
+
+	if ((rc = get_pem(m, "certificate", "certificate", err, errsz)) != ES_OK ||
+	    (rc = get_pem(m, "certificate", "caBundle", err, errsz)) != ES_OK ||
+	    (rc = es_json_get_str(m, "certificate", "serial", 1, &s, err, errsz)) != ES_OK)
+		return rc;
+	return get_time(m, "certificate", "notAfter", err, errsz);
+}
+
+static es_err check_refused(const cJSON *m, char *err, size_t errsz)
+{
+	const char *s = NULL;
+	int64_t retry = 0;
+	es_err rc;
+
+	if ((rc = es_json_get_str(m, "certificateRefused", "reason", 1, &s, err,
+				  errsz)) != ES_OK)
+		return rc;
+	if (!*s)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "certificateRefused.reason: must not be empty");
+	rc = es_json_get_int(m, "certificateRefused", "retryAfterSeconds", 0, 1,
+			     ES_PROTO_RETRY_AFTER_MAX_S, &retry, err, errsz);
+	if (rc != ES_OK && rc != ES_ERR_NOTFOUND)
+		return rc;
+	return es_json_get_str(m, "certificateRefused", "message", 1, &s, err, errsz);
+}
+
 static es_err check_members(es_msg_type t, const cJSON *m, es_proto_code *code,
 			    char *err, size_t errsz)
 {
@@ -405,6 +454,12 @@ static es_err check_members(es_msg_type t, const cJSON *m, es_proto_code *code,
 		return get_time(m, "pong", "time", err, errsz);
 	case ES_MSG_ERROR:
 		return check_error(m, err, errsz);
+	case ES_MSG_CERT_REQUEST:
+		return get_pem(m, "certificateRequest", "csr", err, errsz);
+	case ES_MSG_CERTIFICATE:
+		return check_certificate(m, err, errsz);
+	case ES_MSG_CERT_REFUSED:
+		return check_refused(m, err, errsz);
 	case ES_MSG_UNKNOWN:
 		break;
 	}
@@ -704,6 +759,46 @@ cJSON *es_proto_error(es_proto_code code, const char *message)
 
 	if (!m || add_str(m, "code", es_proto_code_name(code)) != 0 ||
 	    add_str(m, "message", message) != 0) {
+		cJSON_Delete(m);
+		return NULL;
+	}
+	return m;
+}
+
+cJSON *es_proto_cert_request(const char *csr_pem)
+{
+	cJSON *m = new_msg(ES_MSG_CERT_REQUEST);
+
+	if (!m || add_str(m, "csr", csr_pem) != 0) {
+		cJSON_Delete(m);
+		return NULL;
+	}
+	return m;
+}
+
+cJSON *es_proto_certificate(const char *cert_pem, const char *ca_bundle,
+			    const char *serial, const char *not_after)
+{
+	cJSON *m = new_msg(ES_MSG_CERTIFICATE);
+
+	if (!m || add_str(m, "certificate", cert_pem) != 0 ||
+	    add_str(m, "caBundle", ca_bundle) != 0 || add_str(m, "serial", serial) != 0 ||
+	    add_str(m, "notAfter", not_after) != 0) {
+		cJSON_Delete(m);
+		return NULL;
+	}
+	return m;
+}
+
+cJSON *es_proto_cert_refused(const char *reason, const char *message,
+			     int retry_after_s)
+{
+	cJSON *m = new_msg(ES_MSG_CERT_REFUSED);
+
+	if (retry_after_s > ES_PROTO_RETRY_AFTER_MAX_S)
+		retry_after_s = ES_PROTO_RETRY_AFTER_MAX_S;
+	if (!m || add_str(m, "reason", reason) != 0 || add_str(m, "message", message) != 0 ||
+	    (retry_after_s > 0 && add_int(m, "retryAfterSeconds", retry_after_s) != 0)) {
 		cJSON_Delete(m);
 		return NULL;
 	}

@@ -24,7 +24,13 @@
  * binary messages holding deflate-compressed JSON. */
 #define ES_PROTO_CAP_KEYED "keyed-patch"
 #define ES_PROTO_CAP_DEFLATE "deflate"
+/* Capability of a welcome (either version, PROTOCOL.md "Renewal"): this
+ * controller issued the session's certificate and answers
+ * certificateRequest on it. */
+#define ES_PROTO_CAP_RENEWAL "certificate-renewal"
 #define ES_PROTO_MAX_MESSAGE (1024 * 1024)
+/* Longest PEM member of the renewal messages (a CA bundle). */
+#define ES_PROTO_PEM_MAX (256 * 1024)
 #define ES_PROTO_HEARTBEAT_S 20
 #define ES_PROTO_AGENT_DEAD_S 45
 #define ES_PROTO_CONTROLLER_DEAD_S 60
@@ -52,7 +58,14 @@ typedef enum es_msg_type {
 	ES_MSG_PING,
 	ES_MSG_PONG,
 	ES_MSG_ERROR,
+	/* Renewal (PROTOCOL.md "Renewal"): agent -> controller, and the
+	 * controller's two answers. */
+	ES_MSG_CERT_REQUEST,
+	ES_MSG_CERTIFICATE,
+	ES_MSG_CERT_REFUSED,
 } es_msg_type;
+/* The last message type (for tables over every type). */
+#define ES_MSG_LAST ES_MSG_CERT_REFUSED
 
 /* Protocol error codes and their WebSocket close codes (PROTOCOL.md,
  * "Errors"). */
@@ -91,7 +104,9 @@ const char *es_proto_type_name(es_msg_type t);
  * name syntax and, when present, streamId syntax), hello.protocolVersion
  * 1 or 2 (ES_PC_VERSION), welcome.protocolVersion (optional) 1 or 2, a
  * report's reportType `snapshot`, `patch`, `delta` (with baseSeq, like
- * `patch`) or `event`.
+ * `patch`) or `event`; certificateRequest.csr, certificate.certificate
+ * and caBundle at most ES_PROTO_PEM_MAX bytes, certificate.notAfter an
+ * RFC 3339 time, certificateRefused.reason not empty.
  * Returns ES_OK, ES_ERR_PROTO (peer's fault, *code set), ES_ERR_NOMEM.
  */
 es_err es_proto_decode(const char *buf, size_t len, es_msg_type *type,
@@ -146,6 +161,18 @@ cJSON *es_proto_error(es_proto_code code, const char *message);
  * retryAfterSeconds (1 .. ES_PROTO_RETRY_AFTER_MAX_S, clamped). NULL when
  * out of memory. */
 cJSON *es_proto_overloaded(int retry_after_s, const char *message);
+
+/* Renewal (PROTOCOL.md "Renewal"). csr_pem: a PKCS#10 request (PEM). */
+cJSON *es_proto_cert_request(const char *csr_pem);
+/* certificate: cert_pem the new certificate, ca_bundle the trust bundle
+ * for the controller, serial lower-case hex, not_after an RFC 3339 time. */
+cJSON *es_proto_certificate(const char *cert_pem, const char *ca_bundle,
+			    const char *serial, const char *not_after);
+/* certificateRefused: reason CamelCase (PROTOCOL.md's table), message;
+ * retry_after_s 0 leaves retryAfterSeconds out, else clamped to
+ * 1 .. ES_PROTO_RETRY_AFTER_MAX_S. */
+cJSON *es_proto_cert_refused(const char *reason, const char *message,
+			     int retry_after_s);
 
 /* A desired.deleted entry {kind, name, uid, resourceVersion}:
  * resource_version is the controller's resourceVersion of the write that

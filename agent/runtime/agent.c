@@ -558,6 +558,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 		so.metrics = a->metrics;
 		so.protocol_version = (int)cfg->protocol_version;
 		so.deflate = cfg->compress;
+		so.renew_percent = (int)cfg->renew_percent;
 		rc = es_sync_new(a->ctx, a->st, &so, &hooks, &a->sync, err, errsz);
 		if (rc != ES_OK)
 			goto cleanup;

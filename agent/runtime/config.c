@@ -105,6 +105,10 @@ static const es_setting settings[] = {
 	  "compression), or 1 for a controller older than this agent"),
 	S("compress", "COMPRESS", ES_SET_BOOL, "true", 0, 0, compress,
 	  "compress messages (deflate) when the controller agrees (protocol 2)"),
+	S("renew-percent", "RENEW_PERCENT", ES_SET_INT, "50", 0, 99, renew_percent,
+	  "renew the certificate over the session at this percent of its lifetime, "
+	  "plus up to 10% jitter, when the controller issued it (0: never; changed "
+	  "cert, key and ca files are taken either way)"),
 };
 #undef S
 #undef E

@@ -48,6 +48,8 @@ typedef struct es_agent_config {
 	int64_t usage_min_change;      /* percent a usage figure must move */
 	int64_t protocol_version;      /* hello.protocolVersion, 1 or 2 */
 	int compress;                  /* offer deflate (protocol 2) */
+	int64_t renew_percent;         /* renew over the session at this percent
+					* of the certificate's lifetime; 0 never */
 } es_agent_config;
 
 /* The settings table (for help output and tests); *n gets its length. */

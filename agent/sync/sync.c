@@ -14,6 +14,7 @@
 
 #include "sync/backoff.h"
 #include "sync/connerr.h"
+#include "enroll/renew.h"
 #include "runtime/config.h"
 #include "es_json.h"
 #include "es_log.h"
@@ -155,10 +156,19 @@ static void conn_down(es_sync *s, const char *why)
 	s->deflate = 0;
 	lws_sul_cancel(&s->sul_tick);
 	reconcile_soon(s);
+	sync__renew_conn_down(s);
 	if (why && *why)
 		sync__set_error(s, why, NULL);
 	if (s->stopping)
 		return;
+	if (s->redial_now) {
+		/* New credentials (sync_renew.c): the same controller, now. */
+		s->redial_now = 0;
+		es_log_info("sync", "redialling with the new credentials", "url", s->url,
+			    NULL);
+		lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, 1);
+		return;
+	}
 	/* The next controller (address, then URL) gets the next dial; the
 	 * log names the one that failed and the one dialled next. */
 	failed = s->url;
@@ -373,6 +383,8 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	s->proto_offer = opts->protocol_version == 1 ? 1 : 2;
 	s->deflate_offer = opts->deflate && s->proto_offer == 2;
 	s->proto = 1;
+	s->renew_percent = opts->renew_percent < 0 ? 0 : opts->renew_percent > 99 ? 99 :
+			   opts->renew_percent;
 	if (hooks)
 		s->hooks = *hooks;
 	s->node = strdup(opts->node);
@@ -391,6 +403,18 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	s->heartbeat_s = ES_PROTO_HEARTBEAT_S;
 	es_store_get_int(st, "acked_seq", 0, &s->last_acked_seq);
 	es_backoff_init(&s->bo, NULL, NULL);
+	{
+		int recovered = 0;
+		char rerr[300];
+
+		/* A renewal cut short by a crash (enroll/renew.h). */
+		if (es_renew_recover(s->cert, s->key, &recovered, rerr, sizeof(rerr)) != ES_OK)
+			es_log_error("sync", "cannot finish a renewal cut short", "error",
+				     rerr, NULL);
+		else if (recovered)
+			es_log_info("sync", "finished a renewal cut short: the new key "
+				    "is in place", "key", s->key, NULL);
+	}
 	/* The first look at the files, so that the first collection round
 	 * already knows; a bad file is not an error here (dial retries). */
 	(void)sync__tls_load(s);
@@ -406,6 +430,7 @@ void es_sync_start(es_sync *s)
 	if (!s || s->stopping)
 		return;
 	lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, 1);
+	sync__renew_start(s);
 }
 
 void es_sync_kick(es_sync *s)
@@ -471,6 +496,7 @@ void es_sync_stop(es_sync *s)
 	lws_sul_cancel(&s->sul_dial);
 	lws_sul_cancel(&s->sul_tick);
 	lws_sul_cancel(&s->sul_reconcile);
+	lws_sul_cancel(&s->sul_creds);
 }
 
 void es_sync_free(es_sync *s)
@@ -480,6 +506,7 @@ void es_sync_free(es_sync *s)
 	es_ws_queue_clear(&s->q);
 	es_ws_rx_free(&s->rx);
 	es_urllist_free(&s->urls);
+	sync__renew_free(s);
 	free(s->node);
 	free(s->agent_version);
 	free(s->boot_id);

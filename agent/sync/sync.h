@@ -33,6 +33,9 @@ typedef struct es_sync_opts {
 	int protocol_version;      /* hello.protocolVersion: 1, or 2 (keyed
 				    * changes; 0 counts as 2) */
 	int deflate;               /* 1: offer compressed messages (version 2) */
+	int renew_percent;         /* renew the certificate over the session at
+				    * this percent of its lifetime, 1..99; 0:
+				    * never (PROTOCOL.md "Renewal") */
 } es_sync_opts;
 
 typedef struct es_sync_hooks {
@@ -62,6 +65,9 @@ typedef struct es_sync_info {
 /* Seconds between two looks at credential files that were found unusable
  * (missing, unreadable, not PEM, out of their validity, not matching). */
 #define ES_SYNC_CREDS_RETRY_S 5
+/* Seconds between two looks at the credential files while they are in use
+ * (changed files are taken by a reconnect) and at the renewal's due time. */
+#define ES_SYNC_CREDS_POLL_S 2
 /* Seconds the agent keeps a TLS session for resuming it (sync_tls.c): the
  * longest ticket lifetime a controller accepts. */
 #define ES_SYNC_TLS_SESSION_KEEP_S (7u * 24 * 3600)
@@ -75,11 +81,15 @@ typedef struct es_sync_info {
  * LWS_SERVER_OPTION_EXPLICIT_VHOSTS). Does not dial yet (es_sync_start).
  * The credential files are read and checked now and again before every
  * dial (es_pki_creds_check): while one is unusable the client does not
- * dial, says why (es_sync_credentials, lastError; logged at error when it
+ * dial (unless a TLS client built from good files before holds a
+ * certificate still valid: it dials with that), says why (es_sync_credentials, lastError; logged at error when it
  * changes) and looks again every ES_SYNC_CREDS_RETRY_S seconds, so fixing
  * a file on disk reconnects without a restart; files that changed are
  * loaded into a new vhost "sync" (the client certificate, key and CA, no
- * WebSocket extension). Borrowed: ctx and st must outlive the client.
+ * WebSocket extension). While connected, files that change on disk and
+ * check out are taken by closing and redialling at once; with
+ * renew_percent the certificate is renewed over the session
+ * (PROTOCOL.md "Renewal"; sync_renew.c). Borrowed: ctx and st must outlive the client.
  * Strings are copied. Errors: ES_ERR_INVAL (bad URL, naming
  * controller-url), ES_ERR_NOMEM; a bad credential file is not an error.
  */

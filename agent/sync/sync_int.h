@@ -21,6 +21,12 @@
 
 enum sync_state { ST_IDLE = 0, ST_CONNECTING, ST_HANDSHAKING, ST_READY };
 
+/* What the credential watch compares of one file (sync_renew.c). */
+struct es_sync_filesig {
+	uint64_t dev, ino;
+	int64_t size, mtime_ns;
+};
+
 /*
  * Invariants while ready: reports leave in seq order (es_store_outbox_next
  * after sent_after), at most one state report is unacknowledged
@@ -84,6 +90,23 @@ struct es_sync {
 	char creds_msg[1024];
 	unsigned char vh_digest[32];
 	int peer_refused;        /* 1: sync__tls_check_peer refused this dial's peer */
+	time_t vh_not_after;     /* the notAfter of the certificate vh holds */
+
+	/* sync_renew.c: renewal over the session and the credential watch. */
+	int renew_percent;       /* es_sync_opts.renew_percent; 0: off */
+	int renew_offered;       /* the live session's welcome offered renewal */
+	int renew_unsupported;   /* the controller did not know certificateRequest */
+	int renew_failures;      /* failed renewals in a row */
+	time_t renew_due;        /* when to renew the loaded certificate; 0: never */
+	unsigned char renew_digest[32]; /* the vh_digest renew_due is for */
+	int64_t renew_sent_ms;   /* a request is out since (monotonic); 0: none */
+	char *renew_key;         /* PEM of the key the request is for */
+	char cert_serial[41];    /* the loaded certificate's serial, hex */
+	lws_sorted_usec_list_t sul_creds;
+	struct es_sync_filesig watch_sig[3];
+	int watch_set;
+	char watch_bad[512];     /* the last unusable set logged */
+	int redial_now;          /* conn_down: redial at once, same controller */
 };
 
 /* sync.c */
@@ -119,6 +142,23 @@ int sync__tls_check_peer(es_sync *s, struct lws *wsi);
  * the handshake refused, what is wrong with it (validity with the host
  * clock, the name, the issuer). */
 void sync__tls_conn_error(es_sync *s, const char *in, char *why, size_t whysz);
+
+/* sync_renew.c (its header comment says what it does) */
+
+/* Arms the credential timer (es_sync_start). */
+void sync__renew_start(es_sync *s);
+/* The connection is gone: a request in flight is dropped. */
+void sync__renew_conn_down(es_sync *s);
+/* At welcome: whether it offers renewal; its trustBundle taken. */
+void sync__renew_on_welcome(es_sync *s, const cJSON *welcome);
+/* The controller's `certificate` and `certificateRefused` (decoded). */
+void sync__renew_on_certificate(es_sync *s, const cJSON *msg);
+void sync__renew_on_refused(es_sync *s, const cJSON *msg);
+/* The controller answered UnknownMessageType: when a request was out, it
+ * does not renew (an older controller), for the life of the process. */
+void sync__renew_unknown_type(es_sync *s);
+/* Wipes and frees what renewal holds (es_sync_free). */
+void sync__renew_free(es_sync *s);
 
 /* sync_msg.c */
 

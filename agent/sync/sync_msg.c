@@ -222,6 +222,7 @@ static void on_welcome(es_sync *s, const cJSON *msg)
 	s->last_ping_ms = es_time_mono_ms();
 	snprintf(a, sizeof(a), "%lld", (long long)acked);
 	es_log_info("sync", "connected", "url", s->url, "ackedSeq", a, NULL);
+	sync__renew_on_welcome(s, msg);
 	if (s->hooks.queue_state)
 		s->hooks.queue_state(s->hooks.user);
 	lws_callback_on_writable(s->wsi);
@@ -355,6 +356,12 @@ void sync__on_message(es_sync *s, const char *buf, size_t len)
 		break;
 	case ES_MSG_PONG:
 		break;
+	case ES_MSG_CERTIFICATE:
+		sync__renew_on_certificate(s, msg);
+		break;
+	case ES_MSG_CERT_REFUSED:
+		sync__renew_on_refused(s, msg);
+		break;
 	case ES_MSG_ERROR:
 		es_json_get_str(msg, "error", "code", 0, &c, NULL, 0);
 		es_json_get_str(msg, "error", "message", 0, &m, NULL, 0);
@@ -377,6 +384,8 @@ void sync__on_message(es_sync *s, const char *buf, size_t len)
 		}
 		es_log_warn("sync", "controller reported an error", "code", c,
 			    "message", m, NULL);
+		if (c && strcmp(c, es_proto_code_name(ES_PC_UNKNOWN_TYPE)) == 0)
+			sync__renew_unknown_type(s);
 		/* A controller of version 1 refuses a version 2 hello: the
 		 * next connections offer version 1 (PROTOCOL.md "Versions"). */
 		if (c && strcmp(c, "UnsupportedVersion") == 0 && s->proto_offer == 2) {

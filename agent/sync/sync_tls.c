@@ -121,6 +121,15 @@ int sync__tls_load(es_sync *s)
 						 es_pki_file_names[i], paths[i] ? paths[i] : "",
 						 c.why[i]);
 		}
+		if (s->vh && s->vh_not_after > time(NULL)) {
+			/* Files changed into a bad set: the ones loaded before
+			 * still work (sync_renew.c); never down to none. The
+			 * condition keeps saying what was loaded. */
+			es_log_error("sync", "credential files unusable; dialling with "
+				     "the ones loaded before", "reason", reason, "error",
+				     msg, NULL);
+			return 0;
+		}
 		set_creds(s, 0, reason, msg);
 		return -1;
 	}
@@ -139,6 +148,7 @@ int sync__tls_load(es_sync *s)
 			lws_vhost_destroy(s->vh);
 		}
 		s->vh = vh;
+		s->vh_not_after = c.cert_not_after;
 		memcpy(s->vh_digest, c.digest, sizeof(s->vh_digest));
 	}
 	snprintf(msg, sizeof(msg), "cert %s (valid until %s), key %s, ca %s", s->cert,

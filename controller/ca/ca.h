@@ -15,9 +15,10 @@
 #include "es_enroll.h"
 #include "es_err.h"
 
-/* Bounds of cert-lifetime, seconds: one minute (tests of expiry) to one
- * year; the default is SPIRE's and kubeadm's one day. */
-#define ES_CA_LIFETIME_MIN 60
+/* Bounds of cert-lifetime, seconds: ten seconds (tests of renewal and
+ * expiry, which then happen within a test's time) to one year; the
+ * default is SPIRE's and kubeadm's one day. */
+#define ES_CA_LIFETIME_MIN 10
 #define ES_CA_LIFETIME_MAX (365 * 24 * 3600)
 #define ES_CA_LIFETIME_DEFAULT (24 * 3600)
 /* Lifetime of a CA made by es_ca_create: ten years (kubeadm's). */

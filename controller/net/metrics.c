@@ -63,7 +63,7 @@ es_err es_ctrl_metrics_new(const char *db_path, const char *version,
 		goto cleanup;
 	rc = es_metric_set(m->build_info, (const char *[]){ version ? version : "" }, 1);
 	/* Every type an agent may send shows from the start, at 0. */
-	for (int t = ES_MSG_HELLO; rc == ES_OK && t <= ES_MSG_ERROR; t++) {
+	for (int t = ES_MSG_HELLO; rc == ES_OK && t <= ES_MSG_LAST; t++) {
 		const char *name = es_proto_type_name((es_msg_type)t);
 
 		if (name)

@@ -171,6 +171,19 @@ int server__enroll_check(conn *c);
  * ES_ERR_NOMEM, ES_ERR_DB. */
 es_err server__enroll_labels(conn *c);
 
+/* ---- server_renew.c (PROTOCOL.md "Renewal") ---- */
+
+/* At hello, on the welcome w being built: when c's certificate is one the
+ * signing CA issued to c's node (c->serial set by server__enroll_check),
+ * adds the capability ES_PROTO_CAP_RENEWAL and trustBundle. Errors:
+ * ES_ERR_NOMEM (w may then hold part of it: delete it); a store failure
+ * only leaves them out. */
+es_err server__renew_welcome(conn *c, cJSON *w);
+
+/* A certificateRequest on c (decoded, borrowed): answered with
+ * `certificate` after the store recorded it, or `certificateRefused`. */
+void server__on_cert_request(conn *c, const cJSON *msg);
+
 /* ---- server_admin.c ---- */
 
 /* Writes an HTTP response's status line and headers on wsi (both

@@ -372,7 +372,8 @@ static es_err queue_welcome(conn *c, const cJSON *hello, int64_t acked)
 	int deflate = v2 && es_proto_has_capability(hello, ES_PROTO_CAP_DEFLATE);
 	es_err rc;
 
-	if (w && v2 && es_proto_make_v2(w, deflate) != ES_OK) {
+	if (w && ((v2 && es_proto_make_v2(w, deflate) != ES_OK) ||
+		  server__renew_welcome(c, w) != ES_OK)) {
 		cJSON_Delete(w);
 		w = NULL;
 	}
@@ -457,7 +458,7 @@ static void on_hello(conn *c, const cJSON *msg)
 		    es_proto_version_of(msg) == 2 ? "2" : "1", "compression",
 		    es_proto_version_of(msg) == 2 &&
 		    es_proto_has_capability(msg, ES_PROTO_CAP_DEFLATE) ? "deflate" : "none",
-		    NULL);
+		    "serial", c->serial[0] ? c->serial : "(unread)", NULL);
 	if (queue_welcome(c, msg, acked) != ES_OK ||
 	    sync_desired(c, since, labels_changed) != ES_OK)
 		server__queue_error(c, ES_PC_INTERNAL,
@@ -637,6 +638,9 @@ void server__handle_message(conn *c, const char *buf, size_t len)
 			server__queue_error(c, ES_PC_INTERNAL, "out of memory");
 		break;
 	case ES_MSG_PONG:
+		break;
+	case ES_MSG_CERT_REQUEST:
+		server__on_cert_request(c, msg);
 		break;
 	case ES_MSG_ERROR:
 		es_log_warn("server", "agent reported an error", "node", c->node,

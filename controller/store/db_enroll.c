@@ -288,6 +288,35 @@ es_err es_db_cert_state(es_db *db, const char *serial, const char *node,
 	return rc;
 }
 
+es_err es_db_cert_renew(es_db *db, const char *node, const char *old_serial,
+			const char *serial, const char *key_pin, time_t not_after,
+			time_t now, es_db_cert_status *was)
+{
+	sqlite3_stmt *st = NULL;
+	es_err rc;
+
+	*was = ES_DB_CERT_UNKNOWN;
+	if ((rc = db__begin(db)) != ES_OK)
+		return rc;
+	if ((rc = es_db_cert_state(db, old_serial, node, was)) != ES_OK ||
+	    *was != ES_DB_CERT_VALID)
+		goto cleanup;
+	rc = es_sqlite_prepare(db->sq, "UPDATE enrollments SET key_pin = ? WHERE node = ?",
+			       &st);
+	if (rc != ES_OK)
+		goto cleanup;
+	sqlite3_bind_text(st, 1, key_pin, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+	if ((rc = es_sqlite_step_done(db->sq, st, "enrollment key")) != ES_OK ||
+	    (rc = cert_insert(db, serial, node, key_pin, not_after, now, 0)) != ES_OK)
+		goto cleanup;
+	rc = es_sqlite_commit(db->sq);
+cleanup:
+	sqlite3_finalize(st);
+	es_sqlite_rollback(db->sq);
+	return rc;
+}
+
 es_err es_db_node_revoke(es_db *db, const char *node, const char *extra_serial,
 			 time_t now, int64_t *count)
 {

@@ -87,6 +87,19 @@ es_err es_db_cert_state(es_db *db, const char *serial, const char *node,
 			es_db_cert_status *out);
 
 /*
+ * A renewal over the session (PROTOCOL.md "Renewal"), in one transaction
+ * that first commits an open report batch: when old_serial (the session's
+ * certificate) is ES_DB_CERT_VALID for node, records the new certificate
+ * (serial, key_pin, not_after) and binds the node's enrollment to key_pin
+ * (a new key replaces the old one, so that a join with the old key is
+ * NameTaken from then on). *was gets old_serial's state; nothing is
+ * written unless it is ES_DB_CERT_VALID. Errors: ES_ERR_DB.
+ */
+es_err es_db_cert_renew(es_db *db, const char *node, const char *old_serial,
+			const char *serial, const char *key_pin, time_t not_after,
+			time_t now, es_db_cert_status *was);
+
+/*
  * Revokes a node: its certificates are marked revoked, its enrollment (the
  * key its name is bound to) is removed so that the name can join again
  * with a new token, and extra_serial (may be NULL: the serial of a session

@@ -119,6 +119,10 @@ static cJSON *reencode(es_msg_type type, const cJSON *msg, const char *const **k
 	static const char *const only_type[] = {"type", NULL};
 	static const char *const time_keys[] = {"type", "time", NULL};
 	static const char *const error[] = {"type", "code", "message", NULL};
+	static const char *const cert_request[] = {"type", "csr", NULL};
+	static const char *const certificate[] = {"type", "certificate", "caBundle",
+						  "serial", "notAfter", NULL};
+	static const char *const cert_refused[] = {"type", "reason", "message", NULL};
 	const char *rt;
 
 	switch (type) {
@@ -174,6 +178,20 @@ static cJSON *reencode(es_msg_type type, const cJSON *msg, const char *const **k
 		*keys = error;
 		return es_proto_error((es_proto_code)es_proto_code_parse(str_member(msg, "code")),
 				      str_member(msg, "message"));
+	case ES_MSG_CERT_REQUEST:
+		*keys = cert_request;
+		return es_proto_cert_request(str_member(msg, "csr"));
+	case ES_MSG_CERTIFICATE:
+		*keys = certificate;
+		return es_proto_certificate(str_member(msg, "certificate"),
+					    str_member(msg, "caBundle"),
+					    str_member(msg, "serial"),
+					    str_member(msg, "notAfter"));
+	case ES_MSG_CERT_REFUSED:
+		*keys = cert_refused;
+		return es_proto_cert_refused(str_member(msg, "reason"),
+					     str_member(msg, "message"),
+					     (int)int_member(msg, "retryAfterSeconds"));
 	case ES_MSG_UNKNOWN:
 		break;
 	}

@@ -199,7 +199,7 @@ static void sign_leaf(void **state)
 	es_ca_issued_free(&iss);
 
 	/* Lifetime bounds and names. */
-	assert_int_equal(es_ca_sign(f->ca, csr, TD, "edge-1", 59, now, &iss, err,
+	assert_int_equal(es_ca_sign(f->ca, csr, TD, "edge-1", ES_CA_LIFETIME_MIN - 1, now, &iss, err,
 				    sizeof(err)), ES_ERR_INVAL);
 	assert_non_null(strstr(err, "lifetime"));
 	assert_int_equal(es_ca_sign(f->ca, csr, TD, "Edge_1", 3600, now, &iss, err,
@@ -319,6 +319,61 @@ static void db_tokens(void **state)
 	cJSON_Delete(labels);
 }
 
+/* Renewal over the session (es_db_cert_renew): only from a serial valid
+ * for the node; the new serial recorded and the name bound to the new key,
+ * so that a join with the old key is NameTaken. */
+static void db_renew(void **state)
+{
+	fx *f = *state;
+	char hex[ES_ENROLL_HEX_SZ];
+	time_t now = 1700000000;
+	es_db_token t = { "abcdef", hex, now + 3600, 5, NULL, "", now };
+	es_db_join j = { "abcdef", hex, "edge-1", "sha256:k1", "01", now + 86400 };
+	es_db_join_result res;
+	es_db_cert_status cs;
+	cJSON *labels = es_test_json("{}");
+	int64_t n;
+
+	t.labels = labels;
+	assert_int_equal(es_enroll_sha256_hex("0123456789abcdef", 16, hex), ES_OK);
+	assert_int_equal(es_db_token_create(f->sdb, &t), ES_OK);
+	assert_int_equal(es_db_join_record(f->sdb, &j, now, &res, NULL), ES_OK);
+	assert_int_equal(res, ES_DB_JOIN_OK);
+	/* A serial never issued, or issued to another node: nothing written. */
+	assert_int_equal(es_db_cert_renew(f->sdb, "edge-1", "99", "02", "sha256:k2",
+					  now + 100, now, &cs), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_UNKNOWN);
+	assert_int_equal(es_db_cert_renew(f->sdb, "edge-2", "01", "02", "sha256:k2",
+					  now + 100, now, &cs), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_REVOKED);
+	assert_int_equal(es_db_cert_state(f->sdb, "02", "edge-1", &cs), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_UNKNOWN);
+	/* Renewed with a new key; inside an open report batch too. */
+	es_db_batch_begin(f->sdb);
+	assert_int_equal(es_db_cert_renew(f->sdb, "edge-1", "01", "02", "sha256:k2",
+					  now + 100, now, &cs), ES_OK);
+	assert_int_equal(es_db_batch_commit(f->sdb), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_VALID);
+	assert_int_equal(es_db_cert_state(f->sdb, "02", "edge-1", &cs), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_VALID);
+	/* The old key may not join under the name any more; the new one may. */
+	j.serial = "03";
+	assert_int_equal(es_db_join_record(f->sdb, &j, now, &res, NULL), ES_OK);
+	assert_int_equal(res, ES_DB_JOIN_NAME_TAKEN);
+	j.key_pin = "sha256:k2";
+	assert_int_equal(es_db_join_record(f->sdb, &j, now, &res, NULL), ES_OK);
+	assert_int_equal(res, ES_DB_JOIN_OK);
+	/* Revocation covers the renewed certificates. */
+	assert_int_equal(es_db_node_revoke(f->sdb, "edge-1", NULL, now, &n), ES_OK);
+	assert_int_equal(n, 3);
+	assert_int_equal(es_db_cert_renew(f->sdb, "edge-1", "02", "04", "sha256:k3",
+					  now + 100, now, &cs), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_REVOKED);
+	assert_int_equal(es_db_cert_state(f->sdb, "04", "edge-1", &cs), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_UNKNOWN);
+	cJSON_Delete(labels);
+}
+
 /* One admin request; *out gets the parsed body (caller frees). */
 static int admin(es_db *db, const es_admin_hooks *h, const char *method,
 		 const char *path, const char *body, cJSON **out)
@@ -408,6 +463,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sign_leaf, setup, teardown),
 		cmocka_unit_test_setup_teardown(sign_refuses_forged_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(db_tokens, setup, teardown),
+		cmocka_unit_test_setup_teardown(db_renew, setup, teardown),
 		cmocka_unit_test_setup_teardown(admin_tokens, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

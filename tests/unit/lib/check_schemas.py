@@ -21,7 +21,8 @@ import jsonschema
 from jsonschema import Draft7Validator, RefResolver
 
 MESSAGE_TYPES = ["hello", "welcome", "desired", "desiredAck", "report", "ack",
-                 "resync", "ping", "pong", "error"]
+                 "resync", "ping", "pong", "error", "certificateRequest",
+                 "certificate", "certificateRefused"]
 OBJECT_SCHEMAS = ["node", "collectorconfig", "healthrule", "egresspolicy", "event"]
 
 

@@ -152,6 +152,15 @@ static cJSON *reencode(es_msg_type t, const cJSON *m)
 						   get_str(m, "message"));
 		return es_proto_error((es_proto_code)c, get_str(m, "message"));
 	}
+	case ES_MSG_CERT_REQUEST:
+		return es_proto_cert_request(get_str(m, "csr"));
+	case ES_MSG_CERTIFICATE:
+		return es_proto_certificate(get_str(m, "certificate"), get_str(m, "caBundle"),
+					    get_str(m, "serial"), get_str(m, "notAfter"));
+	case ES_MSG_CERT_REFUSED:
+		return es_proto_cert_refused(get_str(m, "reason"), get_str(m, "message"),
+					     cJSON_GetObjectItemCaseSensitive(m, "retryAfterSeconds")
+					     ? (int)get_int(m, "retryAfterSeconds") : 0);
 	case ES_MSG_UNKNOWN:
 		break;
 	}
@@ -227,7 +236,7 @@ static void test_golden_roundtrip(void **state)
 	}
 	closedir(d);
 	assert_true(files >= 10);
-	for (int t = ES_MSG_HELLO; t <= ES_MSG_ERROR; t++)
+	for (int t = ES_MSG_HELLO; t <= ES_MSG_LAST; t++)
 		if (!(seen & (1u << t)))
 			fail_msg("no golden file for type %s", es_proto_type_name((es_msg_type)t));
 }
@@ -373,6 +382,73 @@ static void test_hostile_generated(void **state)
 	}
 	expect_fail("empty", "", 0, ES_PC_MALFORMED, NULL);
 	expect_fail("NULL buffer", NULL, 0, ES_PC_MALFORMED, NULL);
+}
+
+/* The renewal messages (PROTOCOL.md "Renewal"): each member required,
+ * with its type and bounds. */
+static void test_renewal_messages(void **state)
+{
+	static const struct {
+		const char *label, *text, *mentions;
+	} bad[] = {
+		{ "request without csr", "{\"type\":\"certificateRequest\"}",
+		  "certificateRequest.csr" },
+		{ "request empty csr", "{\"type\":\"certificateRequest\",\"csr\":\"\"}",
+		  "certificateRequest.csr" },
+		{ "request csr number", "{\"type\":\"certificateRequest\",\"csr\":7}",
+		  "certificateRequest.csr" },
+		{ "certificate without caBundle",
+		  "{\"type\":\"certificate\",\"certificate\":\"x\",\"serial\":\"01\","
+		  "\"notAfter\":\"2026-12-02T00:00:00Z\"}", "certificate.caBundle" },
+		{ "certificate bad notAfter",
+		  "{\"type\":\"certificate\",\"certificate\":\"x\",\"caBundle\":\"y\","
+		  "\"serial\":\"01\",\"notAfter\":\"tomorrow\"}", "certificate.notAfter" },
+		{ "refused empty reason",
+		  "{\"type\":\"certificateRefused\",\"reason\":\"\",\"message\":\"m\"}",
+		  "certificateRefused.reason" },
+		{ "refused retry 0",
+		  "{\"type\":\"certificateRefused\",\"reason\":\"Internal\",\"message\":\"m\","
+		  "\"retryAfterSeconds\":0}", "certificateRefused.retryAfterSeconds" },
+	};
+	char *big, err[256];
+	cJSON *m, *msg = NULL;
+	es_msg_type t;
+	es_proto_code code;
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_fail(bad[i].label, bad[i].text, strlen(bad[i].text), ES_PC_INVALID,
+			    bad[i].mentions);
+	/* A csr one byte over ES_PROTO_PEM_MAX is refused, at it accepted. */
+	big = malloc(ES_PROTO_PEM_MAX + 2);
+	assert_non_null(big);
+	memset(big, 'A', ES_PROTO_PEM_MAX + 1);
+	big[ES_PROTO_PEM_MAX + 1] = '\0';
+	m = es_proto_cert_request(big);
+	assert_non_null(m);
+	free(big);
+	big = es_json_print(m);
+	assert_non_null(big);
+	expect_fail("csr too long", big, strlen(big), ES_PC_INVALID, "certificateRequest.csr");
+	n = strlen(big);
+	/* Drop one 'A': exactly the limit. */
+	memmove(big + 40, big + 41, n - 40);
+	assert_int_equal(es_proto_decode(big, n - 1, &t, &msg, &code, err, sizeof(err)), ES_OK);
+	assert_int_equal(t, ES_MSG_CERT_REQUEST);
+	cJSON_Delete(msg);
+	cJSON_Delete(m);
+	free(big);
+	/* retryAfterSeconds: 0 leaves it out, more than the bound is clamped. */
+	m = es_proto_cert_refused("Internal", "m", 0);
+	assert_non_null(m);
+	assert_null(cJSON_GetObjectItemCaseSensitive(m, "retryAfterSeconds"));
+	cJSON_Delete(m);
+	m = es_proto_cert_refused("Internal", "m", 99999);
+	assert_non_null(m);
+	assert_int_equal(get_int(m, "retryAfterSeconds"), ES_PROTO_RETRY_AFTER_MAX_S);
+	cJSON_Delete(m);
+	assert_string_equal(es_proto_type_name(ES_MSG_CERT_REFUSED), "certificateRefused");
 }
 
 /* error.retryAfterSeconds: optional, an integer 1 .. 3600. */
@@ -590,6 +666,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_generated),
 		cmocka_unit_test(test_codes_and_names),
 		cmocka_unit_test(test_retry_after_bounds),
+		cmocka_unit_test(test_renewal_messages),
 		cmocka_unit_test(test_encoder_details),
 		cmocka_unit_test(test_encoders_out_of_memory),
 		cmocka_unit_test(test_golden_objects_valid),
