@@ -201,6 +201,11 @@ time_t es_pki_not_after(const struct mbedtls_x509_crt *crt)
 	return x509_time_unix(&crt->valid_to);
 }
 
+time_t es_pki_not_before(const struct mbedtls_x509_crt *crt)
+{
+	return x509_time_unix(&crt->valid_from);
+}
+
 time_t es_pki__crt_not_after(const mbedtls_x509_crt *crt)
 {
 	return x509_time_unix(&crt->valid_to);

@@ -150,6 +150,8 @@ es_err es_pki_issue(const es_pki_req *req, const char *ca_cert_pem,
 struct mbedtls_x509_crt;
 /* The notAfter of a parsed certificate as Unix seconds (UTC). */
 time_t es_pki_not_after(const struct mbedtls_x509_crt *crt);
+/* The notBefore of a parsed certificate as Unix seconds (UTC). */
+time_t es_pki_not_before(const struct mbedtls_x509_crt *crt);
 
 /* ES_ERR_TLS with err "what: <mbedTLS's text for ret> (-0xNNNN)". */
 es_err es_pki_tls_err(char *err, size_t errsz, const char *what, int ret);

@@ -84,6 +84,12 @@ struct es_sync {
 	char creds_msg[1024];
 	unsigned char vh_digest[32];
 	int peer_refused;        /* 1: sync__tls_check_peer refused this dial's peer */
+	/* The controller refused this certificate (`error` IdentityMismatch,
+	 * es_sync_refused): the condition reason, the controller's message;
+	 * cleared by a welcome and by es_sync_credentials_changed. */
+	int refused;
+	char refused_reason[32];
+	char refused_msg[512];
 };
 
 /* sync.c */
