@@ -199,19 +199,25 @@ es_err es_join_read_pem(const char *what, const char *path, char **out, char *er
 			size_t errsz)
 {
 	FILE *f = fopen(path, "rb");
+	struct stat st;
+	size_t n, cap = ES_PKI_FILE_MAX;
 	char *b;
-	size_t n;
 
 	*out = NULL;
 	if (!f)
 		return errno == ENOENT ? ES_OK :
 		       es_errf(ES_ERR_IO, err, errsz, "%s %s: %s", what, path, strerror(errno));
-	b = calloc(1, ES_PKI_FILE_MAX + 1);
+	/* Sized by the file (read often: the certificate at every look), at
+	 * most ES_PKI_FILE_MAX; a file growing meanwhile is cut there. */
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+	    (size_t)st.st_size < cap)
+		cap = (size_t)st.st_size;
+	b = calloc(1, cap + 1);
 	if (!b) {
 		fclose(f);
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	}
-	n = fread(b, 1, ES_PKI_FILE_MAX, f);
+	n = fread(b, 1, cap, f);
 	fclose(f);
 	b[n] = '\0';
 	*out = b;
@@ -322,15 +328,50 @@ es_err es_join_put(const char *path, const char *data, unsigned mode, FILE *out,
 	return rc;
 }
 
+es_err es_join_answer(const es_agent_config *cfg, const es_http_resp *r, const char *url,
+		      const char *what, const char *kpin, const char *new_key, FILE *out,
+		      char *reason, size_t rsz, char *err, size_t errsz)
+{
+	char cpin[ES_ENROLL_PIN_SZ], why[600];
+	const char *crt, *bundle;
+	cJSON *ans = NULL;
+	es_err rc;
+
+	if (r->status != 200) {
+		es_join_refusal(r, reason, rsz, why, sizeof(why));
+		return es_errf(r->status >= 500 ? ES_ERR_IO : ES_ERR_AUTH, err, errsz,
+			       "the controller refused the %s of %s: %s", what, cfg->node_name,
+			       why);
+	}
+	if (es_json_parse(r->body, r->body_len, 4, &ans, why, sizeof(why)) != ES_OK ||
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "certificate")) ||
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "caBundle"))) {
+		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the answer holds no certificate", url);
+		goto cleanup;
+	}
+	crt = cJSON_GetObjectItemCaseSensitive(ans, "certificate")->valuestring;
+	bundle = cJSON_GetObjectItemCaseSensitive(ans, "caBundle")->valuestring;
+	if (es_enroll_key_pin(crt, cpin) != ES_OK || strcmp(cpin, kpin) != 0) {
+		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the certificate is not for this "
+			     "node's key", url);
+		goto cleanup;
+	}
+	if ((rc = es_join_put(cfg->ca, bundle, 0644, out, err, errsz)) == ES_OK &&
+	    (!new_key || (rc = es_join_put(cfg->key, new_key, 0600, out, err, errsz)) == ES_OK))
+		rc = es_join_put(cfg->cert, crt, 0644, out, err, errsz);
+cleanup:
+	cJSON_Delete(ans);
+	return rc;
+}
+
 es_err es_join_run(const es_agent_config *cfg, FILE *out, char *err, size_t errsz)
 {
 	es_http_opts o = { .tls = 1, .timeout_ms = JOIN_TIMEOUT_MS,
 			   .user_agent = "edgesync-agent/" ES_VERSION };
 	es_http_resp r = { 0 };
 	char *key = NULL, *csr = NULL, *pinned = NULL, *url = NULL, *body = NULL;
-	char kpin[ES_ENROLL_PIN_SZ], cpin[ES_ENROLL_PIN_SZ], why[600];
-	cJSON *req = NULL, *ans = NULL;
-	const char *crt, *bundle;
+	char kpin[ES_ENROLL_PIN_SZ];
+	cJSON *req = NULL;
 	int new_key = 0;
 	es_err rc;
 
@@ -382,29 +423,8 @@ es_err es_join_run(const es_agent_config *cfg, FILE *out, char *err, size_t errs
 	o.ca_pem = pinned;
 	if ((rc = es_http_request(&o, "POST", url, body, strlen(body), &r, err, errsz)) != ES_OK)
 		goto cleanup;
-	if (r.status != 200) {
-		es_join_refusal(&r, NULL, 0, why, sizeof(why));
-		rc = es_errf(r.status >= 500 ? ES_ERR_IO : ES_ERR_AUTH, err, errsz,
-			     "the controller refused the join of %s: %s", cfg->node_name, why);
-		goto cleanup;
-	}
-	if (es_json_parse(r.body, r.body_len, 4, &ans, why, sizeof(why)) != ES_OK ||
-	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "certificate")) ||
-	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "caBundle"))) {
-		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the answer holds no certificate", url);
-		goto cleanup;
-	}
-	crt = cJSON_GetObjectItemCaseSensitive(ans, "certificate")->valuestring;
-	bundle = cJSON_GetObjectItemCaseSensitive(ans, "caBundle")->valuestring;
-	if (es_enroll_key_pin(crt, cpin) != ES_OK || strcmp(cpin, kpin) != 0) {
-		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the certificate is not for this "
-			     "node's key", url);
-		goto cleanup;
-	}
-	if ((rc = es_join_put(cfg->ca, bundle, 0644, out, err, errsz)) != ES_OK ||
-	    (new_key && (rc = es_join_put(cfg->key, key, 0600, out, err, errsz)) != ES_OK) ||
-	    (rc = es_join_put(cfg->cert, crt, 0644, out, err, errsz)) != ES_OK)
-		goto cleanup;
+	rc = es_join_answer(cfg, &r, url, "join", kpin, new_key ? key : NULL, out, NULL, 0,
+			    err, errsz);
 cleanup:
 	if (key) {
 		explicit_bzero(key, strlen(key));
@@ -418,7 +438,6 @@ cleanup:
 	free(pinned);
 	free(url);
 	cJSON_Delete(req);
-	cJSON_Delete(ans);
 	es_http_resp_free(&r);
 	return rc;
 }

@@ -75,6 +75,22 @@ es_err es_join_read_pem(const char *what, const char *path, char **out, char *er
 es_err es_join_put(const char *path, const char *data, unsigned mode, FILE *out,
 		   char *err, size_t errsz);
 
+/*
+ * The join listener's answer r to the request at url for the key whose pin
+ * is kpin (what: "join" or "renewal", for messages): a refusal becomes an
+ * error (reason, rsz bytes, gets its Status reason when rsz > 0); a 200
+ * must hold a certificate for that key and a caBundle, and they are
+ * written, each atomically: the bundle to cfg->ca, new_key (when not
+ * NULL, mode 0600) to cfg->key, the certificate to cfg->cert. out as for
+ * es_join_put. Errors: ES_ERR_AUTH (a 4xx refusal), ES_ERR_IO (a 5xx, an
+ * answer without a certificate or for another key, a file not written),
+ * ES_ERR_NOMEM.
+ */
+es_err es_join_answer(const es_agent_config *cfg, const struct es_http_resp *r,
+		      const char *url, const char *what, const char *kpin,
+		      const char *new_key, FILE *out, char *reason, size_t rsz,
+		      char *err, size_t errsz);
+
 /* The Kubernetes Status a join listener refused with: "Reason: message"
  * into buf (sz bytes), and the reason alone into rbuf (rsz bytes; rsz 0:
  * not wanted); "HTTP status N" and "HTTPN" when the body is no Status. */

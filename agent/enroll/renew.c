@@ -87,9 +87,8 @@ es_err es_renew_run(const es_agent_config *cfg, FILE *out, char *reason, size_t 
 			   .user_agent = "edgesync-agent/" ES_VERSION };
 	es_http_resp r = { 0 };
 	char *key = NULL, *cert = NULL, *csr = NULL, *url = NULL, *body = NULL;
-	char kpin[ES_ENROLL_PIN_SZ], cpin[ES_ENROLL_PIN_SZ], why[600];
-	cJSON *req = NULL, *ans = NULL;
-	const char *crt, *bundle;
+	char kpin[ES_ENROLL_PIN_SZ];
+	cJSON *req = NULL;
 	es_err rc;
 
 	if (rsz)
@@ -122,29 +121,8 @@ es_err es_renew_run(const es_agent_config *cfg, FILE *out, char *reason, size_t 
 	o.ca_file = cfg->ca;
 	if ((rc = es_http_request(&o, "POST", url, body, strlen(body), &r, err, errsz)) != ES_OK)
 		goto cleanup;
-	if (r.status != 200) {
-		es_join_refusal(&r, reason, rsz, why, sizeof(why));
-		rc = es_errf(r.status >= 500 ? ES_ERR_IO : ES_ERR_AUTH, err, errsz,
-			     "the controller refused the renewal of %s: %s", cfg->node_name,
-			     why);
-		goto cleanup;
-	}
-	if (es_json_parse(r.body, r.body_len, 4, &ans, why, sizeof(why)) != ES_OK ||
-	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "certificate")) ||
-	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "caBundle"))) {
-		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the answer holds no certificate", url);
-		goto cleanup;
-	}
-	crt = cJSON_GetObjectItemCaseSensitive(ans, "certificate")->valuestring;
-	bundle = cJSON_GetObjectItemCaseSensitive(ans, "caBundle")->valuestring;
-	if (es_enroll_key_pin(crt, cpin) != ES_OK || strcmp(cpin, kpin) != 0) {
-		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the certificate is not for this "
-			     "node's key", url);
-		goto cleanup;
-	}
-	if ((rc = es_join_put(cfg->ca, bundle, 0644, out, err, errsz)) != ES_OK)
-		goto cleanup;
-	rc = es_join_put(cfg->cert, crt, 0644, out, err, errsz);
+	rc = es_join_answer(cfg, &r, url, "renewal", kpin, NULL, out, reason, rsz, err,
+			    errsz);
 cleanup:
 	if (key) {
 		explicit_bzero(key, strlen(key));
@@ -155,7 +133,6 @@ cleanup:
 	free(url);
 	free(body);
 	cJSON_Delete(req);
-	cJSON_Delete(ans);
 	es_http_resp_free(&r);
 	return rc;
 }

@@ -17,8 +17,11 @@
 #include "es_time.h"
 #include "runtime/agent_int.h"
 
-/* How often the timer looks (the job's pipe, whether an attempt is due). */
+/* How often the timer looks at the job's pipe and whether an attempt is
+ * due, and how often at the certificate while nothing is due (as the sync
+ * client looks at bad credential files). */
 #define CERT_TICK_MS 500
+#define CERT_LOOK_MS (ES_SYNC_CREDS_RETRY_S * 1000)
 
 static int has_token(const es_agent *a)
 {
@@ -120,7 +123,11 @@ static void cert_tick(lws_sorted_usec_list_t *sul)
 		if (es_enroll_job_poll(&a->cert_job, &rc, reason, sizeof(reason), err,
 				       sizeof(err)))
 			finished(a, rc, reason, err);
-	} else if (es_time_mono_ms() >= a->cert_next_ms && choose(a, &kind)) {
+	} else if (es_time_mono_ms() < a->cert_next_ms) {
+		/* not yet */
+	} else if (!choose(a, &kind)) {
+		a->cert_next_ms = es_time_mono_ms() + CERT_LOOK_MS;
+	} else {
 		es_log_info("agent", kind == ES_ENROLL_JOB_JOIN ? "joining" :
 			    "renewing the expired certificate", "url", a->cfg->join_url, NULL);
 		if (es_enroll_job_start(&a->cert_job, kind, a->cfg, err, sizeof(err)) != ES_OK) {
@@ -169,15 +176,16 @@ int agent__cert_condition(es_agent *a, time_t now)
 	es_renew_cert c;
 	int changed = 0;
 
-	if (!a->sync || (es_renew_cert_read(a->cfg->cert, &c, e, sizeof(e)) != ES_OK &&
-			 !has_token(a))) {
+	int unread = !a->sync || es_renew_cert_read(a->cfg->cert, &c, e, sizeof(e)) != ES_OK;
+
+	if (!a->sync || (unread && !has_token(a))) {
 		/* Offline only, or no certificate and no way to get one: the
 		 * files are CredentialsValid's to name. */
 		if (old)
 			cJSON_Delete(cJSON_DetachItemViaPointer(a->conditions, old));
 		return 0;
 	}
-	if (es_renew_cert_read(a->cfg->cert, &c, e, sizeof(e)) != ES_OK) {
+	if (unread) {
 		reason = "NotJoined";
 		snprintf(msg, sizeof(msg), "%s: joining at %s%s%s", e, a->cfg->join_url,
 			 a->cert_err[0] ? "; last attempt: " : "", a->cert_err);
