@@ -155,7 +155,7 @@ void agent__condition_event(es_agent *a, const char *type, const char *status,
 /* agent_cert.c (PROTOCOL.md "Renewal of an expired certificate") */
 
 /* Starts watching the node certificate (with a controller only): every
- * half second, while no join or renewal runs, a certificate past its
+ * 5 s, while no join or renewal runs, a certificate past its
  * notAfter is renewed at the join listener, and with a token a node
  * without a usable certificate, or whose certificate was refused, joins;
  * each in a child (enroll_job.h), attempts spaced by the backoff of
