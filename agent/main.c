@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "enroll/join.h"
+#include "enroll/renew.h"
 #include "runtime/agent.h"
 #include "host/check.h"
 #include "runtime/config.h"
@@ -126,6 +128,18 @@ static int cmd_check(int argc, char **argv)
 	return code;
 }
 
+/* 1 when cfg's certificate reads and is past its notAfter. */
+static int cert_expired(const es_agent_config *cfg)
+{
+	es_renew_cert c;
+	const char *reason;
+	char msg[200];
+
+	return es_renew_cert_read(cfg->cert, &c, msg, sizeof(msg)) == ES_OK &&
+	       es_renew_cert_status(&c, time(NULL), &reason, msg, sizeof(msg)) ==
+	       ES_RENEW_EXPIRED;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	es_agent_config cfg;
@@ -147,17 +161,27 @@ static int cmd_run(int argc, char **argv)
 		goto cleanup;
 	}
 
-	if (es_join_needed(&cfg)) {
+	/* An expired certificate is renewed from the loop with its key
+	 * (renew.h), not replaced with the token. */
+	if (es_join_needed(&cfg) && !cert_expired(&cfg)) {
 		char jerr[1024] = "";
 
 		rc = es_join_run(&cfg, NULL, jerr, sizeof(jerr));
-		if (rc != ES_OK) {
+		if (rc != ES_OK && join_code(rc) == 2) {
 			es_log_error("agent", "cannot join", "controller", cfg.join_url,
 				     "error", jerr, NULL);
-			code = join_code(rc);
+			code = 2;
 			goto cleanup;
 		}
-		es_log_info("agent", "joined", "node", cfg.node_name, "cert", cfg.cert, NULL);
+		/* Unreachable or failing: the agent starts offline, enforcing
+		 * what it has cached, and joins from its loop with backoff
+		 * (agent/runtime/agent_cert.c). */
+		if (rc != ES_OK)
+			es_log_warn("agent", "cannot join yet, starting offline and retrying",
+				    "controller", cfg.join_url, "error", jerr, NULL);
+		else
+			es_log_info("agent", "joined", "node", cfg.node_name, "cert",
+				    cfg.cert, NULL);
 	}
 	rc = es_agent_new(&cfg, &a, err, sizeof(err));
 	if (rc != ES_OK) {

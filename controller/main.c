@@ -255,6 +255,7 @@ static int cmd_run(int argc, char **argv)
 	so.db_path = cfg.db;
 	so.ca = ca;
 	so.cert_lifetime = cfg.cert_lifetime;
+	so.renewal_grace = cfg.renewal_grace;
 	so.advertise_url = cfg.advertise_url;
 	so.trust_bundle = cfg.trust_bundle;
 	if (ca) {

@@ -330,3 +330,15 @@ cleanup:
 	mbedtls_entropy_free(&ent);
 	return rc;
 }
+
+es_enroll_phase es_enroll_cert_phase(time_t not_before, time_t not_after,
+				     time_t now, int64_t grace_s)
+{
+	if (now < not_before)
+		return ES_ENROLL_NOT_YET_VALID;
+	if (now <= not_after)
+		return ES_ENROLL_VALID;
+	if (grace_s <= 0 || (int64_t)now - (int64_t)not_after > grace_s)
+		return ES_ENROLL_PAST_GRACE;
+	return ES_ENROLL_IN_GRACE;
+}

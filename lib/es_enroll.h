@@ -11,6 +11,8 @@
 #define ES_ENROLL_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 #include "es_err.h"
 
 #define ES_ENROLL_ID_LEN 6
@@ -90,5 +92,29 @@ es_err es_enroll_key_new(char **key_pem, char *err, size_t errsz);
  */
 es_err es_enroll_csr_new(const char *key_pem, const char *cn, char **csr_pem,
 			 char *err, size_t errsz);
+
+/* Default renewal grace, seconds (renewal-grace): 30 days. */
+#define ES_ENROLL_GRACE_DEFAULT (30 * 24 * 3600)
+/* Largest renewal grace, seconds: one year. */
+#define ES_ENROLL_GRACE_MAX (365 * 24 * 3600)
+
+/* Where a certificate's validity stands at a moment (es_enroll_cert_phase). */
+typedef enum es_enroll_phase {
+	ES_ENROLL_VALID = 0,        /* notBefore <= now <= notAfter */
+	ES_ENROLL_NOT_YET_VALID = 1, /* now < notBefore */
+	ES_ENROLL_IN_GRACE = 2,     /* notAfter < now <= notAfter + grace */
+	ES_ENROLL_PAST_GRACE = 3,   /* past the grace, or expired with grace 0 */
+} es_enroll_phase;
+
+/*
+ * The phase of a certificate valid from not_before to not_after (Unix
+ * seconds, inclusive, RFC 5280 section 4.1.2.5) at now, with a renewal
+ * grace of grace_s seconds after notAfter (PROTOCOL.md "Renewal of an
+ * expired certificate": an expired certificate may be renewed while
+ * now <= notAfter + grace; grace_s <= 0 turns that off, so every expired
+ * certificate is ES_ENROLL_PAST_GRACE). Never fails.
+ */
+es_enroll_phase es_enroll_cert_phase(time_t not_before, time_t not_after,
+				     time_t now, int64_t grace_s);
 
 #endif

@@ -47,18 +47,30 @@ static es_err pki_default(char **dst, const char *dir, const char *leaf)
 }
 
 static es_err join_settings(es_agent_config *cfg, char *err, size_t errsz);
+static es_err join_url_finish(es_agent_config *cfg, char *err, size_t errsz);
+static es_err token_file_read(es_agent_config *cfg, char *err, size_t errsz);
 
 es_err es_join_config_finish(es_agent_config *cfg, char *err, size_t errsz)
 {
 	es_err rc;
 
+	if ((rc = token_file_read(cfg, err, errsz)) != ES_OK)
+		return rc;
 	if (empty(cfg->token)) {
 		char *crt = NULL;
 		int joined;
 
-		if (!empty(cfg->ca_hash) || !empty(cfg->join_url))
-			return es_errf(ES_ERR_INVAL, err, errsz, "%s: only meaningful with token",
-				       !empty(cfg->ca_hash) ? "ca-hash" : "join-url");
+		if (!empty(cfg->ca_hash))
+			return es_errf(ES_ERR_INVAL, err, errsz, "ca-hash: only meaningful "
+				       "with token");
+		/* join-url serves a joined node too: renewal of an expired
+		 * certificate (renew.h). */
+		if (!empty(cfg->join_url) &&
+		    (rc = join_url_finish(cfg, err, errsz)) != ES_OK)
+			return rc;
+		if (empty(cfg->join_url) && !empty(cfg->controller_url) &&
+		    join_url_finish(cfg, err, errsz) == ES_ERR_NOMEM)
+			return ES_ERR_NOMEM;
 		/* A node that joined before (`join`, then `run` without the
 		 * token): its files in <state-dir>/pki/ are the defaults. */
 		if (!empty(cfg->cert) || !empty(cfg->key) || !empty(cfg->ca) ||
@@ -80,12 +92,49 @@ es_err es_join_config_finish(es_agent_config *cfg, char *err, size_t errsz)
 	return ES_OK;
 }
 
+/* token-file (es_join_config_finish): its first line, without surrounding
+ * blanks, becomes token; giving both is refused. */
+static es_err token_file_read(es_agent_config *cfg, char *err, size_t errsz)
+{
+	char *text = NULL, *s, *e;
+	size_t n;
+	es_err rc;
+
+	if (empty(cfg->token_file))
+		return ES_OK;
+	if (!empty(cfg->token))
+		return es_errf(ES_ERR_INVAL, err, errsz, "token and token-file: give one "
+			       "of them, not both");
+	if ((rc = es_join_read_pem("token-file", cfg->token_file, &text, err,
+				   errsz)) != ES_OK)
+		return rc == ES_ERR_IO ? ES_ERR_INVAL : rc;
+	if (!text)
+		return es_errf(ES_ERR_INVAL, err, errsz, "token-file %s: no such file",
+			       cfg->token_file);
+	n = strlen(text);
+	for (s = text; *s == ' ' || *s == '\t' || *s == '\r' || *s == '\n'; s++)
+		;
+	e = s + strcspn(s, "\r\n");
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*e = '\0';
+	free(cfg->token);
+	cfg->token = strdup(s);
+	explicit_bzero(text, n);
+	free(text);
+	if (!cfg->token)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	if (!*cfg->token)
+		return es_errf(ES_ERR_INVAL, err, errsz, "token-file %s: empty",
+			       cfg->token_file);
+	return ES_OK;
+}
+
 /* The token's settings (es_join_config_finish): their shapes, and the
  * join URL derived from controller-url when unset. */
 static es_err join_settings(es_agent_config *cfg, char *err, size_t errsz)
 {
 	char id[8], secret[20], pin[ES_ENROLL_PIN_SZ];
-	es_url u;
 	es_err rc;
 
 	if ((rc = es_enroll_token_split(cfg->token, id, secret, err, errsz)) != ES_OK)
@@ -100,32 +149,38 @@ static es_err join_settings(es_agent_config *cfg, char *err, size_t errsz)
 	memcpy(cfg->ca_hash, pin, sizeof(pin));
 	if (empty(cfg->controller_url))
 		return es_errf(ES_ERR_INVAL, err, errsz, "controller-url: required with token");
-	if (empty(cfg->join_url)) {
-		es_urllist l = { 0 };
-		char *p = NULL;
+	return join_url_finish(cfg, err, errsz);
+}
 
-		/* The first of controller-url's URLs names the controller to
-		 * join; its join listener is beside its agents' port. */
-		if ((rc = es_urllist_split("controller-url", cfg->controller_url, &l, err,
-					   errsz)) != ES_OK)
-			return rc;
-		rc = es_url_parse("controller-url", l.items[0], "wss", &u, err, errsz);
-		es_urllist_free(&l);
-		if (rc != ES_OK)
-			return rc;
-		if (u.port > 65535 - ES_ENROLL_JOIN_PORT_OFFSET)
-			return es_errf(ES_ERR_INVAL, err, errsz, "join-url: required: "
-				       "controller-url's port %d has no port %d beside it for "
-				       "the join listener", u.port, u.port + ES_ENROLL_JOIN_PORT_OFFSET);
-		if (asprintf(&p, "https://%s%s%s:%d", u.ipv6 ? "[" : "", u.host,
-			     u.ipv6 ? "]" : "", u.port + ES_ENROLL_JOIN_PORT_OFFSET) < 0)
-			return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-		free(cfg->join_url);
-		cfg->join_url = p;
-	} else if ((rc = es_url_parse("join-url", cfg->join_url, "https", &u, err,
-				      errsz)) != ES_OK) {
+/* join-url checked, or derived from controller-url's first URL when unset
+ * (its host, the agents' port + ES_ENROLL_JOIN_PORT_OFFSET). */
+static es_err join_url_finish(es_agent_config *cfg, char *err, size_t errsz)
+{
+	es_urllist l = { 0 };
+	char *p = NULL;
+	es_url u;
+	es_err rc;
+
+	if (!empty(cfg->join_url))
+		return es_url_parse("join-url", cfg->join_url, "https", &u, err, errsz);
+	/* The first of controller-url's URLs names the controller to
+	 * join; its join listener is beside its agents' port. */
+	if ((rc = es_urllist_split("controller-url", cfg->controller_url, &l, err,
+				   errsz)) != ES_OK)
 		return rc;
-	}
+	rc = es_url_parse("controller-url", l.items[0], "wss", &u, err, errsz);
+	es_urllist_free(&l);
+	if (rc != ES_OK)
+		return rc;
+	if (u.port > 65535 - ES_ENROLL_JOIN_PORT_OFFSET)
+		return es_errf(ES_ERR_INVAL, err, errsz, "join-url: required: "
+			       "controller-url's port %d has no port %d beside it for "
+			       "the join listener", u.port, u.port + ES_ENROLL_JOIN_PORT_OFFSET);
+	if (asprintf(&p, "https://%s%s%s:%d", u.ipv6 ? "[" : "", u.host,
+		     u.ipv6 ? "]" : "", u.port + ES_ENROLL_JOIN_PORT_OFFSET) < 0)
+		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
+	free(cfg->join_url);
+	cfg->join_url = p;
 	return ES_OK;
 }
 
@@ -140,31 +195,37 @@ int es_join_needed(const es_agent_config *cfg)
 	return es_pki_creds_check(cfg->cert, cfg->key, cfg->ca, time(NULL), &pc) != ES_OK;
 }
 
-/* Reads a small file whole; *out NULL when it does not exist. */
-static es_err read_file(const char *path, char **out, char *err, size_t errsz)
+es_err es_join_read_pem(const char *what, const char *path, char **out, char *err,
+			size_t errsz)
 {
 	FILE *f = fopen(path, "rb");
+	struct stat st;
+	size_t n, cap = ES_PKI_FILE_MAX;
 	char *b;
-	size_t n;
 
 	*out = NULL;
 	if (!f)
 		return errno == ENOENT ? ES_OK :
-		       es_errf(ES_ERR_IO, err, errsz, "key %s: %s", path, strerror(errno));
-	b = calloc(1, ES_PKI_FILE_MAX + 1);
+		       es_errf(ES_ERR_IO, err, errsz, "%s %s: %s", what, path, strerror(errno));
+	/* Sized by the file (read often: the certificate at every look), at
+	 * most ES_PKI_FILE_MAX; a file growing meanwhile is cut there. */
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+	    (size_t)st.st_size < cap)
+		cap = (size_t)st.st_size;
+	b = calloc(1, cap + 1);
 	if (!b) {
 		fclose(f);
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	}
-	n = fread(b, 1, ES_PKI_FILE_MAX, f);
+	n = fread(b, 1, cap, f);
 	fclose(f);
 	b[n] = '\0';
 	*out = b;
 	return ES_OK;
 }
 
-/* The Kubernetes Status the controller refused with, as "Reason: message". */
-static void refusal(const es_http_resp *r, char *buf, size_t sz)
+void es_join_refusal(const es_http_resp *r, char *rbuf, size_t rsz, char *buf,
+		     size_t sz)
 {
 	char perr[64];
 	cJSON *v = NULL;
@@ -172,10 +233,15 @@ static void refusal(const es_http_resp *r, char *buf, size_t sz)
 
 	if (es_json_parse(r->body, r->body_len, 4, &v, perr, sizeof(perr)) == ES_OK &&
 	    cJSON_IsString(reason = cJSON_GetObjectItemCaseSensitive(v, "reason")) &&
-	    cJSON_IsString(msg = cJSON_GetObjectItemCaseSensitive(v, "message")))
+	    cJSON_IsString(msg = cJSON_GetObjectItemCaseSensitive(v, "message"))) {
 		snprintf(buf, sz, "%s: %s", reason->valuestring, msg->valuestring);
-	else
+		if (rsz)
+			snprintf(rbuf, rsz, "%s", reason->valuestring);
+	} else {
 		snprintf(buf, sz, "HTTP status %d", r->status);
+		if (rsz)
+			snprintf(rbuf, rsz, "HTTP%d", r->status);
+	}
 	cJSON_Delete(v);
 }
 
@@ -207,7 +273,7 @@ static es_err discover(const es_agent_config *cfg, char **pinned, char *err,
 	if (r.status != 200) {
 		char why[400];
 
-		refusal(&r, why, sizeof(why));
+		es_join_refusal(&r, NULL, 0, why, sizeof(why));
 		rc = es_errf(ES_ERR_IO, err, errsz, "%s: %s", url, why);
 		goto cleanup;
 	}
@@ -245,9 +311,8 @@ cleanup:
 	return rc;
 }
 
-/* Writes data to path atomically with mode, making its directory (0700). */
-static es_err put(const char *path, const char *data, unsigned mode, FILE *out,
-		  char *err, size_t errsz)
+es_err es_join_put(const char *path, const char *data, unsigned mode, FILE *out,
+		   char *err, size_t errsz)
 {
 	char *d = strdup(path);
 	es_err rc;
@@ -263,21 +328,56 @@ static es_err put(const char *path, const char *data, unsigned mode, FILE *out,
 	return rc;
 }
 
+es_err es_join_answer(const es_agent_config *cfg, const es_http_resp *r, const char *url,
+		      const char *what, const char *kpin, const char *new_key, FILE *out,
+		      char *reason, size_t rsz, char *err, size_t errsz)
+{
+	char cpin[ES_ENROLL_PIN_SZ], why[600];
+	const char *crt, *bundle;
+	cJSON *ans = NULL;
+	es_err rc;
+
+	if (r->status != 200) {
+		es_join_refusal(r, reason, rsz, why, sizeof(why));
+		return es_errf(r->status >= 500 ? ES_ERR_IO : ES_ERR_AUTH, err, errsz,
+			       "the controller refused the %s of %s: %s", what, cfg->node_name,
+			       why);
+	}
+	if (es_json_parse(r->body, r->body_len, 4, &ans, why, sizeof(why)) != ES_OK ||
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "certificate")) ||
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "caBundle"))) {
+		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the answer holds no certificate", url);
+		goto cleanup;
+	}
+	crt = cJSON_GetObjectItemCaseSensitive(ans, "certificate")->valuestring;
+	bundle = cJSON_GetObjectItemCaseSensitive(ans, "caBundle")->valuestring;
+	if (es_enroll_key_pin(crt, cpin) != ES_OK || strcmp(cpin, kpin) != 0) {
+		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the certificate is not for this "
+			     "node's key", url);
+		goto cleanup;
+	}
+	if ((rc = es_join_put(cfg->ca, bundle, 0644, out, err, errsz)) == ES_OK &&
+	    (!new_key || (rc = es_join_put(cfg->key, new_key, 0600, out, err, errsz)) == ES_OK))
+		rc = es_join_put(cfg->cert, crt, 0644, out, err, errsz);
+cleanup:
+	cJSON_Delete(ans);
+	return rc;
+}
+
 es_err es_join_run(const es_agent_config *cfg, FILE *out, char *err, size_t errsz)
 {
 	es_http_opts o = { .tls = 1, .timeout_ms = JOIN_TIMEOUT_MS,
 			   .user_agent = "edgesync-agent/" ES_VERSION };
 	es_http_resp r = { 0 };
 	char *key = NULL, *csr = NULL, *pinned = NULL, *url = NULL, *body = NULL;
-	char kpin[ES_ENROLL_PIN_SZ], cpin[ES_ENROLL_PIN_SZ], why[600];
-	cJSON *req = NULL, *ans = NULL;
-	const char *crt, *bundle;
+	char kpin[ES_ENROLL_PIN_SZ];
+	cJSON *req = NULL;
 	int new_key = 0;
 	es_err rc;
 
 	if (empty(cfg->token))
 		return es_errf(ES_ERR_INVAL, err, errsz, "token: required to join");
-	if ((rc = read_file(cfg->key, &key, err, errsz)) != ES_OK)
+	if ((rc = es_join_read_pem("key", cfg->key, &key, err, errsz)) != ES_OK)
 		goto cleanup;
 	if (key && es_enroll_key_pin(key, kpin) != ES_OK) {
 		rc = es_errf(ES_ERR_INVAL, err, errsz, "key %s: not a private key (move it "
@@ -323,29 +423,8 @@ es_err es_join_run(const es_agent_config *cfg, FILE *out, char *err, size_t errs
 	o.ca_pem = pinned;
 	if ((rc = es_http_request(&o, "POST", url, body, strlen(body), &r, err, errsz)) != ES_OK)
 		goto cleanup;
-	if (r.status != 200) {
-		refusal(&r, why, sizeof(why));
-		rc = es_errf(r.status >= 500 ? ES_ERR_IO : ES_ERR_AUTH, err, errsz,
-			     "the controller refused the join of %s: %s", cfg->node_name, why);
-		goto cleanup;
-	}
-	if (es_json_parse(r.body, r.body_len, 4, &ans, why, sizeof(why)) != ES_OK ||
-	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "certificate")) ||
-	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "caBundle"))) {
-		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the answer holds no certificate", url);
-		goto cleanup;
-	}
-	crt = cJSON_GetObjectItemCaseSensitive(ans, "certificate")->valuestring;
-	bundle = cJSON_GetObjectItemCaseSensitive(ans, "caBundle")->valuestring;
-	if (es_enroll_key_pin(crt, cpin) != ES_OK || strcmp(cpin, kpin) != 0) {
-		rc = es_errf(ES_ERR_IO, err, errsz, "%s: the certificate is not for this "
-			     "node's key", url);
-		goto cleanup;
-	}
-	if ((rc = put(cfg->ca, bundle, 0644, out, err, errsz)) != ES_OK ||
-	    (new_key && (rc = put(cfg->key, key, 0600, out, err, errsz)) != ES_OK) ||
-	    (rc = put(cfg->cert, crt, 0644, out, err, errsz)) != ES_OK)
-		goto cleanup;
+	rc = es_join_answer(cfg, &r, url, "join", kpin, new_key ? key : NULL, out, NULL, 0,
+			    err, errsz);
 cleanup:
 	if (key) {
 		explicit_bzero(key, strlen(key));
@@ -359,7 +438,6 @@ cleanup:
 	free(pinned);
 	free(url);
 	cJSON_Delete(req);
-	cJSON_Delete(ans);
 	es_http_resp_free(&r);
 	return rc;
 }

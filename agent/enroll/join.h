@@ -24,8 +24,13 @@
  * controller-url is required, join-url defaults to https://<host>:<port +
  * ES_ENROLL_JOIN_PORT_OFFSET> of controller-url's first URL (a list's
  * first), and cert, key and ca default
- * to <state-dir>/pki/node.crt, node.key and ca.crt. Without a token,
- * ca-hash and join-url must be empty, and cert, key and ca take those
+ * to <state-dir>/pki/node.crt, node.key and ca.crt. token-file, when
+ * set, is read first: its first line, blanks around it removed, is the
+ * token (giving token too is refused; a missing, unreadable or empty file
+ * is a configuration error naming it). Without a token, ca-hash must be
+ * empty, join-url (for renewal of an expired certificate, renew.h) is
+ * checked when set and else derived as above when controller-url allows,
+ * and cert, key and ca take those
  * defaults too when none of them is set and <state-dir>/pki/node.crt
  * exists (a node that joined, run without its token). Errors: ES_ERR_INVAL naming the
  * setting (never quoting the token's secret), ES_ERR_NOMEM.
@@ -53,5 +58,43 @@ int es_join_needed(const es_agent_config *cfg);
  *   ES_ERR_NOMEM
  */
 es_err es_join_run(const es_agent_config *cfg, FILE *out, char *err, size_t errsz);
+
+struct es_http_resp;
+
+/* Reads the small file path (at most ES_PKI_FILE_MAX bytes) whole into
+ * *out (malloc'd, NUL-terminated; the caller wipes a secret and frees);
+ * *out is NULL when the file does not exist. what names the setting in
+ * errors. Errors: ES_ERR_IO (unreadable: err names what and path),
+ * ES_ERR_NOMEM. */
+es_err es_join_read_pem(const char *what, const char *path, char **out, char *err,
+			size_t errsz);
+
+/* Writes data to path atomically (es_pki_write_file_atomic) with mode,
+ * making its directory (0700) first; out (may be NULL) gets "wrote
+ * PATH". Errors: those of es_fs_mkdir_p and es_pki_write_file_atomic. */
+es_err es_join_put(const char *path, const char *data, unsigned mode, FILE *out,
+		   char *err, size_t errsz);
+
+/*
+ * The join listener's answer r to the request at url for the key whose pin
+ * is kpin (what: "join" or "renewal", for messages): a refusal becomes an
+ * error (reason, rsz bytes, gets its Status reason when rsz > 0); a 200
+ * must hold a certificate for that key and a caBundle, and they are
+ * written, each atomically: the bundle to cfg->ca, new_key (when not
+ * NULL, mode 0600) to cfg->key, the certificate to cfg->cert. out as for
+ * es_join_put. Errors: ES_ERR_AUTH (a 4xx refusal), ES_ERR_IO (a 5xx, an
+ * answer without a certificate or for another key, a file not written),
+ * ES_ERR_NOMEM.
+ */
+es_err es_join_answer(const es_agent_config *cfg, const struct es_http_resp *r,
+		      const char *url, const char *what, const char *kpin,
+		      const char *new_key, FILE *out, char *reason, size_t rsz,
+		      char *err, size_t errsz);
+
+/* The Kubernetes Status a join listener refused with: "Reason: message"
+ * into buf (sz bytes), and the reason alone into rbuf (rsz bytes; rsz 0:
+ * not wanted); "HTTP status N" and "HTTPN" when the body is no Status. */
+void es_join_refusal(const struct es_http_resp *r, char *rbuf, size_t rsz, char *buf,
+		     size_t sz);
 
 #endif

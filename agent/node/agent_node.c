@@ -268,9 +268,7 @@ static void summarise_ready(cond_spec *c, size_t n)
 	snprintf(c[0].message, sizeof(c[0].message), "conditions True: %s", list);
 }
 
-/* Logs a condition's change and queues its ConditionChanged event
- * (Warning when the new status is a problem). */
-static void condition_event(es_agent *a, const char *type, const char *status,
+void agent__condition_event(es_agent *a, const char *type, const char *status,
 			    const char *reason, const char *message, int bad,
 			    time_t now)
 {
@@ -316,7 +314,7 @@ int agent__credentials_condition(es_agent *a, time_t now)
 	}
 	/* A new condition is news only when it starts False (a problem). */
 	if (changed && (old || !ok))
-		condition_event(a, ES_AGENT_COND_CREDENTIALS, ok ? "True" : "False",
+		agent__condition_event(a, ES_AGENT_COND_CREDENTIALS, ok ? "True" : "False",
 				reason, msg, !ok, now);
 	return changed;
 }
@@ -357,10 +355,11 @@ void agent__update_conditions(es_agent *a, const cJSON *status,
 		/* A new condition is news only when it starts True (a problem). */
 		if (!changed || (!existed && (i == 0 || strcmp(c[i].status, "True") != 0)))
 			continue;
-		condition_event(a, c[i].type, c[i].status, c[i].reason,
+		agent__condition_event(a, c[i].type, c[i].status, c[i].reason,
 				c[i].message, bad, now);
 	}
 	agent__credentials_condition(a, now);
+	agent__cert_condition(a, now);
 	es_health_eval_prune(a->health, a->conditions);
 	free(c);
 }

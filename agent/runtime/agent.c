@@ -611,6 +611,7 @@ es_err es_agent_run(es_agent *a, volatile sig_atomic_t *stop)
 	}
 	reconcile_now(a);
 	es_sync_start(a->sync);
+	agent__cert_start(a);
 	{
 		char e[160];
 
@@ -632,6 +633,7 @@ void es_agent_free(es_agent *a)
 {
 	if (!a)
 		return;
+	agent__cert_stop(a);
 	es_sync_stop(a->sync);
 	agent__kc_stop(a);
 	es_egress_free(a->egress);

@@ -31,6 +31,9 @@ typedef struct es_agent es_agent;
 /* The node condition about the sync client's credential files (cert,
  * key, ca): PROTOCOL.md "Node", built-in conditions. */
 #define ES_AGENT_COND_CREDENTIALS "CredentialsValid"
+/* The node condition about the node certificate's validity and its
+ * renewal (PROTOCOL.md "Node", "Renewal of an expired certificate"). */
+#define ES_AGENT_COND_CERTIFICATE "CertificateValid"
 /* Descriptors the agent's event loop watches at most: the sync connection,
  * the local endpoint's listeners, the kernel collectors' ring buffers and
  * local HTTP clients (a client past the bound is refused). */

@@ -16,6 +16,8 @@
 #include "es_sample.h"
 #include "node/health.h"
 #include "endpoint/httpd.h"
+#include "enroll/enroll_job.h"
+#include "sync/backoff.h"
 #include "kcollect/kc_cgroupnet.h"
 #include "kcollect/kcollect.h"
 #include "endpoint/metrics.h"
@@ -62,6 +64,17 @@ struct es_agent {
 	char *reported_json;
 	time_t usage_sent_at;
 	cJSON *activity_seen[3];
+	/* agent_cert.c: the node certificate's dates (CertificateValid), its
+	 * renewal once expired, joining (again) with the token; the job in
+	 * flight, the backoff between attempts, no attempt before
+	 * cert_next_ms (monotonic), the last refusal's reason ("" none) and
+	 * the last attempt's error. */
+	lws_sorted_usec_list_t sul_cert;
+	es_enroll_job cert_job;
+	es_backoff cert_bo;
+	int64_t cert_next_ms;
+	char cert_refusal[32];
+	char cert_err[600];
 };
 
 /* agent_kc.c: the kernel collectors (kcollect.h) */
@@ -134,5 +147,30 @@ void agent__seed_conditions(es_agent *a);
  * event (Warning when False). Called by agent__update_conditions. Returns
  * 1 when the status changed or the condition is new, else 0. */
 int agent__credentials_condition(es_agent *a, time_t now);
+/* Logs a condition's change and queues its ConditionChanged event
+ * (Warning when bad). */
+void agent__condition_event(es_agent *a, const char *type, const char *status,
+			    const char *reason, const char *message, int bad,
+			    time_t now);
+
+/* agent_cert.c (PROTOCOL.md "Renewal of an expired certificate") */
+
+/* Starts watching the node certificate (with a controller only): every
+ * 5 s, while no join or renewal runs, a certificate past its
+ * notAfter is renewed at the join listener, and with a token a node
+ * without a usable certificate, or whose certificate was refused, joins;
+ * each in a child (enroll_job.h), attempts spaced by the backoff of
+ * backoff.h (a refusal waits 30 to 60 s), each failure logged. */
+void agent__cert_start(es_agent *a);
+/* Cancels the timer and a job in flight. NULL-safe members. */
+void agent__cert_stop(es_agent *a);
+/* The node condition CertificateValid (ES_AGENT_COND_CERTIFICATE): True
+ * Valid; False Expired, NotYetValid, Revoked, IdentityMismatch, a
+ * renewal's refusal (GraceExpired, KeyMismatch, NotIssued) or NotJoined,
+ * the message with the date and what the agent does about it; absent
+ * without a controller, or without a certificate and a token. Called by
+ * agent__update_conditions; returns 1 when the status changed or the
+ * condition is new. */
+int agent__cert_condition(es_agent *a, time_t now);
 
 #endif

@@ -85,6 +85,9 @@ static const es_setting settings[] = {
 	S("token", "TOKEN", ES_SET_STRING, "", 0, 0, token,
 	  "bootstrap token <id>.<secret> to join with when there is no certificate "
 	  "(cert, key, ca then default to <state-dir>/pki/)"),
+	S("token-file", "TOKEN_FILE", ES_SET_STRING, "", 0, 0, token_file,
+	  "file whose first line is the bootstrap token (instead of token, which "
+	  "`ps` would show)"),
 	S("ca-hash", "CA_HASH", ES_SET_STRING, "", 0, 0, ca_hash,
 	  "sha256:<hex> of the controller CA's public key, checked before the token is sent"),
 	S("join-url", "JOIN_URL", ES_SET_STRING, "", 0, 0, join_url,

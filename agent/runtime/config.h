@@ -42,6 +42,7 @@ typedef struct es_agent_config {
 	int64_t egress_check_interval; /* seconds between EgressPolicy drift checks */
 	int egress_backend;    /* es_egress_backend (egress/egress.h) */
 	char *token;           /* bootstrap token "<id>.<secret>" to join with; "" none */
+	char *token_file;      /* file holding the token; "" none */
 	char *ca_hash;         /* "sha256:<hex>" pin of the controller's CA (join) */
 	char *join_url;        /* https URL of the join listener; "" derived */
 	int64_t usage_report_interval; /* seconds between usage reports */

@@ -451,6 +451,23 @@ void es_sync_restart(es_sync *s, const char *why)
 	sync__fail_conn(s, -1, LWS_CLOSE_STATUS_GOINGAWAY, why);
 }
 
+int es_sync_refused(const es_sync *s, const char **reason, const char **message)
+{
+	*reason = s->refused_reason;
+	*message = s->refused_msg;
+	return s->refused;
+}
+
+void es_sync_credentials_changed(es_sync *s)
+{
+	if (!s || s->stopping)
+		return;
+	s->refused = 0;
+	es_backoff_init(&s->bo, NULL, NULL);
+	if (s->state == ST_IDLE)
+		lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, 1);
+}
+
 void es_sync_get_info(const es_sync *s, es_sync_info *info)
 {
 	memset(info, 0, sizeof(*info));

@@ -127,6 +127,22 @@ void es_sync_get_info(const es_sync *s, es_sync_info *info);
 int es_sync_credentials(const es_sync *s, const char **reason,
 			const char **message);
 
+/*
+ * Whether the controller refused the certificate at the last connection
+ * (PROTOCOL.md "Revocation": an `error` IdentityMismatch, after which the
+ * client redials only after 30 to 60 s, the backoff's cap): 1 with
+ * *reason "Revoked" (the error's reason CertificateRevoked) or
+ * "IdentityMismatch" and *message the controller's message, both borrowed
+ * until the next call into s; 0 when not (no refusal since the last
+ * welcome or es_sync_credentials_changed).
+ */
+int es_sync_refused(const es_sync *s, const char **reason, const char **message);
+
+/* The credential files were replaced (a renewal or a join wrote them):
+ * forgets a refusal, resets the backoff, and when no connection is up,
+ * dials at once (the files are read again first). NULL-safe. */
+void es_sync_credentials_changed(es_sync *s);
+
 /* The info as a new JSON object {connected, state, url, lastConnected,
  * lastError, reconnects, lastAckedSeq}, or NULL on allocation failure. */
 cJSON *es_sync_info_json(const es_sync *s);

@@ -107,6 +107,12 @@ struct es_sync {
 	int watch_set;
 	char watch_bad[512];     /* the last unusable set logged */
 	int redial_now;          /* conn_down: redial at once, same controller */
+	/* The controller refused this certificate (`error` IdentityMismatch,
+	 * es_sync_refused): the condition reason, the controller's message;
+	 * cleared by a welcome and by es_sync_credentials_changed. */
+	int refused;
+	char refused_reason[32];
+	char refused_msg[512];
 };
 
 /* sync.c */

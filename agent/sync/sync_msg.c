@@ -185,6 +185,7 @@ static void on_welcome(es_sync *s, const cJSON *msg)
 	int64_t acked = 0, hb = ES_PROTO_HEARTBEAT_S, next = 1;
 	char a[24];
 
+	s->refused = 0;
 	es_json_get_int(msg, "welcome", "ackedSeq", 0, 0, ES_JSON_MAX_INT, &acked,
 			NULL, 0);
 	if (es_json_get_int(msg, "welcome", "heartbeatSeconds", 0, 1, 3600, &hb,
@@ -386,6 +387,19 @@ void sync__on_message(es_sync *s, const char *buf, size_t len)
 			    "message", m, NULL);
 		if (c && strcmp(c, es_proto_code_name(ES_PC_UNKNOWN_TYPE)) == 0)
 			sync__renew_unknown_type(s);
+		if (c && strcmp(c, es_proto_code_name(ES_PC_IDENTITY)) == 0) {
+			const char *why = NULL;
+
+			/* This certificate is refused (revoked, or another
+			 * node's): redialling soon would be refused again. */
+			es_json_get_str(msg, "error", "reason", 0, &why, NULL, 0);
+			s->refused = 1;
+			snprintf(s->refused_reason, sizeof(s->refused_reason), "%s",
+				 why && !strcmp(why, "CertificateRevoked") ? "Revoked" :
+				 "IdentityMismatch");
+			snprintf(s->refused_msg, sizeof(s->refused_msg), "%s", m ? m : "");
+			es_backoff_retry_after(&s->bo, ES_BACKOFF_CAP_MS / 2);
+		}
 		/* A controller of version 1 refuses a version 2 hello: the
 		 * next connections offer version 1 (PROTOCOL.md "Versions"). */
 		if (c && strcmp(c, "UnsupportedVersion") == 0 && s->proto_offer == 2) {

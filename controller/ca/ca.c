@@ -347,3 +347,52 @@ cleanup:
 	mbedtls_x509_csr_free(&csr);
 	return rc;
 }
+
+es_err es_ca_check_presented(es_ca *ca, const char *cert_pem, const char *trust_domain,
+			     es_ca_presented *out, char *err, size_t errsz)
+{
+	mbedtls_x509_crt crt;
+	uint32_t flags = 0;
+	size_t len = cert_pem ? strlen(cert_pem) : 0;
+	es_err rc = ES_ERR_PARSE;
+
+	memset(out, 0, sizeof(*out));
+	mbedtls_x509_crt_init(&crt);
+	if (len == 0 || len > ES_ENROLL_CSR_MAX ||
+	    mbedtls_x509_crt_parse(&crt, (const unsigned char *)cert_pem, len + 1) != 0) {
+		es_errf(rc, err, errsz, "certificate: not a PEM X.509 certificate of at "
+			"most %d bytes", ES_ENROLL_CSR_MAX);
+		goto cleanup;
+	}
+	rc = ES_ERR_AUTH;
+	/* Every check of the chain but the leaf's dates: a certificate
+	 * past its notAfter is what this path exists for. */
+	(void)mbedtls_x509_crt_verify(&crt, &ca->crt, NULL, NULL, &flags, NULL, NULL);
+	if (flags & ~(uint32_t)(MBEDTLS_X509_BADCERT_EXPIRED | MBEDTLS_X509_BADCERT_FUTURE)) {
+		es_errf(rc, err, errsz, "certificate: not signed by this controller's "
+			"signing CA (verify flags 0x%x)", (unsigned)flags);
+		goto cleanup;
+	}
+	if ((rc = es_pki_check_peer(crt.raw.p, crt.raw.len, trust_domain, ES_ID_NODE,
+				    out->node, sizeof(out->node), err, errsz)) != ES_OK)
+		goto cleanup;
+	if (crt.serial.len == 0 || crt.serial.len > 20) {
+		rc = es_errf(ES_ERR_AUTH, err, errsz, "certificate: serial of %u octets "
+			     "(RFC 5280 section 4.1.2.2: 1..20)", (unsigned)crt.serial.len);
+		goto cleanup;
+	}
+	for (size_t i = 0; i < crt.serial.len; i++)
+		snprintf(out->serial + 2 * i, 3, "%02x", crt.serial.p[i]);
+	if (es_enroll_cert_pin(crt.raw.p, crt.raw.len, out->key_pin) != ES_OK) {
+		rc = es_errf(ES_ERR_AUTH, err, errsz, "certificate: cannot hash its key");
+		goto cleanup;
+	}
+	out->not_before = es_pki_not_before(&crt);
+	out->not_after = es_pki_not_after(&crt);
+	rc = ES_OK;
+cleanup:
+	if (rc != ES_OK)
+		memset(out, 0, sizeof(*out));
+	mbedtls_x509_crt_free(&crt);
+	return rc;
+}

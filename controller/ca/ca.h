@@ -89,4 +89,26 @@ es_err es_ca_sign(es_ca *ca, const char *csr_pem, const char *trust_domain,
 /* Frees out->cert_pem and zeroes *out. NULL-safe. */
 void es_ca_issued_free(es_ca_issued *out);
 
+/* A certificate presented for renewal (es_ca_check_presented). */
+typedef struct es_ca_presented {
+	char node[254];                 /* the node of its SPIFFE ID */
+	char serial[41];                /* lower-case hex, up to 20 octets */
+	char key_pin[ES_ENROLL_PIN_SZ]; /* the pin of its public key */
+	time_t not_before, not_after;   /* Unix seconds */
+} es_ca_presented;
+
+/*
+ * Checks a node certificate presented for renewal with an expired
+ * certificate (PROTOCOL.md "Renewal of an expired certificate"): cert_pem
+ * (NUL-terminated PEM, its first certificate is read) must be signed by
+ * this CA, verified as a chain in every respect except its validity dates
+ * (notBefore/notAfter of the leaf are what renewal is about; RFC 5280
+ * section 6.1.3 otherwise), not be a CA, and name exactly one node of
+ * trust_domain (SPIFFE X509-SVID). Fills *out. Errors: ES_ERR_PARSE (not
+ * a PEM certificate), ES_ERR_AUTH (not signed by this CA, or not a node's
+ * X509-SVID: err says which), ES_ERR_NOMEM.
+ */
+es_err es_ca_check_presented(es_ca *ca, const char *cert_pem, const char *trust_domain,
+			     es_ca_presented *out, char *err, size_t errsz);
+
 #endif

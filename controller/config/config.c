@@ -78,6 +78,10 @@ static const es_setting ccfg_table[] = {
 	  "86400", ES_CA_LIFETIME_MIN, ES_CA_LIFETIME_MAX,
 	  offsetof(es_ccfg, cert_lifetime),
 	  "seconds a node certificate the controller signs is valid", NULL },
+	{ "renewal-grace", "EDGESYNC_RENEWAL_GRACE", "renewal-grace", ES_SET_INT,
+	  "2592000", 0, ES_ENROLL_GRACE_MAX, offsetof(es_ccfg, renewal_grace),
+	  "seconds past its notAfter a node may still renew its expired certificate "
+	  "at the join listener (0: never)", NULL },
 	ES_CCFG_STRING("advertise-url", "ADVERTISE_URL", NULL, advertise_url,
 		       "wss:// URL agents dial, shown in join commands "
 		       "(default wss://<listen>; a wildcard address becomes the host name)"),

@@ -41,6 +41,8 @@ typedef struct es_ccfg {
 	int64_t state_cache_nodes; /* nodes whose parsed state is held in memory */
 	char *ca_cert, *ca_key;  /* signing CA for joining nodes (ca/ca.h); NULL: no joins */
 	int64_t cert_lifetime;   /* seconds, ES_CA_LIFETIME_MIN..MAX */
+	int64_t renewal_grace;   /* seconds past notAfter an expired node
+				  * certificate may still be renewed; 0 off */
 	char *advertise_url;     /* wss:// URL agents dial; default from listen */
 	char *join_listen;       /* join listener "host:port"; default <listen host>:<listen port + 2> */
 	char *trust_bundle;      /* CAs joining agents trust for this controller; NULL: ca-cert */

@@ -465,6 +465,7 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	s->debug_exit_after = -1;
 	s->ca = o->ca;
 	s->cert_lifetime = o->cert_lifetime;
+	s->renewal_grace = o->renewal_grace;
 	rc = es_ctrl_metrics_new(o->db_path, ES_VERSION, &s->metrics, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;

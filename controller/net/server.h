@@ -54,6 +54,8 @@ typedef struct es_server_opts {
 	struct es_ca *ca;         /* signing CA for joins and renewals (borrowed,
 				   * outlives the server); NULL: both refused */
 	int64_t cert_lifetime;    /* seconds a signed certificate is valid */
+	int64_t renewal_grace;    /* seconds past notAfter an expired
+				   * certificate may be renewed; 0 never */
 	const char *advertise_url; /* wss:// URL agents dial (join commands) */
 	const char *join_host;    /* the join listener (PROTOCOL.md "Joining") */
 	int join_port;            /* 0: no join listener */

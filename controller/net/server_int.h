@@ -81,6 +81,7 @@ struct es_server {
 	int64_t debug_exit_after; /* EDGESYNC_DEBUG_EXIT_AFTER_COMMIT; 0 off, -1 unread */
 	struct es_ca *ca;      /* es_server_opts.ca */
 	int64_t cert_lifetime; /* es_server_opts.cert_lifetime */
+	int64_t renewal_grace; /* es_server_opts.renewal_grace */
 	char *advertise_url;   /* es_server_opts.advertise_url (copied) */
 	char *trust_bundle;    /* PEM text of es_server_opts.trust_bundle, or NULL */
 	pending_conn *pend_head, *pend_tail;

@@ -6,7 +6,10 @@
  *   GET  /v1/join/ca  the trust bundle (PEM), for the agent to compare with
  *                     its pinned hash before it sends anything secret;
  *   POST /v1/join     {token, nodeName, csr} -> {certificate, caBundle,
- *                     labels}, or a Kubernetes Status naming why not.
+ *                     labels}, or a Kubernetes Status naming why not;
+ *   POST /v1/join/renew {certificate, csr} -> the same answer: a node whose
+ *                     certificate expired renews it with the same key
+ *                     within renewal-grace.
  */
 #include "net/server_int.h"
 
@@ -22,6 +25,7 @@
 #include "es_enroll.h"
 #include "es_json.h"
 #include "es_log.h"
+#include "es_time.h"
 #include "es_ws.h"
 #include "store/db_enroll.h"
 
@@ -72,11 +76,14 @@ static const struct { const char *reason, *message; } refusals[] = {
 	[ES_DB_JOIN_NAME_TAKEN] = { "NameTaken", "the node name is enrolled with another key; delete the node first (edgesyncctl delete node NAME)" },
 };
 
+static int answer_issued(struct lws *wsi, es_server *s, join_req *r,
+			 const es_ca_issued *iss, cJSON *labels);
+
 static int join(struct lws *wsi, es_server *s, join_req *r)
 {
 	char perr[512], id[8], secret[20], hex[ES_ENROLL_HEX_SZ], msg[768];
 	const char *token = NULL, *name = NULL, *csr = NULL;
-	cJSON *req = NULL, *out = NULL, *labels = NULL;
+	cJSON *req = NULL, *labels = NULL;
 	es_ca_issued iss = { 0 };
 	es_db_join_result res = ES_DB_JOIN_TOKEN_UNKNOWN;
 	es_db_join j;
@@ -117,23 +124,132 @@ static int join(struct lws *wsi, es_server *s, join_req *r)
 	}
 	es_log_info("server", "node joined", "peer", r->peer, "node", name, "token", id,
 		    "serial", iss.serial, NULL);
-	if (!(out = cJSON_CreateObject()) ||
-	    !cJSON_AddStringToObject(out, "certificate", iss.cert_pem) ||
-	    !cJSON_AddStringToObject(out, "caBundle", s->trust_bundle ? s->trust_bundle :
-				     es_ca_cert_pem(s->ca)) ||
-	    !cJSON_AddStringToObject(out, "clientCA", es_ca_cert_pem(s->ca)) ||
-	    !cJSON_AddStringToObject(out, "serial", iss.serial)) {
-		rc = -1;
-		goto cleanup;
-	}
-	cJSON_AddItemToObject(out, "labels", labels);
+	rc = answer_issued(wsi, s, r, &iss, labels);
 	labels = NULL;
-	rc = respond(wsi, r, 200, "application/json", es_json_print(out));
 cleanup:
 	explicit_bzero(secret, sizeof(secret));
 	cJSON_Delete(req);
-	cJSON_Delete(out);
 	cJSON_Delete(labels);
+	es_ca_issued_free(&iss);
+	return rc;
+}
+
+/* The reason and message a refused renewal is answered with (403). */
+static const struct { const char *reason, *message; } renew_refusals[] = {
+	[ES_DB_RENEW_NOT_ISSUED] = { "NotIssued", "this controller did not issue that "
+				     "certificate to that node: join with a bootstrap token" },
+	[ES_DB_RENEW_REVOKED] = { "CertificateRevoked", "the certificate is revoked (the "
+				  "node was deleted): join again with a new token" },
+	[ES_DB_RENEW_KEY_MISMATCH] = { "KeyMismatch", "the certificate was issued for "
+				       "another key than the request's" },
+};
+
+/* The 200 answer of a join or a renewal: the certificate and the bundles. */
+static int answer_issued(struct lws *wsi, es_server *s, join_req *r,
+			 const es_ca_issued *iss, cJSON *labels)
+{
+	cJSON *out = cJSON_CreateObject();
+	int rc = -1;
+
+	if (out && cJSON_AddStringToObject(out, "certificate", iss->cert_pem) &&
+	    cJSON_AddStringToObject(out, "caBundle", s->trust_bundle ? s->trust_bundle :
+				    es_ca_cert_pem(s->ca)) &&
+	    cJSON_AddStringToObject(out, "clientCA", es_ca_cert_pem(s->ca)) &&
+	    cJSON_AddStringToObject(out, "serial", iss->serial)) {
+		if (labels)
+			cJSON_AddItemToObject(out, "labels", labels);
+		labels = NULL;
+		rc = respond(wsi, r, 200, "application/json", es_json_print(out));
+	}
+	cJSON_Delete(labels);
+	cJSON_Delete(out);
+	return rc;
+}
+
+/* POST /v1/join/renew (PROTOCOL.md "Renewal of an expired certificate"). */
+static int renew(struct lws *wsi, es_server *s, join_req *r)
+{
+	char perr[512], cpin[ES_ENROLL_PIN_SZ], msg[600], t[ES_TIME_RFC3339_LEN];
+	const char *cert = NULL, *csr = NULL;
+	cJSON *req = NULL;
+	es_ca_presented p;
+	es_ca_issued iss = { 0 };
+	es_db_renew_result res = ES_DB_RENEW_NOT_ISSUED;
+	es_db_renew rn;
+	time_t now = time(NULL);
+	int rc;
+
+	if (!s->ca)
+		return respond_status(wsi, r, 404, "NotFound", "this controller signs no "
+				      "certificates (no ca-cert): renewal is off");
+	if (r->too_big)
+		return respond_status(wsi, r, 413, "RequestEntityTooLarge",
+				      "renewal request over its limit");
+	if (es_json_parse(r->body.p, r->body.len, 4, &req, perr, sizeof(perr)) != ES_OK ||
+	    es_json_get_str(req, "renewal request", "certificate", 1, &cert, perr,
+			    sizeof(perr)) != ES_OK ||
+	    es_json_get_str(req, "renewal request", "csr", 1, &csr, perr,
+			    sizeof(perr)) != ES_OK) {
+		rc = respond_status(wsi, r, 400, "BadRequest", perr);
+		goto cleanup;
+	}
+	switch (es_ca_check_presented(s->ca, cert, s->trust_domain, &p, perr, sizeof(perr))) {
+	case ES_OK:
+		break;
+	case ES_ERR_AUTH:
+		rc = respond_status(wsi, r, 403, "NotIssued", perr);
+		goto cleanup;
+	default:
+		rc = respond_status(wsi, r, 422, "Invalid", perr);
+		goto cleanup;
+	}
+	if (es_enroll_key_pin(csr, cpin) != ES_OK) {
+		rc = respond_status(wsi, r, 422, "Invalid", "csr: not a PEM PKCS#10 request");
+		goto cleanup;
+	}
+	if (strcmp(cpin, p.key_pin) != 0) {
+		rc = respond_status(wsi, r, 403, "KeyMismatch", "the request's key is not "
+				    "the certificate's: renew with the same key, or join "
+				    "with a token");
+		goto cleanup;
+	}
+	if (es_enroll_cert_phase(p.not_before, p.not_after, now, s->renewal_grace) ==
+	    ES_ENROLL_PAST_GRACE) {
+		char g[24];
+
+		snprintf(g, sizeof(g), "%lld", (long long)s->renewal_grace);
+		snprintf(msg, sizeof(msg), "the certificate expired at %s, %s: join "
+			 "again with a new bootstrap token", es_time_rfc3339(p.not_after, t),
+			 s->renewal_grace > 0 ? "past the renewal grace" :
+			 "and renewal of expired certificates is off (renewal-grace 0)");
+		es_log_warn("server", "renewal refused", "peer", r->peer, "node", p.node,
+			    "serial", p.serial, "reason", "GraceExpired", "renewal-grace", g,
+			    NULL);
+		rc = respond_status(wsi, r, 403, "GraceExpired", msg);
+		goto cleanup;
+	}
+	if (es_ca_sign(s->ca, csr, s->trust_domain, p.node, s->cert_lifetime, now, &iss,
+		       perr, sizeof(perr)) != ES_OK) {
+		rc = respond_status(wsi, r, 422, "Invalid", perr);
+		goto cleanup;
+	}
+	rn = (es_db_renew){ p.node, p.serial, p.key_pin, iss.serial, iss.not_after };
+	if (es_db_renew_record(s->db, &rn, now, &res) != ES_OK) {
+		rc = respond_status(wsi, r, 500, "InternalError", "the store failed");
+		goto cleanup;
+	}
+	if (res != ES_DB_RENEW_OK) {
+		es_log_warn("server", "renewal refused", "peer", r->peer, "node", p.node,
+			    "serial", p.serial, "reason", renew_refusals[res].reason, NULL);
+		rc = respond_status(wsi, r, 403, renew_refusals[res].reason,
+				    renew_refusals[res].message);
+		goto cleanup;
+	}
+	es_log_info("server", "node renewed an expired certificate", "peer", r->peer,
+		    "node", p.node, "old", p.serial, "serial", iss.serial, NULL);
+	rc = answer_issued(wsi, s, r, &iss, NULL);
+cleanup:
+	cJSON_Delete(req);
 	es_ca_issued_free(&iss);
 	return rc;
 }
@@ -151,6 +267,12 @@ static int dispatch(struct lws *wsi, es_server *s, join_req *r)
 					      "(no ca-cert)");
 		b = strdup(s->trust_bundle ? s->trust_bundle : es_ca_cert_pem(s->ca));
 		return respond(wsi, r, 200, "application/x-pem-file", b);
+	}
+	if (!strcmp(r->path, "/v1/join/renew")) {
+		if (!r->is_post)
+			return respond_status(wsi, r, 405, "MethodNotAllowed",
+					      "/v1/join/renew: only POST");
+		return renew(wsi, s, r);
 	}
 	if (!strcmp(r->path, "/v1/join")) {
 		if (!r->is_post)
@@ -289,6 +411,28 @@ static void peer_serial(struct lws *wsi, char *out, size_t sz)
 	free(der);
 }
 
+/* The `error` IdentityMismatch for a revoked certificate, with the
+ * optional member reason "CertificateRevoked" (PROTOCOL.md "Revocation"),
+ * then the close. */
+static void queue_revoked(conn *c, const char *text)
+{
+	cJSON *m;
+
+	if (c->state == CS_CLOSING)
+		return;
+	es_log_warn("server", "protocol error", "node", c->node, "code",
+		    es_proto_code_name(ES_PC_IDENTITY), "reason", "CertificateRevoked",
+		    "error", text, NULL);
+	m = es_proto_error(ES_PC_IDENTITY, text);
+	if (m && !cJSON_AddStringToObject(m, "reason", "CertificateRevoked")) {
+		cJSON_Delete(m);
+		m = NULL;
+	}
+	(void)server__queue_msg(c, m);
+	server__start_close(c, es_proto_close_code(ES_PC_IDENTITY),
+			    es_proto_code_name(ES_PC_IDENTITY));
+}
+
 int server__enroll_check(conn *c)
 {
 	es_db_cert_status st = ES_DB_CERT_UNKNOWN;
@@ -302,8 +446,8 @@ int server__enroll_check(conn *c)
 	if (st == ES_DB_CERT_REVOKED) {
 		es_log_warn("server", "revoked certificate refused", "node", c->node,
 			    "serial", c->serial, NULL);
-		server__queue_error(c, ES_PC_IDENTITY, "this certificate is revoked "
-				    "(the node was deleted): join again with a new token");
+		queue_revoked(c, "this certificate is revoked (the node was deleted): "
+			      "join again with a new token");
 		return -1;
 	}
 	return 0;
@@ -324,8 +468,7 @@ void es_server_node_revoked(void *ud, const char *node)
 		es_log_info("server", "closing the session of a deleted node", "node",
 			    node, NULL);
 		server__queue_clear(c);
-		server__queue_error(c, ES_PC_IDENTITY, "the node was deleted: its "
-				    "certificate is revoked");
+		queue_revoked(c, "the node was deleted: its certificate is revoked");
 	}
 }
 

@@ -262,6 +262,54 @@ es_err es_db_cert_record(es_db *db, const char *serial, const char *node,
 	return es_sqlite_end(db->sq, rc);
 }
 
+es_err es_db_renew_record(es_db *db, const es_db_renew *r, time_t now,
+			  es_db_renew_result *result)
+{
+	sqlite3_stmt *st = NULL;
+	es_err rc;
+
+	*result = ES_DB_RENEW_NOT_ISSUED;
+	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+		return rc;
+	rc = es_sqlite_prepare(db->sq, "SELECT c.key_pin, c.revoked, e.key_pin"
+			       " FROM certificates c LEFT JOIN enrollments e"
+			       " ON e.node = c.node WHERE c.serial = ? AND c.node = ?", &st);
+	if (rc != ES_OK)
+		goto cleanup;
+	sqlite3_bind_text(st, 1, r->old_serial, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, r->node, -1, SQLITE_STATIC);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		break;
+	case SQLITE_DONE:
+		goto cleanup;
+	default:
+		rc = es_sqlite_fail(db->sq, "renewal check");
+		goto cleanup;
+	}
+	if (sqlite3_column_int(st, 1) || sqlite3_column_type(st, 2) == SQLITE_NULL) {
+		*result = ES_DB_RENEW_REVOKED;
+		goto cleanup;
+	}
+	if (!sqlite3_column_text(st, 0) ||
+	    strcmp((const char *)sqlite3_column_text(st, 0), r->key_pin) != 0 ||
+	    strcmp((const char *)sqlite3_column_text(st, 2), r->key_pin) != 0) {
+		*result = ES_DB_RENEW_KEY_MISMATCH;
+		goto cleanup;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	rc = cert_insert(db, r->serial, r->node, r->key_pin, r->not_after, now, 0);
+	if (rc == ES_OK)
+		rc = es_sqlite_commit(db->sq);
+	if (rc == ES_OK)
+		*result = ES_DB_RENEW_OK;
+cleanup:
+	sqlite3_finalize(st);
+	es_sqlite_rollback(db->sq);
+	return rc;
+}
+
 es_err es_db_cert_state(es_db *db, const char *serial, const char *node,
 			es_db_cert_status *out)
 {

@@ -75,6 +75,33 @@ es_err es_db_join_record(es_db *db, const es_db_join *j, time_t now,
 es_err es_db_cert_record(es_db *db, const char *serial, const char *node,
 			 const char *key_pin, time_t not_after, time_t now);
 
+/* Why a renewal with an expired certificate was refused (es_db_renew_record). */
+typedef enum es_db_renew_result {
+	ES_DB_RENEW_OK = 0,
+	ES_DB_RENEW_NOT_ISSUED = 1,   /* the serial was not issued to that node */
+	ES_DB_RENEW_REVOKED = 2,      /* revoked, or the node is not enrolled */
+	ES_DB_RENEW_KEY_MISMATCH = 3, /* issued for another key */
+} es_db_renew_result;
+
+/* A renewal to record: the certificate presented and its successor. */
+typedef struct es_db_renew {
+	const char *node;
+	const char *old_serial;  /* lower-case hex, as presented */
+	const char *key_pin;     /* pin of the presented (and the new) key */
+	const char *serial;      /* the new certificate's */
+	time_t not_after;        /* the new certificate's */
+} es_db_renew;
+
+/*
+ * Checks and records a renewal in one transaction (PROTOCOL.md "Renewal of
+ * an expired certificate"): old_serial was issued by the signing CA to
+ * node for key_pin and is not revoked, and node is enrolled with that key.
+ * Then the new certificate is recorded. *result says which check failed
+ * (nothing is written then). Errors: ES_ERR_DB.
+ */
+es_err es_db_renew_record(es_db *db, const es_db_renew *r, time_t now,
+			  es_db_renew_result *result);
+
 /* What the store knows about a certificate serial (es_db_cert_state). */
 typedef enum es_db_cert_status {
 	ES_DB_CERT_UNKNOWN = 0, /* not issued by the signing CA */

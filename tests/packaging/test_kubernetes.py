@@ -178,14 +178,25 @@ class TestKubernetes(unittest.TestCase):
         host = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
         self.assertTrue({"/sys/fs/bpf", "/sys/kernel/btf", "/sys/kernel/tracing",
                          "/var/lib/edgesync"} <= host)
-        # Nodes join with the token of one Secret; no Secret holds node keys.
-        self.assertFalse([v for v in spec["volumes"] if "secret" in v])
+        # Nodes join with the token of one Secret, read from its file
+        # (token-file: never in the environment or on the command line);
+        # no Secret holds node keys.
+        secrets = [v for v in spec["volumes"] if "secret" in v]
+        self.assertEqual([(v["name"], v["secret"]["secretName"], v["secret"]["items"])
+                          for v in secrets],
+                         [("join-token", "edgesync-join-token",
+                           [{"key": "token", "path": "token"}])])
+        self.assertEqual(secrets[0]["secret"]["defaultMode"], 0o400)
+        mount = next(m for m in c["volumeMounts"] if m["name"] == "join-token")
+        self.assertTrue(mount["readOnly"])
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        self.assertNotIn("EDGESYNC_TOKEN", env)
+        self.assertEqual(env["EDGESYNC_TOKEN_FILE"], mount["mountPath"] + "/token")
         refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in c["env"]
                 if "secretKeyRef" in e.get("valueFrom", {})}
-        self.assertEqual(refs, {"EDGESYNC_TOKEN": {"name": "edgesync-join-token", "key": "token"},
-                                "EDGESYNC_CA_HASH": {"name": "edgesync-join-token",
+        self.assertEqual(refs, {"EDGESYNC_CA_HASH": {"name": "edgesync-join-token",
                                                      "key": "ca-hash"}})
-        for r in refs.values():
+        for r in list(refs.values()) + [{"name": "edgesync-join-token", "key": "token"}]:
             self.assertIn(r["key"], self.secrets[r["name"]]["stringData"])
         res = c["resources"]
         self.assertEqual(res["requests"], {"cpu": "10m", "memory": "32Mi"})

@@ -119,9 +119,15 @@ class TestImages(unittest.TestCase):
         with open(os.path.join(config, "agent.conf"), "w") as f:
             f.write(cm["data"]["agent.conf"])
         ds = plat.kube_workload("agent-daemonset.yaml", "DaemonSet")
-        args = plat.kube_run_args(ds, "agent", {"config": config, "state": state},
+        # The Secret's token as the file the DaemonSet mounts (token-file).
+        join = os.path.join(d, "join")
+        os.mkdir(join)
+        with open(os.path.join(join, "token"), "w") as f:
+            f.write("abcdef.0123456789abcdef\n")
+        os.chmod(os.path.join(join, "token"), 0o444)
+        args = plat.kube_run_args(ds, "agent", {"config": config, "state": state,
+                                                "join-token": join},
                                   env={"EDGESYNC_NODE_NAME": node,
-                                       "EDGESYNC_TOKEN": "abcdef.0123456789abcdef",
                                        "EDGESYNC_CA_HASH": "sha256:" + "0" * 64,
                                        "EDGESYNC_CGROUP_ROOT": host_cgroup2()})
         self.assertIn(f"--cap-add={DAEMONSET_CAPS}", args)

@@ -2,7 +2,9 @@
  * test_join_config.c - the join settings of edgesync-agent
  * (agent/enroll/join.c, es_join_config_finish): the token's and the CA
  * hash's shapes, controller-url required, join-url and the credential
- * paths derived, and errors that never quote the token's secret.
+ * paths derived, and errors that never quote the token's secret; the
+ * token from token-file; what CertificateValid says about a certificate's
+ * dates (agent/enroll/renew.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "enroll/join.h"
+#include "enroll/renew.h"
 
 #define HASH "sha256:" "ABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABAB"
 
@@ -135,12 +138,124 @@ static void refused(void **state)
 	es_agent_config_free(&c);
 }
 
+/* token-file: its first line is the token; refused with token, missing,
+ * empty; without a token join-url is derived for renewal. */
+static void token_file(void **state)
+{
+	char dir[] = "/tmp/test-join-config-XXXXXX", path[96], err[256];
+	es_agent_config c;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/token", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("  abcdef.0123456789abcdef \nsecond line\n", f);
+	fclose(f);
+	fill(&c, "wss://ctl.example:7443", NULL, HASH);
+	c.token_file = strdup(path);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_string_equal(c.token, "abcdef.0123456789abcdef");
+	assert_string_equal(c.join_url, "https://ctl.example:7445");
+	es_agent_config_free(&c);
+
+	fill(&c, "wss://ctl.example:7443", "abcdef.0123456789abcdef", HASH);
+	c.token_file = strdup(path);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "token and token-file"));
+	es_agent_config_free(&c);
+
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("\n\n", f);
+	fclose(f);
+	fill(&c, "wss://ctl.example:7443", NULL, HASH);
+	c.token_file = strdup(path);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "empty"));
+	es_agent_config_free(&c);
+	unlink(path);
+
+	fill(&c, "wss://ctl.example:7443", NULL, HASH);
+	c.token_file = strdup(path);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, path));
+	es_agent_config_free(&c);
+	rmdir(dir);
+
+	/* No token: join-url derived for renewal, or checked when given. */
+	fill(&c, "wss://ctl.example:7443", NULL, NULL);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_string_equal(c.join_url, "https://ctl.example:7445");
+	es_agent_config_free(&c);
+	fill(&c, "wss://ctl.example:65535", NULL, NULL);
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_OK);
+	assert_true(!c.join_url || !*c.join_url);
+	es_agent_config_free(&c);
+	fill(&c, "wss://ctl.example:7443", NULL, NULL);
+	c.join_url = strdup("ftp://x");
+	assert_int_equal(es_join_config_finish(&c, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "join-url"));
+	es_agent_config_free(&c);
+}
+
+/* CertificateValid's reading of the dates: inclusive bounds, RFC 3339. */
+static void cert_status(void **state)
+{
+	es_renew_cert c = { 1764000000, 1764003600, "4a01" };
+	const char *reason;
+	char msg[200];
+
+	(void)state;
+	assert_int_equal(es_renew_cert_status(&c, 1764000000, &reason, msg, sizeof(msg)),
+			 ES_RENEW_VALID);
+	assert_string_equal(reason, "Valid");
+	assert_string_equal(msg, "valid until 2025-11-24T17:00:00Z (serial 4a01)");
+	assert_int_equal(es_renew_cert_status(&c, 1764003600, &reason, msg, sizeof(msg)),
+			 ES_RENEW_VALID);
+	assert_int_equal(es_renew_cert_status(&c, 1764003601, &reason, msg, sizeof(msg)),
+			 ES_RENEW_EXPIRED);
+	assert_string_equal(reason, "Expired");
+	assert_string_equal(msg, "expired at 2025-11-24T17:00:00Z (serial 4a01)");
+	assert_int_equal(es_renew_cert_status(&c, 1763999999, &reason, msg, sizeof(msg)),
+			 ES_RENEW_NOT_YET_VALID);
+	assert_string_equal(reason, "NotYetValid");
+	assert_non_null(strstr(msg, "not valid before 2025-11-24T16:00:00Z"));
+	assert_non_null(strstr(msg, "clock"));
+}
+
+/* es_renew_cert_read: missing, not PEM. */
+static void cert_read(void **state)
+{
+	char dir[] = "/tmp/test-join-cert-XXXXXX", path[96], err[256];
+	es_renew_cert c;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/node.crt", dir);
+	assert_int_equal(es_renew_cert_read(path, &c, err, sizeof(err)), ES_ERR_NOTFOUND);
+	assert_non_null(strstr(err, path));
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", f);
+	fclose(f);
+	assert_int_equal(es_renew_cert_read(path, &c, err, sizeof(err)), ES_ERR_PARSE);
+	assert_non_null(strstr(err, "not a PEM certificate"));
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(derived),
 		cmocka_unit_test(joined_without_token),
 		cmocka_unit_test(refused),
+		cmocka_unit_test(token_file),
+		cmocka_unit_test(cert_status),
+		cmocka_unit_test(cert_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

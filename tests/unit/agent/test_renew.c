@@ -279,7 +279,7 @@ static void install_and_recover(void **state)
 	free(back);
 
 	assert_int_equal(es_renew_cert_read("/nonexistent/x.crt", &rc, err, sizeof(err)),
-			 ES_ERR_IO);
+			 ES_ERR_NOTFOUND);
 	assert_int_equal(es_renew_cert_read(key, &rc, err, sizeof(err)), ES_ERR_PARSE);
 }
 

@@ -453,11 +453,146 @@ static void admin_tokens(void **state)
 	assert_int_equal(res, ES_DB_JOIN_TOKEN_UNKNOWN);
 }
 
+/* The renewal window (PROTOCOL.md "Renewal of an expired certificate"):
+ * valid, not yet valid, inside the grace (its last second included), past
+ * it, and grace 0 (off). */
+static void cert_phase(void **state)
+{
+	const time_t nb = 1000, na = 2000;
+
+	(void)state;
+	assert_int_equal(es_enroll_cert_phase(nb, na, 999, 0), ES_ENROLL_NOT_YET_VALID);
+	assert_int_equal(es_enroll_cert_phase(nb, na, 1000, 0), ES_ENROLL_VALID);
+	assert_int_equal(es_enroll_cert_phase(nb, na, 2000, 0), ES_ENROLL_VALID);
+	assert_int_equal(es_enroll_cert_phase(nb, na, 2001, 0), ES_ENROLL_PAST_GRACE);
+	assert_int_equal(es_enroll_cert_phase(nb, na, 2001, 100), ES_ENROLL_IN_GRACE);
+	assert_int_equal(es_enroll_cert_phase(nb, na, 2100, 100), ES_ENROLL_IN_GRACE);
+	assert_int_equal(es_enroll_cert_phase(nb, na, 2101, 100), ES_ENROLL_PAST_GRACE);
+	assert_int_equal(es_enroll_cert_phase(nb, na, 2001, -5), ES_ENROLL_PAST_GRACE);
+	assert_int_equal(es_enroll_cert_phase(nb, na, na + ES_ENROLL_GRACE_DEFAULT,
+					      ES_ENROLL_GRACE_DEFAULT), ES_ENROLL_IN_GRACE);
+	assert_int_equal(es_enroll_cert_phase(nb, na, na + ES_ENROLL_GRACE_DEFAULT + 1,
+					      ES_ENROLL_GRACE_DEFAULT), ES_ENROLL_PAST_GRACE);
+}
+
+/* An expired certificate of this CA is accepted for renewal with its
+ * serial, node, key and dates; one of another CA, garbage and a CA are
+ * not. */
+static void presented_expired(void **state)
+{
+	fx *f = *state;
+	char *key = NULL, *csr = NULL, err[512], ocrt[160], okey[160], kpin[ES_ENROLL_PIN_SZ];
+	es_ca_issued iss;
+	es_ca_presented p;
+	es_ca *other = NULL;
+	time_t then = time(NULL) - 7200;
+
+	assert_int_equal(es_enroll_key_new(&key, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_enroll_csr_new(key, "edge-1", &csr, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_enroll_key_pin(key, kpin), ES_OK);
+	assert_int_equal(es_ca_sign(f->ca, csr, TD, "edge-1", 3600, then, &iss, err,
+				    sizeof(err)), ES_OK);
+	assert_int_equal(es_ca_check_presented(f->ca, iss.cert_pem, TD, &p, err, sizeof(err)),
+			 ES_OK);
+	assert_string_equal(p.node, "edge-1");
+	assert_string_equal(p.serial, iss.serial);
+	assert_string_equal(p.key_pin, kpin);
+	assert_int_equal(p.not_after, then + 3600);
+	assert_int_equal(p.not_before, then - 300);
+	assert_int_equal(es_enroll_cert_phase(p.not_before, p.not_after, time(NULL), 3600),
+			 ES_ENROLL_IN_GRACE);
+	/* Another trust domain. */
+	assert_int_equal(es_ca_check_presented(f->ca, iss.cert_pem, "other.example", &p, err,
+					       sizeof(err)), ES_ERR_AUTH);
+	es_ca_issued_free(&iss);
+
+	snprintf(ocrt, sizeof(ocrt), "%s/o.crt", f->dir);
+	snprintf(okey, sizeof(okey), "%s/o.key", f->dir);
+	assert_int_equal(es_ca_create(ocrt, okey, TD, NULL, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_ca_open(ocrt, okey, &other, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_ca_sign(other, csr, TD, "edge-1", 3600, then, &iss, err,
+				    sizeof(err)), ES_OK);
+	assert_int_equal(es_ca_check_presented(f->ca, iss.cert_pem, TD, &p, err, sizeof(err)),
+			 ES_ERR_AUTH);
+	assert_non_null(strstr(err, "not signed by this controller's signing CA"));
+	assert_string_equal(p.serial, "");
+	es_ca_issued_free(&iss);
+	es_ca_free(other);
+
+	assert_int_equal(es_ca_check_presented(f->ca, "not a certificate", TD, &p, err,
+					       sizeof(err)), ES_ERR_PARSE);
+	assert_int_equal(es_ca_check_presented(f->ca, "", TD, &p, err, sizeof(err)),
+			 ES_ERR_PARSE);
+	/* The CA itself is no node. */
+	assert_int_equal(es_ca_check_presented(f->ca, es_ca_cert_pem(f->ca), TD, &p, err,
+					       sizeof(err)), ES_ERR_AUTH);
+	free(csr);
+	explicit_bzero(key, strlen(key));
+	free(key);
+}
+
+/* es_db_renew_record: the serial issued to the node for the key, not
+ * revoked, the node enrolled; the new certificate recorded. */
+static void db_renew(void **state)
+{
+	fx *f = *state;
+	char hex[ES_ENROLL_HEX_SZ];
+	time_t now = 1700000000;
+	es_db_token t = { "abcdef", hex, now + 3600, 3, NULL, "", now };
+	es_db_join j = { "abcdef", hex, "edge-1", "sha256:k1", "01", now + 60 };
+	es_db_renew r = { "edge-1", "01", "sha256:k1", "02", now + 200 };
+	es_db_join_result jr;
+	es_db_renew_result res;
+	es_db_cert_status cs;
+	int64_t n;
+
+	t.labels = es_test_json("{}");
+	assert_int_equal(es_enroll_sha256_hex("0123456789abcdef", 16, hex), ES_OK);
+	assert_int_equal(es_db_token_create(f->sdb, &t), ES_OK);
+	assert_int_equal(es_db_join_record(f->sdb, &j, now, &jr, NULL), ES_OK);
+	assert_int_equal(jr, ES_DB_JOIN_OK);
+
+	/* Not issued: an unknown serial, or another node's. */
+	r.old_serial = "99";
+	assert_int_equal(es_db_renew_record(f->sdb, &r, now + 100, &res), ES_OK);
+	assert_int_equal(res, ES_DB_RENEW_NOT_ISSUED);
+	r.old_serial = "01";
+	r.node = "edge-2";
+	assert_int_equal(es_db_renew_record(f->sdb, &r, now + 100, &res), ES_OK);
+	assert_int_equal(res, ES_DB_RENEW_NOT_ISSUED);
+	r.node = "edge-1";
+	/* Another key. */
+	r.key_pin = "sha256:k2";
+	assert_int_equal(es_db_renew_record(f->sdb, &r, now + 100, &res), ES_OK);
+	assert_int_equal(res, ES_DB_RENEW_KEY_MISMATCH);
+	assert_int_equal(es_db_cert_state(f->sdb, "02", "edge-1", &cs), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_UNKNOWN);
+	/* Good: the new serial is the node's. */
+	r.key_pin = "sha256:k1";
+	assert_int_equal(es_db_renew_record(f->sdb, &r, now + 100, &res), ES_OK);
+	assert_int_equal(res, ES_DB_RENEW_OK);
+	assert_int_equal(es_db_cert_state(f->sdb, "02", "edge-1", &cs), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_VALID);
+	/* Revoked: every serial of the node, and its enrollment gone. */
+	assert_int_equal(es_db_node_revoke(f->sdb, "edge-1", NULL, now + 150, &n), ES_OK);
+	assert_int_equal(n, 2);
+	r.old_serial = "02";
+	r.serial = "03";
+	assert_int_equal(es_db_renew_record(f->sdb, &r, now + 300, &res), ES_OK);
+	assert_int_equal(res, ES_DB_RENEW_REVOKED);
+	assert_int_equal(es_db_cert_state(f->sdb, "03", "edge-1", &cs), ES_OK);
+	assert_int_equal(cs, ES_DB_CERT_UNKNOWN);
+	cJSON_Delete((cJSON *)t.labels);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(token_shape),
 		cmocka_unit_test(sha256_and_pin_parse),
+		cmocka_unit_test(cert_phase),
+		cmocka_unit_test_setup_teardown(presented_expired, setup, teardown),
+		cmocka_unit_test_setup_teardown(db_renew, setup, teardown),
 		cmocka_unit_test_setup_teardown(ca_init_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(ca_open_refuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(sign_leaf, setup, teardown),
