@@ -203,7 +203,7 @@ static void token_file(void **state)
 /* CertificateValid's reading of the dates: inclusive bounds, RFC 3339. */
 static void cert_status(void **state)
 {
-	es_renew_cert c = { 1764000000, 1764003600, "4a01" };
+	es_renew_cert c = { .not_before = 1764000000, .not_after = 1764003600, .serial = "4a01" };
 	const char *reason;
 	char msg[200];
 

@@ -322,7 +322,7 @@ static void db_tokens(void **state)
 /* Renewal over the session (es_db_cert_renew): only from a serial valid
  * for the node; the new serial recorded and the name bound to the new key,
  * so that a join with the old key is NameTaken. */
-static void db_renew(void **state)
+static void db_cert_renew(void **state)
 {
 	fx *f = *state;
 	char hex[ES_ENROLL_HEX_SZ];
@@ -533,7 +533,7 @@ static void presented_expired(void **state)
 
 /* es_db_renew_record: the serial issued to the node for the key, not
  * revoked, the node enrolled; the new certificate recorded. */
-static void db_renew(void **state)
+static void db_renew_record(void **state)
 {
 	fx *f = *state;
 	char hex[ES_ENROLL_HEX_SZ];
@@ -592,13 +592,13 @@ int main(void)
 		cmocka_unit_test(sha256_and_pin_parse),
 		cmocka_unit_test(cert_phase),
 		cmocka_unit_test_setup_teardown(presented_expired, setup, teardown),
-		cmocka_unit_test_setup_teardown(db_renew, setup, teardown),
+		cmocka_unit_test_setup_teardown(db_cert_renew, setup, teardown),
 		cmocka_unit_test_setup_teardown(ca_init_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(ca_open_refuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(sign_leaf, setup, teardown),
 		cmocka_unit_test_setup_teardown(sign_refuses_forged_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(db_tokens, setup, teardown),
-		cmocka_unit_test_setup_teardown(db_renew, setup, teardown),
+		cmocka_unit_test_setup_teardown(db_renew_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(admin_tokens, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
