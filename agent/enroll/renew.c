@@ -27,31 +27,13 @@
 /* Connect, handshake and each wait for data of a renewal, ms. */
 #define RENEW_TIMEOUT_MS 10000
 
-/* Reads a file of at most ES_PKI_FILE_MAX bytes whole, NUL-terminated, into
- * *out; *out NULL (ES_OK) when it does not exist. Errors: ES_ERR_IO,
- * ES_ERR_NOMEM. */
+/* es_join_read_pem of the file path, with its length in *len. */
 static es_err slurp(const char *path, char **out, size_t *len, char *err, size_t errsz)
 {
-	FILE *f = fopen(path, "rb");
-	char *b;
-	size_t n;
+	es_err rc = es_join_read_pem("file", path, out, err, errsz);
 
-	*out = NULL;
-	*len = 0;
-	if (!f)
-		return errno == ENOENT ? ES_OK :
-		       es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(errno));
-	b = malloc(ES_PKI_FILE_MAX + 1);
-	if (!b) {
-		fclose(f);
-		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
-	}
-	n = fread(b, 1, ES_PKI_FILE_MAX, f);
-	fclose(f);
-	b[n] = '\0';
-	*out = b;
-	*len = n;
-	return ES_OK;
+	*len = *out ? strlen(*out) : 0;
+	return rc;
 }
 
 es_err es_renew_cert_read(const char *path, es_renew_cert *out, char *err,

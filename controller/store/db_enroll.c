@@ -19,7 +19,7 @@ es_err es_db_token_create(es_db *db, const es_db_token *t)
 
 	if (!labels)
 		return ES_ERR_NOMEM;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
 		goto cleanup;
 	rc = es_sqlite_prepare(db->sq, "SELECT 1 FROM bootstrap_tokens WHERE id = ?", &st);
 	if (rc != ES_OK)
@@ -109,7 +109,7 @@ es_err es_db_token_delete(es_db *db, const char *id)
 	sqlite3_stmt *st = NULL;
 	es_err rc;
 
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
 	rc = es_sqlite_prepare(db->sq, "DELETE FROM bootstrap_tokens WHERE id = ?", &st);
 	if (rc != ES_OK)
@@ -159,7 +159,7 @@ es_err es_db_join_record(es_db *db, const es_db_join *j, time_t now,
 	*result = ES_DB_JOIN_TOKEN_UNKNOWN;
 	if (labels)
 		*labels = NULL;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
 	rc = es_sqlite_prepare(db->sq, "SELECT secret_sha256, expires, usages, used,"
 			       " name_prefix, labels FROM bootstrap_tokens WHERE id = ?",
@@ -254,7 +254,7 @@ cleanup:
 es_err es_db_cert_record(es_db *db, const char *serial, const char *node,
 			 const char *key_pin, time_t not_after, time_t now)
 {
-	es_err rc = es_sqlite_begin(db->sq);
+	es_err rc = db__begin(db);
 
 	if (rc != ES_OK)
 		return rc;
@@ -269,7 +269,7 @@ es_err es_db_renew_record(es_db *db, const es_db_renew *r, time_t now,
 	es_err rc;
 
 	*result = ES_DB_RENEW_NOT_ISSUED;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
 	rc = es_sqlite_prepare(db->sq, "SELECT c.key_pin, c.revoked, e.key_pin"
 			       " FROM certificates c LEFT JOIN enrollments e"
@@ -372,7 +372,7 @@ es_err es_db_node_revoke(es_db *db, const char *node, const char *extra_serial,
 	es_err rc;
 
 	*count = 0;
-	if ((rc = es_sqlite_begin(db->sq)) != ES_OK)
+	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
 	rc = es_sqlite_prepare(db->sq, "UPDATE certificates SET revoked = 1"
 			       " WHERE node = ? AND revoked = 0", &st);

@@ -248,6 +248,22 @@ static void db_tokens(void **state)
 	assert_int_equal(es_enroll_sha256_hex("0123456789abcdeX", 16, bad), ES_OK);
 	assert_int_equal(es_db_token_create(f->sdb, &t), ES_OK);
 	assert_int_equal(es_db_token_create(f->sdb, &t), ES_ERR_EXISTS);
+	/* Inside a report batch whose transaction is open (a desiredAck
+	 * stored), token and enrollment writes still go through. */
+	{
+		es_db_token t2 = t;
+		int64_t acked;
+		int changed;
+
+		t2.id = "bcdefg";
+		es_db_batch_begin(f->sdb);
+		assert_int_equal(es_db_node_hello(f->sdb, "edge-9", NULL, "v", "b", now,
+						  &acked, &changed), ES_OK);
+		assert_int_equal(es_db_node_desired_ack(f->sdb, "edge-9", 1, now), ES_OK);
+		assert_int_equal(es_db_token_create(f->sdb, &t2), ES_OK);
+		assert_int_equal(es_db_token_delete(f->sdb, "bcdefg"), ES_OK);
+		assert_int_equal(es_db_batch_commit(f->sdb), ES_OK);
+	}
 	assert_int_equal(es_db_token_list(f->sdb, &list), ES_OK);
 	assert_int_equal(cJSON_GetArraySize(list), 1);
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0), "id")->valuestring,
