@@ -14,6 +14,16 @@
 # the SHA-256 pinned by the caller. A source tree without a CMake build of
 # its own is built by the project in cmake/thirdparty/<name>/ when that
 # directory exists; it gets the unpacked source as ES_SRC.
+#
+# ES_DEPS_CACHE (cache variable, default from the environment; empty: off)
+# names a directory shared by build trees, so that a new clone (CI makes
+# one every run) does not build the libraries again: each library's
+# installed files are kept there as <name>-<key>.tar.gz, where key is the
+# SHA-256 of its settings with this tree's paths taken out, the toolchain
+# files, its build of its own and the keys of the libraries built before
+# it in this tree (libwebsockets is built against mbedTLS). A tree whose
+# library is missing takes it from there when the key matches, else builds
+# it and puts it there.
 
 include_guard(GLOBAL)
 
@@ -33,6 +43,8 @@ set(ES_DEPS_BUILD   "${ES_DEPS_DIR}/build")
 set(ES_DEPS_INSTALL "${ES_DEPS_DIR}/install")
 set(ES_DEPS_JOBS 2 CACHE STRING "Parallel jobs for the third-party builds")
 set(_es_thirdparty_projects "${CMAKE_CURRENT_LIST_DIR}/thirdparty")
+set(ES_DEPS_CACHE "$ENV{ES_DEPS_CACHE}" CACHE PATH
+    "Directory of third-party builds shared by build trees (optional)")
 
 
 # _es_fetch(<debian source package> <tarball file name> <sha256> <out var>)
@@ -96,6 +108,57 @@ function(_es_run name step)
     endif()
 endfunction()
 
+# _es_cache_key(<name> <sha> <cache text> <out var>): the key of a library
+# in ES_DEPS_CACHE (see above), also recorded as what the libraries built
+# after it in this tree depend on.
+function(_es_cache_key name sha cache_text out)
+    string(REPLACE "${ES_DEPS_DIR}" "@deps@" norm "${cache_text}")
+    string(REPLACE "${CMAKE_SOURCE_DIR}" "@source@" norm "${norm}")
+    file(GLOB toolchains "${CMAKE_SOURCE_DIR}/cmake/toolchains/*.cmake")
+    list(SORT toolchains)
+    foreach(f IN LISTS toolchains)
+        file(SHA256 "${f}" fsha)
+        string(APPEND norm "# ${f} ${fsha}\n")
+    endforeach()
+    string(REPLACE "${CMAKE_SOURCE_DIR}" "@source@" norm "${norm}")
+    get_property(chain GLOBAL PROPERTY _es_deps_chain)
+    string(SHA256 key "${chain}\n${name} ${sha}\n${norm}")
+    set_property(GLOBAL APPEND PROPERTY _es_deps_chain "${name}=${key}")
+    set(${out} "${key}" PARENT_SCOPE)
+endfunction()
+
+# _es_cache_put(<name> <archive>): the files <name>'s install wrote (its
+# install_manifest.txt), relative to _deps/install, into <archive>, written
+# under a temporary name and renamed, so a tree never sees half of one.
+# A failure only warns: the cache is an optimisation.
+function(_es_cache_put name archive)
+    set(manifest "${ES_DEPS_BUILD}/${name}/install_manifest.txt")
+    if(NOT EXISTS "${manifest}")
+        message(WARNING "edgesync: ${manifest} missing; ${name} not kept in ${ES_DEPS_CACHE}")
+        return()
+    endif()
+    file(STRINGS "${manifest}" files)
+    set(rel "")
+    foreach(f IN LISTS files)
+        file(RELATIVE_PATH r "${ES_DEPS_INSTALL}" "${f}")
+        string(APPEND rel "${r}\n")
+    endforeach()
+    set(list "${ES_DEPS_DIR}/${name}-cache-files.txt")
+    file(WRITE "${list}" "${rel}")
+    file(MAKE_DIRECTORY "${ES_DEPS_CACHE}")
+    string(RANDOM LENGTH 8 tag)
+    set(tmp "${archive}.${tag}.tmp")
+    execute_process(COMMAND tar -czf "${tmp}" -C "${ES_DEPS_INSTALL}" -T "${list}"
+                    RESULT_VARIABLE rc ERROR_VARIABLE msg)
+    if(rc EQUAL 0)
+        file(RENAME "${tmp}" "${archive}")
+        message(STATUS "edgesync: ${name} kept in ${archive}")
+    else()
+        file(REMOVE "${tmp}")
+        message(WARNING "edgesync: could not keep ${name} in ${ES_DEPS_CACHE}: ${msg}")
+    endif()
+endfunction()
+
 # _es_build(<name> <pkg> <file> <sha> <src subdir> <library> <cache text>)
 # Builds and installs one package when <library> is missing or <cache text>
 # (its initial-cache file) changed since the last build.
@@ -109,6 +172,11 @@ function(_es_build name pkg file sha srcdir lib cache_text)
     endif()
     set(init "${ES_DEPS_DIR}/${name}-init.cmake")
     set(stamp "${ES_DEPS_DIR}/${name}.stamp")
+    set(kept "")
+    if(ES_DEPS_CACHE)
+        _es_cache_key(${name} "${sha}" "${cache_text}" key)
+        set(kept "${ES_DEPS_CACHE}/${name}-${key}.tar.gz")
+    endif()
     set(old "")
     if(EXISTS "${stamp}")
         file(READ "${stamp}" old)
@@ -116,6 +184,16 @@ function(_es_build name pkg file sha srcdir lib cache_text)
     if(EXISTS "${lib}" AND old STREQUAL cache_text)
         message(STATUS "edgesync: ${name} up to date (${lib})")
         return()
+    endif()
+    if(kept AND EXISTS "${kept}")
+        file(MAKE_DIRECTORY "${ES_DEPS_INSTALL}")
+        file(ARCHIVE_EXTRACT INPUT "${kept}" DESTINATION "${ES_DEPS_INSTALL}")
+        if(EXISTS "${lib}")
+            file(WRITE "${stamp}" "${cache_text}")
+            message(STATUS "edgesync: ${name} taken from ${kept}")
+            return()
+        endif()
+        message(WARNING "edgesync: ${kept} holds no ${lib}; building ${name}")
     endif()
 
     string(TIMESTAMP t0 "%s")
@@ -151,6 +229,9 @@ function(_es_build name pkg file sha srcdir lib cache_text)
         message(FATAL_ERROR "edgesync: ${name} built but ${lib} was not installed; see ${ES_DEPS_DIR}/${name}-*.log")
     endif()
     file(WRITE "${stamp}" "${cache_text}")
+    if(kept)
+        _es_cache_put(${name} "${kept}")
+    endif()
     string(TIMESTAMP t1 "%s")
     math(EXPR dt "${t1} - ${t0}")
     message(STATUS "edgesync: built ${name} in ${dt} s (logs: ${ES_DEPS_DIR}/${name}-*.log)")

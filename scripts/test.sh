@@ -30,6 +30,12 @@ fi
 build=${ES_BUILD_DIR:-build}
 jobs=${ES_JOBS:-$(nproc)}
 
+# The third-party builds (mbedTLS and libwebsockets for every tree, the
+# static agent's libraries) are kept the same way, under a key of their
+# settings (cmake/EsThirdPartyBuild.cmake, ES_DEPS_CACHE).
+if [[ ${CI:-} == true && ${EUID} -eq 0 && -z ${ES_DEPS_CACHE:-} ]]; then
+    export ES_DEPS_CACHE=/var/cache/edgesync/deps
+fi
 cmake -S . -B "${build}" -DES_WERROR=ON
 cmake --build "${build}" -j "${jobs}"
 # The platform tests (label platform) record how long each step took.
