@@ -74,6 +74,7 @@ struct es_server {
 	volatile sig_atomic_t stop;
 	lws_sorted_usec_list_t sweep;
 	es_admin_hooks hooks;
+	es_store *store;       /* es_server_set_store; NULL: SQLite over db */
 	/* server_sync.c: the open batch of the store (es_db_batch_begin). */
 	conn *batch;           /* connections owed acks when it commits */
 	lws_sorted_usec_list_t batch_sul;
