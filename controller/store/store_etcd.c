@@ -30,6 +30,7 @@ typedef struct est {
 	size_t opendlen;
 	es_etcd_watch *w;
 	int listing, synced, relist_owed;
+	int followed;        /* the file mirrored etcd before this list */
 	int64_t rev;         /* the mirror's revision */
 	wop *ops;            /* writes in progress */
 	lws_sorted_usec_list_t sul;
@@ -559,6 +560,13 @@ static void on_list(void *ud, const es_etcd_result *r)
 	if ((rc = es_db_object_list(s->db, ES_KIND_UNKNOWN, &old)) != ES_OK ||
 	    (rc = es_db_mirror_reset(s->db, objs, r->resp->revision)) != ES_OK)
 		goto retry;
+	if (!s->followed && cJSON_GetArraySize(old) > 0) {
+		snprintf(n, sizeof(n), "%d", cJSON_GetArraySize(old));
+		es_log_warn("store", "the desired objects this file held as a SQLite store"
+			    " are replaced by etcd's; apply them again to keep them",
+			    "objects", n, NULL);
+	}
+	s->followed = 1;
 	s->rev = r->resp->revision;
 	snprintf(rv, sizeof(rv), "%" PRId64, s->rev);
 	snprintf(n, sizeof(n), "%d", cJSON_GetArraySize(objs));
@@ -669,6 +677,7 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
 		es_errf(rc, err, errsz, "the store's mirror could not be read");
 		goto fail;
 	}
+	s->followed = following;
 	if (following && s->rev > 0)
 		watch_from(s, s->rev + 1);
 	else

@@ -9,6 +9,7 @@ exactly the current set for it when it is back: the deletion record of the
 old uid is not lost because the name was reused."""
 
 import os
+import subprocess
 import unittest
 
 from etcd_util import Etcd
@@ -65,6 +66,13 @@ class EtcdStoreTest(unittest.TestCase):
         st, body = https_json("localhost", admin_port, self.c.admin_ssl(), "GET",
                               f"{API}/collectorconfigs/{name}")
         return body if st == 200 else None
+
+    def etcdctl(self, *args):
+        return subprocess.run(["etcdctl", "--endpoints", self.etcd.endpoint(),
+                               "--cacert", self.etcd.ca, "--cert", self.etcd.cert,
+                               "--key", self.etcd.key] + list(args),
+                              capture_output=True, text=True, timeout=30, check=True,
+                              env=dict(os.environ, ETCDCTL_API="3")).stdout
 
     def held(self, node):
         """{name: (uid, resourceVersion)} of the agent's desired objects."""
@@ -147,6 +155,37 @@ class EtcdStoreTest(unittest.TestCase):
                               "collectorconfigs")
         names = sorted(i["metadata"]["name"] for i in lst["items"])
         self.assertEqual(names, ["web"])
+
+    def test_compacted_past_a_stopped_controller(self):
+        """B is away while etcd's history it would resume from is compacted:
+        it lists again, and its agent, older than that list, gets the full
+        list: exactly the current set."""
+        self.c.start_agent("node-b", extra=["--controller-url",
+                                            f"wss://127.0.0.1:{self.b_port}"])
+        self.ctl(self.c.admin_port, "apply", "-f", "-", stdin=cc("one", 5))
+        one = self.get(self.c.admin_port, "one")
+        self.wait_held("node-b", {"one": (one["metadata"]["uid"],
+                                          one["metadata"]["resourceVersion"])},
+                       "the first object at the agent on B")
+        self.b.stop()
+        self.ctl(self.c.admin_port, "delete", "collectorconfig", "one")
+        self.ctl(self.c.admin_port, "apply", "-f", "-", stdin=cc("two", 5))
+        two = self.get(self.c.admin_port, "two")
+        self.etcdctl("compact", str(two["metadata"]["resourceVersion"]))
+        self.c.agents["node-b"].stop()
+        self.start_b()
+        listed = 'msg="mirror listed from etcd"'
+        wait_for("B to list etcd again", lambda: listed in self.b.output())
+        self.assertIn('msg="etcd compacted past the mirror; listing again"',
+                      self.b.output())
+        # The agent's version is older than the list: a full list.
+        self.c.start_agent("node-b", extra=["--controller-url",
+                                            f"wss://127.0.0.1:{self.b_port}"])
+        self.wait_held("node-b", {"two": (two["metadata"]["uid"],
+                                          two["metadata"]["resourceVersion"])},
+                       "the agent on B after B listed etcd again")
+        self.assertIn('msg="desired sync: full list" node=node-b',
+                      self.b.output().split(listed)[-1])
 
 
 if __name__ == "__main__":
