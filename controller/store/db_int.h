@@ -98,6 +98,11 @@ es_err db__object_load(es_db *db, const char *kind, const char *name, cJSON **ou
  * transaction. Errors: ES_ERR_DB, ES_ERR_NOMEM. */
 es_err db__object_write(es_db *db, const cJSON *o);
 
+/* Runs sql, which binds kind (?1) and name (?2) and returns no row; op
+ * names it in the log. Errors: ES_ERR_DB. */
+es_err db__exec_kind_name(es_db *db, const char *sql, const char *kind,
+			  const char *name, const char *op);
+
 /* ---- db_state.c ---- */
 
 /* The members of a report message the store needs; borrowed from msg. */

@@ -129,7 +129,6 @@ es_err es_db_mirror_delete(es_db *db, es_kind kind, const char *name, int64_t re
 			   cJSON **deleted)
 {
 	const char *k = es_obj_kind_name(kind);
-	sqlite3_stmt *st = NULL;
 	cJSON *prev = NULL;
 	es_err rc;
 
@@ -145,13 +144,8 @@ es_err es_db_mirror_delete(es_db *db, es_kind kind, const char *name, int64_t re
 	if (rc != ES_OK)
 		goto cleanup;
 	if (prev) {
-		rc = es_sqlite_prepare(db->sq, "DELETE FROM objects WHERE kind = ? AND name = ?",
-				       &st);
-		if (rc != ES_OK)
-			goto cleanup;
-		sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-		if ((rc = es_sqlite_step_done(db->sq, st, "mirror delete")) != ES_OK ||
+		if ((rc = db__exec_kind_name(db, "DELETE FROM objects WHERE kind = ? AND"
+					     " name = ?", k, name, "mirror delete")) != ES_OK ||
 		    (rc = tombstone(db, k, name, es_obj_uid(prev), rev)) != ES_OK)
 			goto cleanup;
 	}
@@ -164,7 +158,6 @@ es_err es_db_mirror_delete(es_db *db, es_kind kind, const char *name, int64_t re
 		prev = NULL;
 	}
 cleanup:
-	sqlite3_finalize(st);
 	es_sqlite_rollback(db->sq);
 	cJSON_Delete(prev);
 	return rc;

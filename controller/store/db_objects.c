@@ -112,8 +112,8 @@ cleanup:
 	return rc;
 }
 
-static es_err exec_kind_name(es_db *db, const char *sql, const char *kind,
-			     const char *name, const char *op)
+es_err db__exec_kind_name(es_db *db, const char *sql, const char *kind,
+			  const char *name, const char *op)
 {
 	sqlite3_stmt *st = NULL;
 	es_err rc = es_sqlite_prepare(db->sq, sql, &st);
@@ -273,7 +273,7 @@ es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
 		goto cleanup;
 	if ((rc = es_db_next_rv(db, &rv)) != ES_OK)
 		goto cleanup;
-	if ((rc = exec_kind_name(db, "DELETE FROM objects WHERE kind = ? AND name = ?",
+	if ((rc = db__exec_kind_name(db, "DELETE FROM objects WHERE kind = ? AND name = ?",
 				 es_obj_kind_name(kind), name, "object delete")) != ES_OK)
 		goto cleanup;
 	if ((rc = es_sqlite_prepare(db->sq, "INSERT INTO tombstones (kind, name, uid,"

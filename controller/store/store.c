@@ -66,6 +66,9 @@ static const es_store_ops sqlite_ops = {
 	.put = sqlite_put,
 	.del = sqlite_del,
 	.close = NULL,
+	.session_take = NULL,
+	.session_cancel = NULL,
+	.session_drop = NULL,
 };
 
 void es_store_sqlite_init(es_store *s, es_db *db, es_store_changed_fn changed,
@@ -94,6 +97,29 @@ es_err es_store_delete(es_store *s, es_kind kind, const char *name,
 	    !es_obj_kind_name(kind) || !name)
 		return ES_ERR_INVAL;
 	return s->ops->del(s, kind, name, cb, ud);
+}
+
+es_err es_store_session_take(es_store *s, const char *node, es_store_cb cb,
+			     void *ud, void **token)
+{
+	*token = NULL;
+	if (!s || !s->ops || !s->ops->session_take)
+		return ES_ERR_UNSUPPORTED;
+	if (!node || !*node || !cb)
+		return ES_ERR_INVAL;
+	return s->ops->session_take(s, node, cb, ud, token);
+}
+
+void es_store_session_cancel(es_store *s, void *token)
+{
+	if (s && s->ops && s->ops->session_cancel && token)
+		s->ops->session_cancel(s, token);
+}
+
+void es_store_session_drop(es_store *s, const char *node)
+{
+	if (s && s->ops && s->ops->session_drop && node)
+		s->ops->session_drop(s, node);
 }
 
 const char *es_store_backend(const es_store *s)

@@ -54,6 +54,11 @@ typedef struct es_store_ops {
 	es_err (*del)(es_store *s, es_kind kind, const char *name,
 		      es_store_cb cb, void *ud);
 	void (*close)(es_store *s);
+	/* Node sessions (es_store_session_take); NULL: none to take. */
+	es_err (*session_take)(es_store *s, const char *node, es_store_cb cb,
+			       void *ud, void **token);
+	void (*session_cancel)(es_store *s, void *token);
+	void (*session_drop)(es_store *s, const char *node);
 } es_store_ops;
 
 struct es_store {
@@ -80,6 +85,24 @@ es_err es_store_put(es_store *s, const cJSON *obj, int create_only,
  * es_store_put. */
 es_err es_store_delete(es_store *s, es_kind kind, const char *name,
 		       es_store_cb cb, void *ud);
+
+/*
+ * Takes node's session for this controller, so that one controller at a
+ * time serves a node (etcd: the key <prefix>sessions/<node>, bound to
+ * this controller's lease, so it goes when the controller does). cb runs
+ * once with rc ES_OK (this controller holds it, also when it held it
+ * already), ES_ERR_EXISTS (another controller holds it: error names it)
+ * or ES_ERR_IO (etcd did not answer); *token (set before cb can run) is
+ * for es_store_session_cancel. Returns ES_ERR_UNSUPPORTED when the
+ * backend has no sessions (sqlite: the one controller serves every node;
+ * cb never runs), ES_ERR_NOMEM.
+ */
+es_err es_store_session_take(es_store *s, const char *node, es_store_cb cb,
+			     void *ud, void **token);
+/* Forgets a take whose cb has not run yet (cb then never runs). */
+void es_store_session_cancel(es_store *s, void *token);
+/* Gives node's session up when this controller holds it (no answer). */
+void es_store_session_drop(es_store *s, const char *node);
 
 /* The SQLite backend over db (borrowed), telling changed(ud, ...) (may be
  * NULL) of each committed write. Needs no allocation: s is the caller's. */

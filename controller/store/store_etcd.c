@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "store/store_etcd.h"
-#include "etcd/etcd_client.h"
+#include "store/store_etcd_int.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_proto.h"
@@ -16,25 +16,6 @@
 
 #define RELIST_RETRY_US (1000 * LWS_US_PER_MS)
 #define TICK_US (250 * LWS_US_PER_MS)
-
-typedef struct wop wop;
-
-typedef struct est {
-	es_store *store;
-	struct lws_context *ctx;
-	es_etcd *e;
-	es_db *db;
-	char *opfx;          /* <prefix>objects/ */
-	size_t oplen;
-	char opend[512];     /* its range end */
-	size_t opendlen;
-	es_etcd_watch *w;
-	int listing, synced, relist_owed;
-	int followed;        /* the file mirrored etcd before this list */
-	int64_t rev;         /* the mirror's revision */
-	wop *ops;            /* writes in progress */
-	lws_sorted_usec_list_t sul;
-} est;
 
 struct wop {
 	est *s;
@@ -606,6 +587,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
 	if (s->relist_owed && !s->listing)
 		relist(s);
 	ops_release(s, es_time_mono_us());
+	store_etcd__session_tick(s, es_time_mono_us());
 	schedule(s, s->relist_owed ? RELIST_RETRY_US : TICK_US);
 }
 
@@ -625,9 +607,11 @@ static void etcd_close(es_store *st)
 	lws_sul_cancel(&s->sul);
 	es_etcd_watch_cancel(s->w);
 	es_etcd_destroy(s->e); /* no callback runs after this */
+	store_etcd__session_close(s);
 	while (s->ops)
 		op_finish(s->ops, ES_ERR_IO, "the controller is stopping");
 	free(s->opfx);
+	free(s->prefix);
 	free(s);
 	st->impl = NULL;
 }
@@ -637,6 +621,9 @@ static const es_store_ops etcd_ops = {
 	.put = etcd_put,
 	.del = etcd_del,
 	.close = etcd_close,
+	.session_take = store_etcd__session_take,
+	.session_cancel = store_etcd__session_cancel,
+	.session_drop = store_etcd__session_drop,
 };
 
 es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
@@ -657,10 +644,14 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
 		return es_errf(ES_ERR_INVAL, err, errsz, "etcd-prefix: \"%s\" must end with"
 			       " '/' and be shorter than %zu bytes", prefix,
 			       sizeof(s->opend) - sizeof("objects/"));
-	if (!(s = calloc(1, sizeof(*s))) || !(s->opfx = malloc(plen + sizeof("objects/")))) {
+	if (!(s = calloc(1, sizeof(*s))) || !(s->opfx = malloc(plen + sizeof("objects/"))) ||
+	    !(s->prefix = strdup(prefix))) {
+		if (s)
+			free(s->opfx);
 		free(s);
 		return es_errf(ES_ERR_NOMEM, err, errsz, "etcd store: out of memory");
 	}
+	s->plen = plen;
 	s->oplen = (size_t)sprintf(s->opfx, "%sobjects/", prefix);
 	s->opendlen = es_etcd_prefix_end(s->opfx, s->oplen, s->opend);
 	s->ctx = ctx;
@@ -673,6 +664,10 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
 	out->changed_ud = ud;
 	if ((rc = es_etcd_new(ctx, &eo, &s->e, err, errsz)) != ES_OK)
 		goto fail;
+	if ((rc = store_etcd__session_start(s)) != ES_OK) {
+		es_errf(rc, err, errsz, "etcd store: out of memory");
+		goto fail;
+	}
 	if ((rc = es_db_mirror_state(db, &following, &s->rev)) != ES_OK) {
 		es_errf(rc, err, errsz, "the store's mirror could not be read");
 		goto fail;

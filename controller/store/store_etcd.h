@@ -21,6 +21,12 @@
  * answer) is settled by reading the key. A write that committed is
  * answered once the mirror holds its revision (a read after the answer
  * sees it), or after 3 s if the watch lags (the write stands).
+ *
+ * Node sessions (store.h, es_store_session_take): the key
+ * <prefix>sessions/<node> holds "<host>/<uuid>" of the controller serving
+ * the node, put with compare create_revision = 0 under this controller's
+ * lease (ES_STORE_ETCD_SESSION_TTL, kept alive every third of it), deleted
+ * with compare value = this controller's id when the session ends.
  */
 #ifndef ES_CTRL_STORE_ETCD_H
 #define ES_CTRL_STORE_ETCD_H
@@ -34,6 +40,9 @@
 #define ES_STORE_ETCD_ATTEMPTS 8
 /* How long a committed write waits for the mirror before it is answered. */
 #define ES_STORE_ETCD_WAIT_MS 3000
+/* Seconds of the controller's lease that node sessions are bound to: a
+ * controller that stops answering gives its nodes up after this. */
+#define ES_STORE_ETCD_SESSION_TTL 10
 /* The default key prefix (etcd-prefix). */
 #define ES_STORE_ETCD_PREFIX "/edgesync/"
 

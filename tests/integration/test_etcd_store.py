@@ -13,7 +13,10 @@ import subprocess
 import unittest
 
 from etcd_util import Etcd
-from harness import API, BIN_DIR, Cluster, Proc, free_port, https_json, main, wait_for
+import signal
+
+from harness import (API, BIN_DIR, Cluster, Proc, WSClient, free_port, hello,
+                     https_json, main, wait_for)
 
 NODES = ["node-a", "node-b"]
 
@@ -186,6 +189,45 @@ class EtcdStoreTest(unittest.TestCase):
                        "the agent on B after B listed etcd again")
         self.assertIn('msg="desired sync: full list" node=node-b',
                       self.b.output().split(listed)[-1])
+
+    def hello_at(self, port, node):
+        """A raw session of node to the controller on port: the first
+        message after its hello."""
+        ws = WSClient("127.0.0.1", port, os.path.join(self.c.dev, "ca.crt"),
+                      *self.c.node_cert(node))
+        try:
+            ws.send_json(hello(node))
+            _, m = ws.recv()
+            return m
+        finally:
+            ws.close()
+
+    def test_one_controller_per_node(self):
+        """A node served by A is told by B to come back later, naming A's
+        session; once A's session ends B serves it; when B dies, its lease
+        expires and A serves the node again."""
+        self.c.start_agent("node-a")
+        wait_for("node-a at A", lambda: (self.c.node("node-a") or {}).get(
+            "status", {}).get("sync", {}).get("connected"))
+        m = self.hello_at(self.b_port, "node-a")
+        self.assertEqual(m["type"], "error", m)
+        self.assertEqual(m["code"], "Overloaded", m)
+        self.assertIn("node node-a is served by controller", m["message"])
+        self.assertEqual(m["retryAfterSeconds"], 10)
+        self.c.agents["node-a"].stop()
+        wait_for("B to serve node-a once A gave it up",
+                 lambda: self.hello_at(self.b_port, "node-a")["type"] == "welcome")
+        # B holds it while a session is open there; then B dies.
+        ws = WSClient("127.0.0.1", self.b_port, os.path.join(self.c.dev, "ca.crt"),
+                      *self.c.node_cert("node-a"))
+        ws.send_json(hello("node-a"))
+        self.assertEqual(ws.recv()[1]["type"], "welcome")
+        self.assertEqual(self.hello_at(self.c.port, "node-a")["type"], "error")
+        self.b.stop(signal.SIGKILL)
+        ws.close()
+        wait_for("A to serve node-a once B's lease expired",
+                 lambda: self.hello_at(self.c.port, "node-a")["type"] == "welcome",
+                 timeout=30, interval=1)
 
 
 if __name__ == "__main__":
