@@ -165,7 +165,7 @@ static void op_committed(wop *op, int64_t rev)
 }
 
 /* Answers the writes the mirror has caught up with, or that waited long
- * enough (now_us 0: only the first). */
+ * enough by now_us (0: only those the mirror holds). */
 static void ops_release(est *s, int64_t now_us)
 {
 	wop *op = s->ops, *next;
