@@ -9,14 +9,13 @@ exactly the current set for it when it is back: the deletion record of the
 old uid is not lost because the name was reused."""
 
 import os
+import signal
 import subprocess
 import unittest
 
 from etcd_util import Etcd
-import signal
-
-from harness import (API, BIN_DIR, Cluster, Proc, WSClient, free_port, hello,
-                     https_json, main, wait_for)
+from harness import (API, Cluster, WSClient, free_port, hello, https_json, main,
+                     wait_for)
 
 NODES = ["node-a", "node-b"]
 
@@ -47,19 +46,8 @@ class EtcdStoreTest(unittest.TestCase):
     def start_b(self):
         """Controller B: its own state directory (its mirror) and ports, A's
         dev certificates, the same etcd."""
-        dev = self.c.dev
-        argv = [os.path.join(BIN_DIR, "edgesync-controller"), "run",
-                "--state-dir", os.path.join(self.c.dir, "controller-b"),
-                "--listen", f"127.0.0.1:{self.b_port}",
-                "--admin-listen", f"127.0.0.1:{self.b_admin}",
-                "--cert", os.path.join(dev, "controller.crt"),
-                "--key", os.path.join(dev, "controller.key"),
-                "--client-ca", os.path.join(dev, "ca.crt"),
-                "--log-level", "debug"] + self.etcd_flags()
-        self.b = Proc("controller-b", argv, os.path.join(self.c.dir, "controller-b.log"))
-        self.c.procs.append(self.b)
-        wait_for("controller B", lambda: self.c._alive_or_fail(self.b)
-                 and self.c._listening(self.b_port) and self.c._listening(self.b_admin))
+        self.b = self.c.start_peer_controller("controller-b", self.b_port, self.b_admin,
+                                              self.etcd_flags())
 
     def ctl(self, admin_port, *args, stdin=None, check=True):
         return self.c.ctl("--server", f"https://localhost:{admin_port}", *args,
