@@ -5,7 +5,8 @@
  * the mirror of an etcd store (db.h: es_db_mirror_*): revisions from etcd,
  * a tombstone per deleted uid and per uid replaced under a reused name,
  * two deletions at one revision moving the compaction point, progress,
- * and a list again dropping what etcd no longer holds.
+ * and a list again dropping what etcd no longer holds; the etcd backend's
+ * refusal of a bad prefix.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 
 #include "store/db.h"
 #include "store/store.h"
+#include "store/store_etcd.h"
 #include "es_json.h"
 #include "testutil.h"
 
@@ -266,12 +268,29 @@ static void test_object_next(void **state)
 	cJSON_Delete(o2);
 }
 
+/* A prefix that does not end in '/' is refused naming the setting, before
+ * anything is dialled. */
+static void test_etcd_bad_prefix(void **state)
+{
+	fx *f = *state;
+	const char *eps[] = { "http://127.0.0.1:1" };
+	es_store_etcd_opts o = { .endpoints = eps, .n_endpoints = 1, .prefix = "/x" };
+	es_store s;
+	char err[256] = "";
+
+	assert_int_equal(es_store_etcd_open(NULL, &o, f->db, NULL, NULL, &s, err,
+					    sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "etcd-prefix"));
+	assert_null(s.ops);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_sqlite_backend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mirror, setup, teardown),
 		cmocka_unit_test(test_object_next),
+		cmocka_unit_test_setup_teardown(test_etcd_bad_prefix, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
