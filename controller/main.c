@@ -19,6 +19,8 @@
 #include "ca/ca_cli.h"
 #include "config/config.h"
 #include "store/db.h"
+#include "store/store_etcd.h"
+#include "es_urllist.h"
 #include "es_cli.h"
 #include "es_fs.h"
 #include "es_lockfile.h"
@@ -58,6 +60,10 @@ static void usage(FILE *f)
 		"Development: " PROG " run --dev --state-dir DIR [--dev-node NAME]...\n"
 		"makes a throwaway CA and certificates in DIR/dev and writes\n"
 		"DIR/dev/edgesyncctl.conf and DIR/dev/agent-<node>.conf.\n"
+		"\n"
+		"Several controllers: give each --store etcd and the same\n"
+		"--etcd-endpoints (with --etcd-cert, --etcd-key, --etcd-ca); desired\n"
+		"objects then live in etcd and an apply on any reaches every agent.\n"
 		"\n"
 		"Exit status: 0 stopped cleanly, 1 runtime failure, 2 usage or\n"
 		"configuration error.\n");
@@ -168,8 +174,41 @@ static int has_cert(const char *key, const char *path)
 	return -1;
 }
 
+/* store = etcd: the etcd backend on the server's loop, the db its
+ * mirror. Returns 0, or 1 (logged). */
+static int etcd_store_open(const es_ccfg *cfg, es_db *db, es_store *st)
+{
+	es_urllist l = { 0 };
+	es_store_etcd_opts eo = { 0 };
+	char err[1024];
+	es_err rc;
+
+	if ((rc = es_urllist_split("etcd-endpoints", cfg->etcd_endpoints, &l, err,
+				   sizeof(err))) == ES_OK) {
+		eo.endpoints = (const char *const *)l.items;
+		eo.n_endpoints = l.n;
+		eo.cert = cfg->etcd_cert;
+		eo.key = cfg->etcd_key;
+		eo.ca = cfg->etcd_ca;
+		eo.prefix = cfg->etcd_prefix;
+		rc = es_store_etcd_open(es_server_context(g_server), &eo, db,
+					es_server_object_changed, g_server, st, err,
+					sizeof(err));
+	}
+	es_urllist_free(&l);
+	if (rc != ES_OK) {
+		es_log_error("main", "cannot use the etcd store", "error", err, NULL);
+		return 1;
+	}
+	es_server_set_store(g_server, st);
+	es_log_info("main", "desired objects in etcd", "etcd-endpoints",
+		    cfg->etcd_endpoints, "etcd-prefix", cfg->etcd_prefix, NULL);
+	return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
+	es_store store = { 0 };
 	es_ccfg cfg = { 0 };
 	es_server_opts so = { 0 };
 	es_db *db = NULL;
@@ -293,6 +332,8 @@ static int cmd_run(int argc, char **argv)
 		es_log_error("main", "cannot start", "error", err, NULL);
 		goto cleanup;
 	}
+	if (cfg.store == ES_CCFG_STORE_ETCD && etcd_store_open(&cfg, db, &store) != 0)
+		goto cleanup;
 	if (es_cli_signals(on_signal) != ES_OK) {
 		es_log_error("main", "cannot install signal handlers", NULL, NULL);
 		goto cleanup;
@@ -312,6 +353,7 @@ static int cmd_run(int argc, char **argv)
 cleanup:
 	if (g_server)
 		es_notify_stopping();
+	es_store_close(&store);
 	es_server_destroy(g_server);
 	es_tickets_shutdown();
 	g_server = NULL;

@@ -24,7 +24,23 @@ typedef struct req {
 	const char *method;
 	const char *who;
 	es_admin_resp *resp;
+	es_store *store;          /* es_admin_handle_async's, or the request's own sqlite one */
+	es_admin_done_fn done;    /* es_admin_handle_async's (may be NULL) */
+	void *done_ud;
 } req;
+
+/* A write handed to the store: answered from its callback, inside the
+ * es_store call (sqlite) or later (etcd: through done). */
+typedef struct pending {
+	es_kind kind;
+	int create_only, is_delete, returned, completed;
+	char who[ES_NAME_MAX + 1];
+	char name[ES_NAME_MAX + 1];
+	es_admin_resp resp;
+	es_err rc;                /* filling resp ran out of memory */
+	es_admin_done_fn done;
+	void *done_ud;
+} pending;
 
 static es_err respond(req *r, int status, const char *type, char *take_body)
 {
@@ -250,10 +266,88 @@ static es_err read_body(req *r, es_kind kind, const char *path_name,
 	return rc;
 }
 
-static void notify(req *r, const cJSON *prev, const cJSON *cur)
+/* The answer to a finished write (es_store_cb). */
+static void write_done(void *ud, const es_store_result *res)
 {
-	if (r->hooks && r->hooks->object_changed)
-		r->hooks->object_changed(r->hooks->ud, prev, cur);
+	pending *p = ud;
+	req r = { .resp = &p->resp, .who = p->who };
+	const char *kn = es_obj_kind_name(p->kind), *plural = es_obj_kind_plural(p->kind);
+	char rvs[32];
+	cJSON *d;
+
+	p->completed = 1;
+	if (res->rc == ES_ERR_NOTFOUND) {
+		p->rc = not_found(&r, p->kind, p->name);
+	} else if (res->rc == ES_ERR_EXISTS) {
+		d = details_of(p->name, plural);
+		p->rc = d ? fail_details(&r, 409, d, "%s \"%s\" already exists", plural,
+					 p->name) : ES_ERR_NOMEM;
+	} else if (res->rc == ES_ERR_CONFLICT) {
+		d = details_of(p->name, plural);
+		p->rc = d ? fail_details(&r, 409, d, "%s \"%s\": %s; try again", plural,
+					 p->name, res->error) : ES_ERR_NOMEM;
+	} else if (res->rc != ES_OK) {
+		p->rc = store_failed(&r, res->rc, p->is_delete ? "delete" : "put");
+	} else if (p->is_delete) {
+		es_log_info("admin", "object deleted", "kind", kn, "name", p->name,
+			    "by", p->who, NULL);
+		p->rc = respond_json(&r, 200, cJSON_Duplicate(res->object, 1));
+	} else {
+		snprintf(rvs, sizeof(rvs), "%" PRId64, es_obj_resource_version(res->object));
+		es_log_info("admin", res->created ? "object created" : res->changed ?
+			    "object replaced" : "object unchanged", "kind", kn,
+			    "name", p->name, "resourceVersion", rvs, "by", p->who, NULL);
+		p->rc = respond_json(&r, res->created ? 201 : 200,
+				     cJSON_Duplicate(res->object, 1));
+	}
+	if (!p->returned)
+		return;
+	/* Answered after es_admin_handle_async returned. */
+	if (p->rc != ES_OK) {
+		free(p->resp.body);
+		memset(&p->resp, 0, sizeof(p->resp));
+	}
+	if (p->done)
+		p->done(p->done_ud, p->rc == ES_OK ? &p->resp : NULL);
+	else
+		free(p->resp.body);
+	free(p);
+}
+
+/* Hands a write to the store. obj: the object of a put (borrowed), NULL
+ * for a delete of kind/name. */
+static es_err write_start(req *r, es_kind kind, const char *name, const cJSON *obj,
+			  int create_only)
+{
+	pending *p = calloc(1, sizeof(*p));
+	es_err rc;
+
+	if (!p)
+		return ES_ERR_NOMEM;
+	p->kind = kind;
+	p->create_only = create_only;
+	p->is_delete = obj == NULL;
+	p->done = r->done;
+	p->done_ud = r->done_ud;
+	snprintf(p->who, sizeof(p->who), "%s", r->who);
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	rc = obj ? es_store_put(r->store, obj, create_only, write_done, p) :
+		   es_store_delete(r->store, kind, name, write_done, p);
+	if (rc != ES_OK) {
+		free(p);
+		return rc == ES_ERR_NOMEM ? rc : store_failed(r, rc, obj ? "put" : "delete");
+	}
+	if (!p->completed) {
+		p->returned = 1; /* write_done frees p */
+		if (!p->done) /* es_admin_handle over an asynchronous store */
+			return fail_details(r, 500, NULL, "the %s store answers later;"
+					    " the write goes on", es_store_backend(r->store));
+		return ES_OK; /* resp->status stays 0: answered through done */
+	}
+	*r->resp = p->resp;
+	rc = p->rc;
+	free(p);
+	return rc;
 }
 
 /* PUT (path_name set: create or replace) and POST (path_name NULL: create,
@@ -261,45 +355,13 @@ static void notify(req *r, const cJSON *prev, const cJSON *cur)
 static es_err apply(req *r, es_kind kind, const char *path_name,
 		    const char *body, size_t len)
 {
-	cJSON *obj = NULL, *stored = NULL, *prev = NULL, *existing = NULL;
-	int created = 0, changed = 0;
-	char rvs[32];
+	cJSON *obj = NULL;
 	es_err rc = read_body(r, kind, path_name, body, len, &obj);
 
 	if (rc != ES_OK || !obj)
 		return rc;
-	if (!path_name) {
-		rc = es_db_object_get(r->db, kind, es_obj_name(obj), &existing);
-		if (rc == ES_OK) {
-			cJSON *d = details_of(es_obj_name(obj), es_obj_kind_plural(kind));
-			rc = d ? fail_details(r, 409, d, "%s \"%s\" already exists",
-					      es_obj_kind_plural(kind), es_obj_name(obj)) :
-				 ES_ERR_NOMEM;
-			goto cleanup;
-		}
-		if (rc != ES_ERR_NOTFOUND) {
-			rc = store_failed(r, rc, "get");
-			goto cleanup;
-		}
-	}
-	rc = es_db_object_put(r->db, obj, &stored, &prev, &created, &changed);
-	if (rc != ES_OK) {
-		rc = store_failed(r, rc, "put");
-		goto cleanup;
-	}
-	snprintf(rvs, sizeof(rvs), "%" PRId64, es_obj_resource_version(stored));
-	es_log_info("admin", created ? "object created" : changed ? "object replaced" :
-		    "object unchanged", "kind", es_obj_kind_name(kind),
-		    "name", es_obj_name(stored), "resourceVersion", rvs, "by", r->who, NULL);
-	if (changed)
-		notify(r, prev, stored);
-	rc = respond_json(r, created ? 201 : 200, stored);
-	stored = NULL;
-cleanup:
+	rc = write_start(r, kind, es_obj_name(obj), obj, path_name == NULL);
 	cJSON_Delete(obj);
-	cJSON_Delete(stored);
-	cJSON_Delete(prev);
-	cJSON_Delete(existing);
 	return rc;
 }
 
@@ -317,15 +379,9 @@ static es_err desired_one(req *r, es_kind kind, const char *name)
 		return respond_json(r, 200, obj);
 	}
 	if (strcmp(r->method, "DELETE") == 0) {
-		rc = es_db_object_delete(r->db, kind, name, &obj);
-		if (rc == ES_ERR_NOTFOUND)
+		if (strlen(name) > ES_NAME_MAX)
 			return not_found(r, kind, name);
-		if (rc != ES_OK)
-			return store_failed(r, rc, "delete");
-		es_log_info("admin", "object deleted", "kind", es_obj_kind_name(kind),
-			    "name", name, "by", r->who, NULL);
-		notify(r, obj, NULL);
-		return respond_json(r, 200, obj);
+		return write_start(r, kind, name, NULL, 0);
 	}
 	return ES_ERR_INVAL;
 }
@@ -465,15 +521,22 @@ static es_err route(req *r, const char *path, const char *query,
 	return method_not_allowed(r, path);
 }
 
-es_err es_admin_handle(es_db *db, const es_admin_hooks *hooks,
-		       const char *method, const char *path, const char *query,
-		       const char *body, size_t len, const char *who,
-		       es_admin_resp *resp)
+es_err es_admin_handle_async(es_db *db, es_store *store,
+			     const es_admin_hooks *hooks, const char *method, const char *path, const char *query,
+			     const char *body, size_t len, const char *who,
+			     es_admin_done_fn done, void *done_ud, es_admin_resp *resp)
 {
-	req r = { db, hooks, method ? method : "", who ? who : "", resp };
+	es_store local;
+	req r = { db, hooks, method ? method : "", who ? who : "", resp,
+		  store, done, done_ud };
 	es_err rc;
 
 	memset(resp, 0, sizeof(*resp));
+	if (!r.store) {
+		es_store_sqlite_init(&local, db, hooks ? hooks->object_changed : NULL,
+				     hooks ? hooks->ud : NULL);
+		r.store = &local;
+	}
 	if (!path)
 		path = "";
 	rc = route(&r, path, query, body, len);
@@ -483,4 +546,13 @@ es_err es_admin_handle(es_db *db, const es_admin_hooks *hooks,
 		return ES_ERR_NOMEM;
 	}
 	return ES_OK;
+}
+
+es_err es_admin_handle(es_db *db, const es_admin_hooks *hooks,
+		       const char *method, const char *path, const char *query,
+		       const char *body, size_t len, const char *who,
+		       es_admin_resp *resp)
+{
+	return es_admin_handle_async(db, NULL, hooks, method, path, query, body, len, who,
+				     NULL, NULL, resp);
 }

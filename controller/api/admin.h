@@ -34,6 +34,7 @@
 #include <cjson/cJSON.h>
 #include "es_err.h"
 #include "store/db.h"
+#include "store/store.h"
 
 /* Largest request body accepted. */
 #define ES_ADMIN_MAX_BODY (4 * 1024 * 1024)
@@ -43,6 +44,8 @@ typedef struct es_admin_hooks {
 	 * created), cur the object after (NULL when deleted). The server pushes
 	 * `desired` changes to connected agents from here. May be NULL. */
 	void (*object_changed)(void *ud, const cJSON *prev, const cJSON *cur);
+	/* (Not with es_admin_handle_async's store: that tells its own
+	 * changed callback.) */
 	void *ud;
 	/* For the join command a new bootstrap token is shown with: the
 	 * signing CA's hash (NULL: the controller signs nothing) and the URL
@@ -80,5 +83,27 @@ es_err es_admin_handle(es_db *db, const es_admin_hooks *hooks,
 		       const char *method, const char *path, const char *query,
 		       const char *body, size_t len, const char *who,
 		       es_admin_resp *resp);
+
+/* The answer to a request es_admin_handle_async left pending: resp (the
+ * callee owns resp->body then, as after es_admin_handle), or NULL when
+ * memory ran out (answer 500). */
+typedef void (*es_admin_done_fn)(void *ud, es_admin_resp *resp);
+
+/*
+ * es_admin_handle with object writes going to store (store.h; NULL: the
+ * SQLite backend over db, telling hooks->object_changed, as
+ * es_admin_handle does), for a store that answers later (the etcd
+ * backend): a write handed to the store leaves resp->status 0, and
+ * done(done_ud, resp) runs once with the answer when the store has
+ * answered (later on the event loop; also when the store closes). Every
+ * other request is answered in resp before this returns, as by
+ * es_admin_handle (which is this with done NULL: a write the store would
+ * answer later is then answered 500 at once and goes on). done_ud must
+ * stay valid until done ran. Errors: ES_ERR_NOMEM only.
+ */
+es_err es_admin_handle_async(es_db *db, es_store *store,
+			     const es_admin_hooks *hooks, const char *method, const char *path, const char *query,
+			     const char *body, size_t len, const char *who,
+			     es_admin_done_fn done, void *done_ud, es_admin_resp *resp);
 
 #endif

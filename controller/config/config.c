@@ -14,12 +14,15 @@
 #include "es_enroll.h"
 #include "es_log.h"
 #include "es_obj.h"
+#include "es_urllist.h"
 #include "es_pki.h"
 #include "ca/ca.h"
 
 #define ES_CCFG_STRING(k, e, def, member, help)                               \
 	{ k, "EDGESYNC_" e, k, ES_SET_STRING, def, 0, 0,                      \
 	  offsetof(es_ccfg, member), help, NULL }
+
+const char *const es_ccfg_store_names[] = { "sqlite", "etcd", NULL };
 
 static const es_setting ccfg_table[] = {
 	ES_CCFG_STRING("listen", "LISTEN", "127.0.0.1:7443", listen,
@@ -108,6 +111,21 @@ static const es_setting ccfg_table[] = {
 	  offsetof(es_ccfg, overload_retry),
 	  "retryAfterSeconds told to an agent refused for load (it waits that to twice that)",
 	  NULL },
+	{ "store", "EDGESYNC_STORE", "store", ES_SET_ENUM, "sqlite", 0, 0,
+	  offsetof(es_ccfg, store),
+	  "where desired objects live: sqlite (this controller's db) or etcd (shared by"
+	  " every controller on it; db then mirrors it)", es_ccfg_store_names },
+	ES_CCFG_STRING("etcd-endpoints", "ETCD_ENDPOINTS", NULL, etcd_endpoints,
+		       "store = etcd: etcd client URLs, https://host:port (repeatable, or a,b,c;"
+		       " tried in turn)"),
+	ES_CCFG_STRING("etcd-cert", "ETCD_CERT", NULL, etcd_cert,
+		       "store = etcd: client certificate for etcd's mutual TLS, PEM"),
+	ES_CCFG_STRING("etcd-key", "ETCD_KEY", NULL, etcd_key,
+		       "store = etcd: private key of etcd-cert, PEM"),
+	ES_CCFG_STRING("etcd-ca", "ETCD_CA", NULL, etcd_ca,
+		       "store = etcd: CA that signed etcd's server certificate, PEM"),
+	ES_CCFG_STRING("etcd-prefix", "ETCD_PREFIX", "/edgesync/", etcd_prefix,
+		       "store = etcd: key prefix of this fleet's data, ending in '/'"),
 	ES_CCFG_STRING("tls-ticket-key", "TLS_TICKET_KEY", NULL, tls_ticket_key,
 		       "TLS session ticket key file, created 0600 if missing; give every controller the same (default <state-dir>/tls-ticket.key)"),
 	{ "tls-ticket-lifetime", "EDGESYNC_TLS_TICKET_LIFETIME", "tls-ticket-lifetime",
@@ -223,6 +241,19 @@ es_err es_ccfg_load(es_ccfg *cfg, int argc, char **argv, int first,
 				 NULL, NULL, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
+	/* --etcd-endpoints given several times is a list. */
+	{
+		char *joined = NULL;
+
+		rc = es_urllist_join_flag(argc, argv, first, "etcd-endpoints", &joined,
+					  err, errsz);
+		if (rc == ES_OK && joined) {
+			free(cfg->etcd_endpoints);
+			cfg->etcd_endpoints = joined;
+		}
+		if (rc != ES_OK)
+			goto cleanup;
+	}
 	if (flag_nodes) {
 		rc = es_config_set(ccfg_table, CCFG_N, cfg, "dev-node",
 				   flag_nodes, err, errsz);
@@ -293,6 +324,47 @@ static es_err check_dev_nodes(const char *list, char *err, size_t errsz)
 	return ES_OK;
 }
 
+/* The etcd settings of store = etcd: endpoints (es_urllist_split's
+ * rules, http:// or https://, https needing etcd-ca), etcd-cert and
+ * etcd-key together, a prefix ending in '/'. */
+static es_err check_etcd(const es_ccfg *cfg, char *err, size_t errsz)
+{
+	es_urllist l;
+	es_err rc;
+
+	if (cfg->store != ES_CCFG_STORE_ETCD)
+		return ES_OK;
+	if (!cfg->etcd_endpoints || !*cfg->etcd_endpoints)
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "etcd-endpoints: required with store = etcd");
+	if ((rc = es_urllist_split("etcd-endpoints", cfg->etcd_endpoints, &l, err,
+				   errsz)) != ES_OK)
+		return rc;
+	for (size_t i = 0; i < l.n && rc == ES_OK; i++) {
+		int tls = strncmp(l.items[i], "https://", 8) == 0;
+
+		if (!tls && strncmp(l.items[i], "http://", 7) != 0)
+			rc = es_errf(ES_ERR_INVAL, err, errsz, "etcd-endpoints: \"%s\": expected"
+				     " https://host:port or http://host:port", l.items[i]);
+		else if (tls && !(cfg->etcd_ca && *cfg->etcd_ca))
+			rc = es_errf(ES_ERR_INVAL, err, errsz, "etcd-ca: required for %s",
+				     l.items[i]);
+	}
+	es_urllist_free(&l);
+	if (rc != ES_OK)
+		return rc;
+	if (!(cfg->etcd_cert && *cfg->etcd_cert) != !(cfg->etcd_key && *cfg->etcd_key))
+		return es_errf(ES_ERR_INVAL, err, errsz, "%s: required with %s",
+			       cfg->etcd_cert && *cfg->etcd_cert ? "etcd-key" : "etcd-cert",
+			       cfg->etcd_cert && *cfg->etcd_cert ? "etcd-cert" : "etcd-key");
+	if (!cfg->etcd_prefix || !*cfg->etcd_prefix ||
+	    cfg->etcd_prefix[strlen(cfg->etcd_prefix) - 1] != '/')
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "etcd-prefix: \"%s\": must end with '/'",
+			       cfg->etcd_prefix ? cfg->etcd_prefix : "");
+	return ES_OK;
+}
+
 es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 {
 	char dev_dir[4096];
@@ -326,6 +398,8 @@ es_err es_ccfg_finish(es_ccfg *cfg, char *err, size_t errsz)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "dev-node: only meaningful with --dev");
 
+	if ((rc = check_etcd(cfg, err, errsz)) != ES_OK)
+		return rc;
 	rc = default_path(&cfg->db, cfg->state_dir, "controller.db");
 	if (rc == ES_OK)
 		rc = default_path(&cfg->tls_ticket_key, cfg->state_dir, "tls-ticket.key");

@@ -54,7 +54,16 @@ typedef struct es_ccfg {
 	char *tls_ticket_key;      /* session ticket key file; default
 				    * <state-dir>/tls-ticket.key */
 	int64_t tls_ticket_lifetime; /* seconds; 0: no tickets */
+	/* the store (store/store.h): ES_CCFG_STORE_* */
+	int store;
+	char *etcd_endpoints;      /* comma-separated client URLs */
+	char *etcd_cert, *etcd_key, *etcd_ca; /* etcd's mutual TLS, PEM files */
+	char *etcd_prefix;         /* key prefix, ends in '/' */
 } es_ccfg;
+
+/* Values of `store` (es_ccfg_store_names). */
+enum { ES_CCFG_STORE_SQLITE = 0, ES_CCFG_STORE_ETCD = 1 };
+extern const char *const es_ccfg_store_names[];
 
 /* The settings table (for help output and tests); *n gets its length. */
 const es_setting *es_ccfg_settings(size_t *n);

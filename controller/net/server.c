@@ -258,6 +258,7 @@ static void conn_release(conn *c)
 	if (c->state == CS_READY)
 		s->n_ready--;
 	server__batch_forget(c);
+	server__session_release(c);
 	if (c->helloed && !c->replaced &&
 	    es_db_node_disconnected(s->db, c->node, time(NULL)) != ES_OK)
 		es_log_error("server", "could not record the disconnection",

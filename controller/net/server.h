@@ -33,6 +33,7 @@
 #include <cjson/cJSON.h>
 #include "es_err.h"
 #include "store/db.h"
+#include "store/store.h"
 
 /* WebSocket close code for a connection replaced by a newer one of the same
  * node (private-use range, RFC 6455 section 7.4.2). */
@@ -110,6 +111,15 @@ void es_server_destroy(es_server *srv);
  * message's resourceVersion is the store's current one.
  */
 void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur);
+
+/*
+ * Sends the admin API's object writes to store (borrowed; store.h, the
+ * etcd backend) instead of SQLite over the server's db: an apply or delete
+ * is then answered when the store answers, and the store, not the admin
+ * API, tells es_server_object_changed of every change. Before
+ * es_server_run; the store must be closed before es_server_destroy.
+ */
+void es_server_set_store(es_server *srv, es_store *store);
 
 /*
  * The admin hook es_admin_hooks.node_revoked (ud is the es_server), after

@@ -13,8 +13,17 @@
 #include "es_json.h"
 #include "es_log.h"
 
+typedef struct http_req http_req;
+
+/* An admin request the store answers later (es_admin_handle_async): freed
+ * by on_admin_done; r NULL once the connection went away. */
+typedef struct admin_wait {
+	struct lws *wsi;
+	http_req *r;
+} admin_wait;
+
 /* Per-session data of an admin connection: the request in progress. */
-typedef struct http_req {
+struct http_req {
 	const char *method;
 	char *path, *query;
 	es_buf body; /* bounded by ES_ADMIN_MAX_BODY */
@@ -22,10 +31,15 @@ typedef struct http_req {
 	char who[ES_NAME_MAX + 1];
 	char *resp;
 	size_t resp_len, resp_off;
-} http_req;
+	admin_wait *wait;   /* the store's answer is awaited */
+	int owed_status;    /* that answer came: headers owed (status) */
+	const char *owed_type;
+};
 
 static void req_reset(http_req *r)
 {
+	if (r->wait)
+		r->wait->r = NULL; /* on_admin_done frees it */
 	free(r->path);
 	free(r->query);
 	es_buf_free(&r->body);
@@ -72,9 +86,41 @@ static int respond_status(struct lws *wsi, http_req *r, int code,
 		       close_now);
 }
 
+/* The store's answer to a pending request (es_admin_done_fn): the
+ * response is written from the next LWS_CALLBACK_HTTP_WRITEABLE. */
+static void on_admin_done(void *ud, es_admin_resp *resp)
+{
+	admin_wait *w = ud;
+	http_req *r = w->r;
+	static const char oom[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+		"\"metadata\":{},\"status\":\"Failure\",\"message\":\"out of memory\","
+		"\"reason\":\"InternalError\",\"code\":500}";
+
+	if (!r) {
+		if (resp)
+			free(resp->body);
+		free(w);
+		return;
+	}
+	r->wait = NULL;
+	free(r->resp);
+	r->resp = resp ? resp->body : strdup(oom);
+	r->resp_len = r->resp ? (resp ? resp->body_len : strlen(oom)) : 0;
+	r->owed_status = resp ? resp->status : 500;
+	r->owed_type = resp ? resp->content_type : "application/json";
+	lws_callback_on_writable(w->wsi);
+	free(w);
+}
+
+void es_server_set_store(es_server *srv, es_store *store)
+{
+	srv->store = store;
+}
+
 static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 {
 	es_admin_resp resp = { 0 };
+	admin_wait *w = NULL;
 
 	if (strcmp(r->path, "/metrics") == 0) {
 		size_t len = 0;
@@ -89,9 +135,23 @@ static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 		return respond(wsi, r, 200,
 			       "text/plain; version=0.0.4; charset=utf-8", m, len, 0);
 	}
-	if (es_admin_handle(s->db, &s->hooks, r->method, r->path, r->query,
-			    r->body.p, r->body.len, r->who, &resp) != ES_OK)
+	if (s->store && !(w = calloc(1, sizeof(*w))))
 		return respond_status(wsi, r, 500, "InternalError", "out of memory", 0);
+	if (w) {
+		w->wsi = wsi;
+		w->r = r;
+	}
+	if (es_admin_handle_async(s->db, s->store, &s->hooks, r->method, r->path,
+				  r->query, r->body.p, r->body.len, r->who,
+				  w ? on_admin_done : NULL, w, &resp) != ES_OK) {
+		free(w);
+		return respond_status(wsi, r, 500, "InternalError", "out of memory", 0);
+	}
+	if (resp.status == 0) {
+		r->wait = w; /* answered through on_admin_done */
+		return 0;
+	}
+	free(w);
 	return respond(wsi, r, resp.status, resp.content_type, resp.body,
 		       resp.body_len, 0);
 }
@@ -219,6 +279,14 @@ static int on_http_writeable(struct lws *wsi, es_server *s, http_req *r)
 {
 	int n;
 
+	if (r->owed_status) {
+		char *body = r->resp;
+		int status = r->owed_status;
+
+		r->owed_status = 0;
+		r->resp = NULL;
+		return respond(wsi, r, status, r->owed_type, body, r->resp_len, 0);
+	}
 	if (!r->responding)
 		return 0;
 	n = server__http_write_body(wsi, s, r->resp, r->resp_len, &r->resp_off);

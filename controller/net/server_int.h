@@ -53,6 +53,10 @@ typedef struct conn {
 	int in_batch, resync_owed;
 	int64_t ack_owed;     /* highest seq to acknowledge, 0: none */
 	char serial[41];      /* its certificate's serial, hex (server_join.c) */
+	/* server_session.c: the node's session in the store. */
+	void *session_wait;   /* a take in flight (es_store_session_take) */
+	cJSON *hello_msg;     /* ... and the hello it holds back */
+	int session_held;     /* this connection counts as holding it */
 } conn;
 
 /* An agent connection accepted and not yet past its hello (the
@@ -74,6 +78,7 @@ struct es_server {
 	volatile sig_atomic_t stop;
 	lws_sorted_usec_list_t sweep;
 	es_admin_hooks hooks;
+	es_store *store;       /* es_server_set_store; NULL: SQLite over db */
 	/* server_sync.c: the open batch of the store (es_db_batch_begin). */
 	conn *batch;           /* connections owed acks when it commits */
 	lws_sorted_usec_list_t batch_sul;
@@ -143,6 +148,22 @@ void server__batch_forget(conn *c);
 
 /* Commits the open batch now and sends what it owes (at shutdown). */
 void server__batch_flush(es_server *s);
+/* Goes on with a hello held back for the node's session (server_session.c
+ * calls it when the store gave it). */
+void server__hello_resume(conn *c, const cJSON *msg);
+
+/* ---- server_session.c ---- */
+
+/* At hello, after the load limit: takes the node's session from the
+ * store when it has sessions (store = etcd). Returns 0 to go on now, 1
+ * when the hello waits (server__hello_resume follows) or was answered
+ * (refused: another controller serves the node, or an error). */
+int server__session_take(conn *c, const cJSON *msg);
+
+/* c is going away: a take in flight is forgotten; the session is given up
+ * when no other connection of the node here holds it. */
+void server__session_release(conn *c);
+
 /* ---- server_join.c ---- */
 
 /* Per-session data of a join request (server_join.c's). */

@@ -420,7 +420,7 @@ static void on_hello(conn *c, const cJSON *msg)
 				    es_proto_code_name(ES_PC_OVERLOADED));
 		return;
 	}
-	if (server__enroll_check(c) != 0)
+	if (server__enroll_check(c) != 0 || server__session_take(c, msg) != 0)
 		return;
 	es_json_get_int(msg, "hello", "resourceVersion", 0, 0, ES_JSON_MAX_INT,
 			&since, NULL, 0);
@@ -471,6 +471,11 @@ static void on_hello(conn *c, const cJSON *msg)
  * event's involvedObject of kind Node. NULL when it names none or c's node;
  * "" for a name that is not a string.
  */
+void server__hello_resume(conn *c, const cJSON *msg)
+{
+	on_hello(c, msg);
+}
+
 static const char *report_foreign_node(const conn *c, const cJSON *msg)
 {
 	const cJSON *body = cJSON_GetObjectItemCaseSensitive(msg, "body");

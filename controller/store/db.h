@@ -64,6 +64,19 @@ void es_db_close(es_db *db); /* NULL-safe */
 es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 			cJSON **previous, int *created, int *changed);
 
+/*
+ * The object a put of obj (validated, borrowed) over prev (the stored
+ * object, borrowed; NULL when there is none) stores, by the rules of
+ * es_db_object_put: a new uid, creationTimestamp now and generation 1
+ * without prev, else prev's uid and creationTimestamp and its generation,
+ * + 1 when the spec differs; resourceVersion prev's (0 without prev).
+ * *out (caller owns) gets it; *differs 0 when it equals prev (nothing to
+ * write). Shared by both store backends (store/store.h).
+ * Errors: ES_ERR_INVAL (not a desired kind, no name), ES_ERR_NOMEM.
+ */
+es_err es_db_object_next(const cJSON *obj, const cJSON *prev, cJSON **out,
+			 int *differs);
+
 /* One object by kind and name (caller owns *out). ES_ERR_NOTFOUND. */
 es_err es_db_object_get(es_db *db, es_kind kind, const char *name, cJSON **out);
 
@@ -150,6 +163,45 @@ int es_db_batch_open(const es_db *db);
 /* Transactions committed on this handle so far (an SQLite commit hook; for
  * tests and figures). */
 uint64_t es_db_commit_count(const es_db *db);
+
+/*
+ * The mirror of an etcd store (store/store_etcd.h, docs/ARCHITECTURE.md,
+ * "The store"): the objects and tombstones tables then hold what etcd
+ * holds under the store's prefix, resourceVersion is etcd's revision, and
+ * only the etcd watch writes them, through these calls (each one
+ * committed transaction). The meta row `mirror` says the tables follow
+ * etcd (es_db_mirror_reset set it), so a file that was a SQLite store
+ * before is listed again first.
+ */
+/* *following 1 when the file mirrors etcd; *rev the revision it has seen
+ * up to (es_db_rv's current). Errors: ES_ERR_DB. */
+es_err es_db_mirror_state(es_db *db, int *following, int64_t *rev);
+/* Stores obj (a stored object whose resourceVersion is its etcd
+ * mod_revision rev; borrowed) and moves the current revision to rev.
+ * An object of the same name with another uid is replaced and leaves a
+ * tombstone at rev. *previous (may be NULL) gets the object it replaced
+ * or NULL. Errors: ES_ERR_INVAL (not a desired object), ES_ERR_DB,
+ * ES_ERR_NOMEM. */
+es_err es_db_mirror_put(es_db *db, const cJSON *obj, int64_t rev, cJSON **previous);
+/* Removes kind/name, leaving a tombstone at rev (the deletion's revision;
+ * when another tombstone holds rev, the compaction point moves to rev
+ * instead, so agents older than it get a full list), and moves the
+ * current revision to rev. *deleted (may be NULL) gets the object or NULL
+ * when the mirror did not hold it (then only the revision moves).
+ * Errors: ES_ERR_DB, ES_ERR_NOMEM. */
+es_err es_db_mirror_delete(es_db *db, es_kind kind, const char *name, int64_t rev,
+			   cJSON **deleted);
+/* Moves the current revision to rev when it is past it (etcd's progress
+ * notification: nothing changed up to rev). Errors: ES_ERR_DB. */
+es_err es_db_mirror_progress(es_db *db, int64_t rev);
+/* Replaces every object with objects (an array of stored objects,
+ * borrowed: a full range of etcd at revision rev) and drops every
+ * tombstone; current revision and compaction point become rev (an agent
+ * older than rev gets a full list: deletions before rev are not known),
+ * and the file is marked as following etcd.
+ * Errors: ES_ERR_INVAL (an item is not a desired object), ES_ERR_DB,
+ * ES_ERR_NOMEM. */
+es_err es_db_mirror_reset(es_db *db, const cJSON *objects, int64_t rev);
 
 /*
  * Records a node's hello: creates the node row if new, stores labels,

@@ -87,6 +87,22 @@ es_err db__op_end(es_db *db, int joined, es_err rc);
  */
 es_err db__stmt(es_db *db, enum db_stmt_id id, sqlite3_stmt **out);
 
+/* ---- db_objects.c ---- */
+
+/* The stored object of kind and name (caller owns *out).
+ * Errors: ES_ERR_NOTFOUND, ES_ERR_DB, ES_ERR_NOMEM. */
+es_err db__object_load(es_db *db, const char *kind, const char *name, cJSON **out);
+
+/* Inserts or replaces the row of stored object o (kind, name, uid,
+ * generation and resourceVersion from its metadata) inside the open
+ * transaction. Errors: ES_ERR_DB, ES_ERR_NOMEM. */
+es_err db__object_write(es_db *db, const cJSON *o);
+
+/* Runs sql, which binds kind (?1) and name (?2) and returns no row; op
+ * names it in the log. Errors: ES_ERR_DB. */
+es_err db__exec_kind_name(es_db *db, const char *sql, const char *kind,
+			  const char *name, const char *op);
+
 /* ---- db_state.c ---- */
 
 /* The members of a report message the store needs; borrowed from msg. */

@@ -11,7 +11,7 @@
 #include "es_log.h"
 #include "es_time.h"
 
-static es_err object_load(es_db *db, const char *kind, const char *name, cJSON **out)
+es_err db__object_load(es_db *db, const char *kind, const char *name, cJSON **out)
 {
 	sqlite3_stmt *st = NULL;
 	es_err rc = es_sqlite_prepare(db->sq, "SELECT body FROM objects WHERE kind = ? AND name = ?", &st);
@@ -87,7 +87,7 @@ fail:
 	return NULL;
 }
 
-static es_err object_write(es_db *db, const cJSON *o)
+es_err db__object_write(es_db *db, const cJSON *o)
 {
 	sqlite3_stmt *st = NULL;
 	char *text = es_json_print(o);
@@ -112,8 +112,8 @@ cleanup:
 	return rc;
 }
 
-static es_err exec_kind_name(es_db *db, const char *sql, const char *kind,
-			     const char *name, const char *op)
+es_err db__exec_kind_name(es_db *db, const char *sql, const char *kind,
+			  const char *name, const char *op)
 {
 	sqlite3_stmt *st = NULL;
 	es_err rc = es_sqlite_prepare(db->sq, sql, &st);
@@ -127,33 +127,23 @@ static es_err exec_kind_name(es_db *db, const char *sql, const char *kind,
 	return rc;
 }
 
-es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
-			cJSON **previous, int *created, int *changed)
+es_err es_db_object_next(const cJSON *obj, const cJSON *prev, cJSON **out,
+			 int *differs)
 {
-	const char *kind = es_obj_kind_str(obj), *name = es_obj_name(obj);
 	char uid[37], now[ES_TIME_RFC3339_LEN];
 	const char *ctime;
-	cJSON *prev = NULL, *cur = NULL;
 	int64_t gen = 1, rv = 0;
-	int is_new = 0, differs = 1;
+	cJSON *cur;
 	es_err rc;
 
-	if (stored)
-		*stored = NULL;
-	if (previous)
-		*previous = NULL;
-	if (es_obj_kind(obj) < ES_KIND_COLLECTOR_CONFIG || !name)
+	*out = NULL;
+	*differs = 1;
+	if (es_obj_kind(obj) < ES_KIND_COLLECTOR_CONFIG || !es_obj_name(obj))
 		return ES_ERR_INVAL;
-	if ((rc = db__begin(db)) != ES_OK)
-		return rc;
-	rc = object_load(db, kind, name, &prev);
-	if (rc == ES_ERR_NOTFOUND) {
-		is_new = 1;
+	if (!prev) {
 		if ((rc = es_obj_new_uid(uid)) != ES_OK)
-			goto cleanup;
+			return rc;
 		ctime = es_time_now_rfc3339(now);
-	} else if (rc != ES_OK) {
-		goto cleanup;
 	} else {
 		const cJSON *ts = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(prev, "metadata"),
@@ -168,12 +158,38 @@ es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 			gen++;
 		rv = es_obj_resource_version(prev);
 	}
-	if (!(cur = build_stored(obj, uid, ctime, gen, rv))) {
-		rc = ES_ERR_NOMEM;
+	if (!(cur = build_stored(obj, uid, ctime, gen, rv)))
+		return ES_ERR_NOMEM;
+	if (prev && es_json_equal(prev, cur) == 1)
+		*differs = 0;
+	*out = cur;
+	return ES_OK;
+}
+
+es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
+			cJSON **previous, int *created, int *changed)
+{
+	const char *kind = es_obj_kind_str(obj), *name = es_obj_name(obj);
+	cJSON *prev = NULL, *cur = NULL;
+	int64_t rv = 0;
+	int is_new = 0, differs = 1;
+	es_err rc;
+
+	if (stored)
+		*stored = NULL;
+	if (previous)
+		*previous = NULL;
+	if (es_obj_kind(obj) < ES_KIND_COLLECTOR_CONFIG || !name)
+		return ES_ERR_INVAL;
+	if ((rc = db__begin(db)) != ES_OK)
+		return rc;
+	rc = db__object_load(db, kind, name, &prev);
+	if (rc == ES_ERR_NOTFOUND)
+		is_new = 1;
+	else if (rc != ES_OK)
 		goto cleanup;
-	}
-	if (!is_new && es_json_equal(prev, cur) == 1)
-		differs = 0;
+	if ((rc = es_db_object_next(obj, prev, &cur, &differs)) != ES_OK)
+		goto cleanup;
 	if (differs) {
 		if ((rc = es_db_next_rv(db, &rv)) != ES_OK)
 			goto cleanup;
@@ -183,7 +199,7 @@ es_err es_db_object_put(es_db *db, const cJSON *obj, cJSON **stored,
 		/* The deletion records of earlier objects of this name stay:
 		 * an agent that still holds one of them learns of its deletion
 		 * even when the new object does not target it. */
-		if ((rc = object_write(db, cur)) != ES_OK)
+		if ((rc = db__object_write(db, cur)) != ES_OK)
 			goto cleanup;
 		if ((rc = es_sqlite_commit(db->sq)) != ES_OK)
 			goto cleanup;
@@ -214,7 +230,7 @@ es_err es_db_object_get(es_db *db, es_kind kind, const char *name, cJSON **out)
 	*out = NULL;
 	if (kind < ES_KIND_COLLECTOR_CONFIG || !es_obj_kind_name(kind) || !name)
 		return ES_ERR_NOTFOUND;
-	return object_load(db, es_obj_kind_name(kind), name, out);
+	return db__object_load(db, es_obj_kind_name(kind), name, out);
 }
 
 es_err es_db_object_list(es_db *db, es_kind kind, cJSON **out)
@@ -253,11 +269,11 @@ es_err es_db_object_delete(es_db *db, es_kind kind, const char *name,
 		return ES_ERR_NOTFOUND;
 	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
-	if ((rc = object_load(db, es_obj_kind_name(kind), name, &prev)) != ES_OK)
+	if ((rc = db__object_load(db, es_obj_kind_name(kind), name, &prev)) != ES_OK)
 		goto cleanup;
 	if ((rc = es_db_next_rv(db, &rv)) != ES_OK)
 		goto cleanup;
-	if ((rc = exec_kind_name(db, "DELETE FROM objects WHERE kind = ? AND name = ?",
+	if ((rc = db__exec_kind_name(db, "DELETE FROM objects WHERE kind = ? AND name = ?",
 				 es_obj_kind_name(kind), name, "object delete")) != ES_OK)
 		goto cleanup;
 	if ((rc = es_sqlite_prepare(db->sq, "INSERT INTO tombstones (kind, name, uid,"

@@ -186,6 +186,24 @@ class Cluster:
         wait_for("controller agent listener", lambda: self._listening(self.port))
         return self.controller
 
+    def start_peer_controller(self, name, port, admin_port, extra=()):
+        """Another controller beside the first: its own state directory
+        (<dir>/<name>) and ports, the first one's dev certificates (the dev
+        CA, a certificate for localhost and 127.0.0.1). Returns its Proc."""
+        argv = [os.path.join(BIN_DIR, "edgesync-controller"), "run",
+                "--state-dir", os.path.join(self.dir, name),
+                "--listen", f"127.0.0.1:{port}",
+                "--admin-listen", f"127.0.0.1:{admin_port}",
+                "--cert", os.path.join(self.dev, "controller.crt"),
+                "--key", os.path.join(self.dev, "controller.key"),
+                "--client-ca", os.path.join(self.dev, "ca.crt"),
+                "--log-level", "debug"] + list(extra)
+        p = Proc(name, argv, os.path.join(self.dir, f"{name}.log"))
+        self.procs.append(p)
+        wait_for(name, lambda: self._alive_or_fail(p) and self._listening(port)
+                 and self._listening(admin_port))
+        return p
+
     def stop_controller(self):
         rc = self.controller.stop()
         return rc

@@ -4,11 +4,10 @@ agent is served by the second and edgesyncctl reads from it; when the
 second goes down and the first is back, the agent moves to the first by
 itself; when none answers, edgesyncctl names each."""
 
-import os
 import signal
 import unittest
 
-from harness import API, BIN_DIR, Cluster, Proc, free_port, https_json, main, wait_for
+from harness import API, Cluster, free_port, https_json, main, wait_for
 
 
 class ControllerListTest(unittest.TestCase):
@@ -21,21 +20,8 @@ class ControllerListTest(unittest.TestCase):
         self.b = None
 
     def start_b(self):
-        """Controller B: its own state directory and ports, A's certificates
-        (the dev CA, a certificate for localhost and 127.0.0.1)."""
-        dev = self.c.dev
-        argv = [os.path.join(BIN_DIR, "edgesync-controller"), "run",
-                "--state-dir", os.path.join(self.c.dir, "controller-b"),
-                "--listen", f"127.0.0.1:{self.b_port}",
-                "--admin-listen", f"127.0.0.1:{self.b_admin}",
-                "--cert", os.path.join(dev, "controller.crt"),
-                "--key", os.path.join(dev, "controller.key"),
-                "--client-ca", os.path.join(dev, "ca.crt"),
-                "--log-level", "debug"]
-        self.b = Proc("controller-b", argv, os.path.join(self.c.dir, "controller-b.log"))
-        self.c.procs.append(self.b)
-        wait_for("controller B", lambda: self.c._alive_or_fail(self.b)
-                 and self.c._listening(self.b_port) and self.c._listening(self.b_admin))
+        """Controller B: its own state directory and ports, A's certificates."""
+        self.b = self.c.start_peer_controller("controller-b", self.b_port, self.b_admin)
 
     def served_by(self, admin_port):
         st, body = https_json("localhost", admin_port, self.c.admin_ssl(), "GET",

@@ -438,6 +438,123 @@ static void test_describe_omitted(void **state)
 	cJSON_Delete(cut);
 }
 
+/* A store that answers later: it keeps the callback of the last write. */
+typedef struct later {
+	es_store_cb cb;
+	void *ud;
+	int writes;
+} later;
+
+static es_err later_put(es_store *s, const cJSON *obj, int create_only,
+			es_store_cb cb, void *ud)
+{
+	later *l = s->impl;
+
+	(void)obj;
+	(void)create_only;
+	l->cb = cb;
+	l->ud = ud;
+	l->writes++;
+	return ES_OK;
+}
+
+static es_err later_del(es_store *s, es_kind kind, const char *name,
+			es_store_cb cb, void *ud)
+{
+	(void)kind;
+	(void)name;
+	return later_put(s, NULL, 0, cb, ud);
+}
+
+static const es_store_ops later_ops = { "later", later_put, later_del, NULL,
+					NULL, NULL, NULL };
+
+typedef struct answer {
+	int n, status;
+	char body[512];
+} answer;
+
+static void on_done(void *ud, es_admin_resp *resp)
+{
+	answer *a = ud;
+
+	a->n++;
+	assert_non_null(resp);
+	a->status = resp->status;
+	snprintf(a->body, sizeof(a->body), "%s", resp->body);
+	free(resp->body);
+}
+
+/* es_admin_handle_async over a store that answers later: the write leaves
+ * the response pending and done gets it; reads answer at once; the
+ * synchronous call answers 500 and the late completion goes nowhere. */
+static void test_async_store(void **state)
+{
+	fx *f = *state;
+	later l = { 0 };
+	es_store st = { .ops = &later_ops, .impl = &l, .db = f->db };
+	es_store_result r = { .rc = ES_OK, .error = "" };
+	es_admin_resp resp;
+	answer a = { 0 };
+	const char *body = "{\"apiVersion\":\"edgesync.io/v1alpha1\",\"kind\":"
+		"\"CollectorConfig\",\"metadata\":{\"name\":\"x\"},"
+		"\"spec\":{\"intervalSeconds\":5}}";
+	cJSON *obj = es_test_json(body);
+
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "PUT",
+					       API "collectorconfigs/x", NULL, body,
+					       strlen(body), "admin-test", on_done, &a,
+					       &resp), ES_OK);
+	assert_int_equal(resp.status, 0);
+	assert_null(resp.body);
+	assert_int_equal(l.writes, 1);
+	assert_int_equal(a.n, 0);
+	r.object = obj;
+	r.created = r.changed = 1;
+	l.cb(l.ud, &r);
+	assert_int_equal(a.n, 1);
+	assert_int_equal(a.status, 201);
+	assert_non_null(strstr(a.body, "\"name\":\"x\""));
+	/* POST of a name the store says exists */
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "POST",
+					       API "collectorconfigs", NULL, body,
+					       strlen(body), "admin-test", on_done, &a,
+					       &resp), ES_OK);
+	assert_int_equal(resp.status, 0);
+	r.rc = ES_ERR_EXISTS;
+	r.object = NULL;
+	l.cb(l.ud, &r);
+	assert_int_equal(a.status, 409);
+	/* a delete the store cannot reach etcd for */
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "DELETE",
+					       API "collectorconfigs/x", NULL, NULL, 0,
+					       "admin-test", on_done, &a, &resp), ES_OK);
+	r.rc = ES_ERR_IO;
+	r.error = "no endpoint answered";
+	l.cb(l.ud, &r);
+	assert_int_equal(a.n, 3);
+	assert_int_equal(a.status, 500);
+	/* a read answers at once */
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET",
+					       API "collectorconfigs", NULL, NULL, 0,
+					       "admin-test", on_done, &a, &resp), ES_OK);
+	assert_int_equal(resp.status, 200);
+	free(resp.body);
+	/* without done: 500 now, the late answer is dropped */
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "PUT",
+					       API "collectorconfigs/x", NULL, body,
+					       strlen(body), "admin-test", NULL, NULL,
+					       &resp), ES_OK);
+	assert_int_equal(resp.status, 500);
+	free(resp.body);
+	r.rc = ES_OK;
+	r.object = obj;
+	l.cb(l.ud, &r);
+	assert_int_equal(a.n, 3);
+	assert_int_equal(f->ncalls, 0); /* the store tells changes, not admin */
+	cJSON_Delete(obj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +564,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_describe, setup, teardown),
 		cmocka_unit_test(test_describe_omitted),
 		cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_async_store, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

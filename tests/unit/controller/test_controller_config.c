@@ -215,6 +215,45 @@ static void test_dev_node_repeatable(void **state)
 	es_ccfg_free(&c);
 }
 
+/* store = etcd: endpoints required (a list, the flag repeatable), https
+ * needs etcd-ca, etcd-cert and etcd-key together, a prefix ending in '/'. */
+static void test_etcd_store_settings(void **state)
+{
+	static const struct { const char *arg[4]; const char *key; } bad[] = {
+		{ { NULL }, "etcd-endpoints" },
+		{ { "--etcd-endpoints", "https://e:2379", NULL }, "etcd-ca" },
+		{ { "--etcd-endpoints", "e:2379", NULL }, "etcd-endpoints" },
+		{ { "--etcd-endpoints", "http://e:2379", "--etcd-cert", "c" }, "etcd-key" },
+		{ { "--etcd-endpoints", "http://e:2379", "--etcd-prefix", "/x" }, "etcd-prefix" },
+	};
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", NULL), ES_OK);
+	assert_int_equal(c.store, ES_CCFG_STORE_SQLITE);
+	assert_string_equal(c.etcd_prefix, "/edgesync/");
+	es_ccfg_free(&c);
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--store", "etcd",
+			      "--etcd-endpoints", "https://a:2379", "--etcd-endpoints=https://b:2379",
+			      "--etcd-ca", "ca.pem", NULL), ES_OK);
+	assert_int_equal(c.store, ES_CCFG_STORE_ETCD);
+	assert_string_equal(c.etcd_endpoints, "https://a:2379,https://b:2379");
+	es_ccfg_free(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(load(&c, err, sizeof(err), "--dev", "--store", "etcd",
+				      bad[i].arg[0], bad[i].arg[1], bad[i].arg[2],
+				      bad[i].arg[3], NULL), ES_ERR_INVAL);
+		assert_non_null(strstr(err, bad[i].key));
+		es_ccfg_free(&c);
+	}
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--store", "mysql", NULL),
+			 ES_ERR_INVAL);
+	assert_non_null(strstr(err, "store"));
+	es_ccfg_free(&c);
+}
+
 static void test_dev_node_checks(void **state)
 {
 	es_ccfg c;
@@ -372,6 +411,7 @@ int main(void)
 		cmocka_unit_test_setup(test_unknown_flag_and_positional, clear_env),
 		cmocka_unit_test_setup(test_dev_node_repeatable, clear_env),
 		cmocka_unit_test_setup(test_dev_node_checks, clear_env),
+		cmocka_unit_test_setup(test_etcd_store_settings, clear_env),
 		cmocka_unit_test_setup(test_bad_values_name_the_key, clear_env),
 		cmocka_unit_test_setup(test_hostport, clear_env),
 		cmocka_unit_test_setup(test_dev_nodes_list, clear_env),

@@ -1,0 +1,119 @@
+/*
+ * store.h - the writes of desired objects behind one interface with two
+ * backends (docs/ARCHITECTURE.md, "The store"):
+ *
+ *   sqlite  the controller's own file (db.h): every call completes before
+ *           it returns (its callback runs inside the call).
+ *   etcd    store/store_etcd.h: the write is an etcd compare-and-swap
+ *           transaction; its callback runs later on the event loop, once
+ *           the controller's mirror (the same db.h file, fed by the etcd
+ *           watch) holds the write, so a read after the answer sees it.
+ *
+ * Reads (get, list, resourceVersion, changes since) are synchronous on the
+ * db.h file in both cases: with etcd it is the mirror.
+ *
+ * Every committed change, made here or (etcd) by any other controller, is
+ * told to the store's changed callback after it is in the file, with the
+ * object before (NULL: created) and after (NULL: deleted); the server fans
+ * it out to its agents from there.
+ */
+#ifndef ES_CTRL_STORE_H
+#define ES_CTRL_STORE_H
+
+#include <cjson/cJSON.h>
+#include "es_err.h"
+#include "es_obj.h"
+#include "store/db.h"
+
+typedef struct es_store_result {
+	/* ES_OK; ES_ERR_NOTFOUND (delete: no such object); ES_ERR_EXISTS
+	 * (create_only: the name is taken); ES_ERR_CONFLICT (the object kept
+	 * changing under the write); ES_ERR_IO (etcd did not answer, or the
+	 * outcome of a sent write is unknown); ES_ERR_DB; ES_ERR_NOMEM;
+	 * ES_ERR_PROTO (etcd holds a value that is not a stored object). */
+	es_err rc;
+	const cJSON *object;   /* put: as stored; delete: as it was; borrowed */
+	const cJSON *previous; /* put: before the write, NULL when created */
+	int created, changed;  /* put: changed 0 when nothing differed */
+	const char *error;     /* "" on success, else one sentence */
+} es_store_result;
+
+/* Called once per write with its outcome (r borrowed for the call). */
+typedef void (*es_store_cb)(void *ud, const es_store_result *r);
+
+/* Told of every committed change (store.h header comment). */
+typedef void (*es_store_changed_fn)(void *ud, const cJSON *prev, const cJSON *cur);
+
+typedef struct es_store es_store;
+
+/* One backend (a table of operations, docs/HACKING.md "Naming"). */
+typedef struct es_store_ops {
+	const char *name; /* "sqlite", "etcd" */
+	es_err (*put)(es_store *s, const cJSON *obj, int create_only,
+		      es_store_cb cb, void *ud);
+	es_err (*del)(es_store *s, es_kind kind, const char *name,
+		      es_store_cb cb, void *ud);
+	void (*close)(es_store *s);
+	/* Node sessions (es_store_session_take); NULL: none to take. */
+	es_err (*session_take)(es_store *s, const char *node, es_store_cb cb,
+			       void *ud, void **token);
+	void (*session_cancel)(es_store *s, void *token);
+	void (*session_drop)(es_store *s, const char *node);
+} es_store_ops;
+
+struct es_store {
+	const es_store_ops *ops;
+	void *impl;                 /* the backend's own state */
+	es_db *db;                  /* the file reads go to (borrowed) */
+	es_store_changed_fn changed; /* may be NULL */
+	void *changed_ud;
+};
+
+/*
+ * Creates or replaces obj (validated with es_obj_validate_desired;
+ * borrowed for the call) by the rules of es_db_object_put (es_db_object_next).
+ * create_only 1: refused with ES_ERR_EXISTS when the name exists (a POST).
+ * cb(ud, result) runs exactly once, inside the call (sqlite) or later on
+ * the loop (etcd), unless the call itself fails.
+ * Errors returned at once (cb then never runs): ES_ERR_INVAL (not a
+ * desired object), ES_ERR_NOMEM.
+ */
+es_err es_store_put(es_store *s, const cJSON *obj, int create_only,
+		    es_store_cb cb, void *ud);
+
+/* Deletes kind/name, leaving a tombstone (db.h); otherwise as
+ * es_store_put. */
+es_err es_store_delete(es_store *s, es_kind kind, const char *name,
+		       es_store_cb cb, void *ud);
+
+/*
+ * Takes node's session for this controller, so that one controller at a
+ * time serves a node (etcd: the key <prefix>sessions/<node>, bound to
+ * this controller's lease, so it goes when the controller does). cb runs
+ * once with rc ES_OK (this controller holds it, also when it held it
+ * already), ES_ERR_EXISTS (another controller holds it: error names it)
+ * or ES_ERR_IO (etcd did not answer); *token (set before cb can run) is
+ * for es_store_session_cancel. Returns ES_ERR_UNSUPPORTED when the
+ * backend has no sessions (sqlite: the one controller serves every node;
+ * cb never runs), ES_ERR_NOMEM.
+ */
+es_err es_store_session_take(es_store *s, const char *node, es_store_cb cb,
+			     void *ud, void **token);
+/* Forgets a take whose cb has not run yet (cb then never runs). */
+void es_store_session_cancel(es_store *s, void *token);
+/* Gives node's session up when this controller holds it (no answer). */
+void es_store_session_drop(es_store *s, const char *node);
+
+/* The SQLite backend over db (borrowed), telling changed(ud, ...) (may be
+ * NULL) of each committed write. Needs no allocation: s is the caller's. */
+void es_store_sqlite_init(es_store *s, es_db *db, es_store_changed_fn changed,
+			  void *ud);
+
+/* The backend's name. */
+const char *es_store_backend(const es_store *s);
+
+/* Ends the backend (pending etcd writes answer ES_ERR_IO "the controller
+ * is stopping") and zeroes s. NULL-safe. */
+void es_store_close(es_store *s);
+
+#endif
