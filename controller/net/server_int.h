@@ -53,6 +53,7 @@ typedef struct conn {
 	int in_batch, resync_owed;
 	int64_t ack_owed;     /* highest seq to acknowledge, 0: none */
 	char serial[41];      /* its certificate's serial, hex (server_join.c) */
+	int renewed;          /* a certificateRequest was answered with a certificate */
 	/* server_session.c: the node's session in the store. */
 	void *session_wait;   /* a take in flight (es_store_session_take) */
 	cJSON *hello_msg;     /* ... and the hello it holds back */

@@ -19,7 +19,7 @@
 #include "store/db_enroll.h"
 
 /* retryAfterSeconds of a refusal the agent may ask again after (the
- * store failed). */
+ * store failed, or the session renewed already). */
 #define RENEW_RETRY_S 30
 
 /* The PEM the agent trusts for the controller (as a join answers). */
@@ -97,6 +97,14 @@ void server__on_cert_request(conn *c, const cJSON *msg)
 			       "it came from (the agent re-reads its files)", 0);
 		return;
 	}
+	/* One certificate per session: the agent reconnects with it, so a
+	 * second request is a misbehaving client, and each would add a
+	 * certificate to the store. */
+	if (c->renewed) {
+		refuse(c, "AlreadyRenewed", "this session renewed its certificate "
+		       "already: reconnect with the new one", RENEW_RETRY_S);
+		return;
+	}
 	if (!csr || strlen(csr) > ES_ENROLL_CSR_MAX) {
 		snprintf(perr, sizeof(perr), "certificateRequest.csr: over %d bytes",
 			 ES_ENROLL_CSR_MAX);
@@ -119,6 +127,7 @@ void server__on_cert_request(conn *c, const cJSON *msg)
 		refuse(c, "Revoked", "the session's certificate is revoked", 0);
 		goto cleanup;
 	}
+	c->renewed = 1;
 	es_log_info("server", "certificate renewed", "node", c->node, "serial",
 		    c->serial, "newSerial", iss.serial, "notAfter",
 		    es_time_rfc3339(iss.not_after, until), NULL);

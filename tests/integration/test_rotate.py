@@ -26,7 +26,7 @@ import subprocess
 import time
 import unittest
 
-from harness import BIN_DIR, Cluster, Proc, free_port, main, wait_for
+from harness import BIN_DIR, Cluster, Proc, free_port, hello, main, wait_for
 
 CC = """apiVersion: edgesync.io/v1alpha1
 kind: CollectorConfig
@@ -176,6 +176,55 @@ def join_and_run(c, node, extra=("--interval", "1")):
 
 def connected(c, node):
     return (c.node(node) or {}).get("status", {}).get("sync", {}).get("connected") is True
+
+
+def recv_type(ws, want, limit=50):
+    """The next message of type want on the raw session ws."""
+    for _ in range(limit):
+        m = ws.recv()
+        if m[0] == "close":
+            raise AssertionError(f"session closed ({m[1]} {m[2]}) waiting for {want}")
+        if m[1].get("type") == want:
+            return m[1]
+    raise AssertionError(f"no {want} in {limit} messages")
+
+
+class OncePerSessionTest(unittest.TestCase):
+    def test_second_request_refused(self):
+        """A session gets one certificate: a second certificateRequest on it
+        is refused (AlreadyRenewed, with retryAfterSeconds) and stores
+        nothing, and the session stays up."""
+        c = Cluster(self, nodes=["seed"])
+        c.start_controller()
+        node = "edge-o"
+        try:
+            state = join_and_run(c, node)
+            c.agents[node].stop()
+            crt = os.path.join(state, "pki", "node.crt")
+            key = os.path.join(state, "pki", "node.key")
+            csr = subprocess.run(["openssl", "req", "-new", "-key", key, "-subj",
+                                  f"/CN={node}"], check=True, capture_output=True,
+                                 text=True, timeout=30).stdout
+            ws = c.ws(crt, key)
+            try:
+                ws.send_json(hello(node))
+                w = recv_type(ws, "welcome")
+                self.assertIn("certificate-renewal", w.get("capabilities", []))
+                ws.send_json({"type": "certificateRequest", "csr": csr})
+                first = recv_type(ws, "certificate")
+                ws.send_json({"type": "certificateRequest", "csr": csr})
+                again = recv_type(ws, "certificateRefused")
+                self.assertEqual(again["reason"], "AlreadyRenewed")
+                self.assertGreaterEqual(again.get("retryAfterSeconds", 0), 1)
+            finally:
+                ws.close()
+            with sqlite3.connect(os.path.join(c.state, "controller.db"), timeout=5) as db:
+                n = db.execute("SELECT count(*) FROM certificates WHERE node = ?",
+                               (node,)).fetchone()[0]
+            self.assertEqual(n, 2, "the join's certificate and one renewal")
+            self.assertIn(first["serial"], log_text(c, "controller.log"))
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
 
 
 class TrustBundleTest(unittest.TestCase):
