@@ -174,6 +174,25 @@ static int has_cert(const char *key, const char *path)
 	return -1;
 }
 
+/* The key at key is the private key of the certificate at cert (read as
+ * es_pki_creds_check reads them); otherwise logged, naming both. Without
+ * this check the controller would serve, and every handshake would fail
+ * with a bad signature. */
+static int key_matches(const char *cert, const char *key, const char *ca)
+{
+	es_pki_creds c;
+
+	if (es_pki_creds_check(cert, key, ca, time(NULL), &c) == ES_ERR_NOMEM) {
+		es_log_error("main", "out of memory", NULL, NULL);
+		return -1;
+	}
+	if (c.state[ES_PKI_KEY] == ES_PKI_FILE_OK)
+		return 0;
+	es_log_error("main", "unusable serving key", "setting", "key", "path", key,
+		     "error", c.why[ES_PKI_KEY], NULL);
+	return -1;
+}
+
 /* store = etcd: the etcd backend on the server's loop, the db its
  * mirror. Returns 0, or 1 (logged). */
 static int etcd_store_open(const es_ccfg *cfg, es_db *db, es_store *st)
@@ -265,7 +284,8 @@ static int cmd_run(int argc, char **argv)
 	rc = 2;
 	if (has_cert("cert", cfg.cert) || readable("key", cfg.key) ||
 	    has_cert("client-ca", cfg.client_ca) ||
-	    has_cert("admin-ca", cfg.admin_ca))
+	    has_cert("admin-ca", cfg.admin_ca) ||
+	    key_matches(cfg.cert, cfg.key, cfg.client_ca))
 		goto cleanup;
 	if (cfg.ca_cert && es_ca_open(cfg.ca_cert, cfg.ca_key, &ca, err,
 				      sizeof(err)) != ES_OK) {
@@ -280,6 +300,20 @@ static int cmd_run(int argc, char **argv)
 	if (es_db_open(cfg.db, &db, err, sizeof(err)) != ES_OK) {
 		es_log_error("main", "cannot open the database", "error", err, NULL);
 		goto cleanup;
+	}
+	{
+		int64_t stale = 0;
+		char nbuf[24];
+
+		if (es_db_nodes_reset_connected(db, &stale) != ES_OK) {
+			es_log_error("main", "cannot mark the nodes disconnected", NULL, NULL);
+			goto cleanup;
+		}
+		if (stale > 0) {
+			snprintf(nbuf, sizeof(nbuf), "%lld", (long long)stale);
+			es_log_info("main", "nodes left connected by the previous run marked "
+				    "disconnected", "nodes", nbuf, NULL);
+		}
 	}
 	es_db_set_tombstones_kept(db, cfg.tombstones_kept);
 	es_db_set_reports_kept(db, cfg.reports_kept, cfg.report_bytes_kept);

@@ -237,6 +237,12 @@ es_err es_db_node_stream(es_db *db, const char *node, const char *stream_id,
 			 int64_t next_seq, int64_t *acked_seq, int *new_stream,
 			 char *prev, size_t prevsz);
 
+/* At the controller's start: marks every node disconnected (connected=0),
+ * keeping lastSeen, since no session outlives the process (after a crash or
+ * SIGKILL the rows still say connected, and those nodes would show Ready
+ * for ever). *n (may be NULL) gets how many rows changed. Errors:
+ * ES_ERR_DB. */
+es_err es_db_nodes_reset_connected(es_db *db, int64_t *n);
 /* Marks the node disconnected (connected=0) and records lastSeen. */
 es_err es_db_node_disconnected(es_db *db, const char *node, time_t now);
 /* The node acknowledged, at now, the full list owed after its labels

@@ -247,6 +247,21 @@ cleanup:
 	return db__op_end(db, joined, rc);
 }
 
+es_err es_db_nodes_reset_connected(es_db *db, int64_t *n)
+{
+	es_err rc = db__begin(db);
+
+	if (rc != ES_OK)
+		return rc;
+	rc = es_sqlite_exec(db->sq, "UPDATE nodes SET connected = 0 WHERE connected != 0");
+	if (rc == ES_OK && n)
+		*n = sqlite3_changes(db->sq->h);
+	if (rc == ES_OK)
+		return es_sqlite_commit(db->sq);
+	es_sqlite_rollback(db->sq);
+	return rc;
+}
+
 es_err es_db_node_disconnected(es_db *db, const char *node, time_t now)
 {
 	/* The session is over: its state is written and no longer held. */

@@ -124,6 +124,29 @@ class StartupErrorsTest(unittest.TestCase):
         self.assertTrue(any("level=error" in ln and "setting=cert" in ln
                             and missing in ln for ln in lines), lines)
 
+    def test_controller_refuses_a_key_of_another_certificate(self):
+        """A key that is not the serving certificate's is bad input (exit
+        2, naming the key), not a controller whose every handshake fails."""
+        d = self.tmp.name
+        crt, key, other = (os.path.join(d, n) for n in ("s.crt", "s.key", "o.key"))
+        for k in (key, other):
+            subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt",
+                            "ec_paramgen_curve:P-256", "-out", k], check=True,
+                           capture_output=True, timeout=30)
+        subprocess.run(["openssl", "req", "-x509", "-new", "-key", key, "-subj",
+                        "/CN=localhost", "-days", "2", "-out", crt], check=True,
+                       capture_output=True, timeout=30)
+        r = run([CONTROLLER, "run", "--state-dir", os.path.join(d, "ctl"),
+                 "--listen", f"127.0.0.1:{free_port()}",
+                 "--admin-listen", f"127.0.0.1:{free_port()}",
+                 "--cert", crt, "--key", other, "--client-ca", crt,
+                 "--admin-ca", crt])
+        self.assertEqual(r.returncode, 2, r)
+        lines = self.assert_logfmt(r)
+        self.assertTrue(any("level=error" in ln and "setting=key" in ln
+                            and other in ln and "does not match" in ln
+                            for ln in lines), lines)
+
     def test_controller_usage_error_is_plain(self):
         self.assert_plain_usage_error(CONTROLLER)
 

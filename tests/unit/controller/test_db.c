@@ -314,6 +314,27 @@ static void test_node_hello(void **state)
 	assert_string_equal(member_str(sync, "lastSeen"), "1970-01-01T00:16:44Z");
 	cJSON_Delete(n);
 	assert_int_equal(es_db_node_get(f->db, "nope", &n), ES_ERR_NOTFOUND);
+
+	/* A restart after a crash: the rows of nodes still connected go to
+	 * disconnected, keeping lastSeen; the others are not touched. */
+	{
+		int64_t reset = -1;
+
+		assert_int_equal(es_db_node_hello(f->db, "n1", l2, "0.1.0", "boot-2", 1005,
+						  NULL, NULL), ES_OK);
+		assert_int_equal(es_db_node_hello(f->db, "n2", l2, "0.1.0", "boot-9", 1006,
+						  NULL, NULL), ES_OK);
+		assert_int_equal(es_db_node_disconnected(f->db, "n2", 1007), ES_OK);
+		assert_int_equal(es_db_nodes_reset_connected(f->db, &reset), ES_OK);
+		assert_int_equal(reset, 1);
+		assert_int_equal(es_db_node_get(f->db, "n1", &n), ES_OK);
+		sync = cJSON_GetObjectItem(cJSON_GetObjectItem(n, "status"), "sync");
+		assert_true(cJSON_IsFalse(cJSON_GetObjectItem(sync, "connected")));
+		assert_string_equal(member_str(sync, "lastSeen"), "1970-01-01T00:16:45Z");
+		cJSON_Delete(n);
+		assert_int_equal(es_db_nodes_reset_connected(f->db, &reset), ES_OK);
+		assert_int_equal(reset, 0);
+	}
 	cJSON_Delete(l1);
 	cJSON_Delete(l2);
 }
