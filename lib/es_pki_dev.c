@@ -39,7 +39,8 @@ es_err es_pki_write_file_atomic(const char *path, const char *data, size_t len,
 	}
 	fd = mkstemp(tmp);
 	if (fd < 0) {
-		rc = es_errf(ES_ERR_IO, err, errsz, "%s: %s", tmp, strerror(errno));
+		rc = es_errf(ES_ERR_IO, err, errsz, "cannot write %s: %s", path,
+			     strerror(errno));
 		tmp[0] = '\0';
 		goto cleanup;
 	}

@@ -59,9 +59,14 @@ es_err es_ca_create(const char *cert_path, const char *key_path,
 	rc = es_pki_issue(&req, NULL, NULL, &cert, &key, err, errsz);
 	if (rc == ES_OK)
 		rc = es_pki_write_file_atomic(key_path, key, strlen(key), 0600, err, errsz);
-	if (rc == ES_OK)
+	if (rc == ES_OK) {
 		rc = es_pki_write_file_atomic(cert_path, cert, strlen(cert), 0644, err,
 					      errsz);
+		/* A key without its certificate is no CA, and would make the next
+		 * try say "exists already". */
+		if (rc != ES_OK)
+			(void)unlink(key_path);
+	}
 	if (rc == ES_OK && pin && es_enroll_key_pin(cert, pin) != ES_OK)
 		rc = es_errf(ES_ERR_TLS, err, errsz, "cannot hash the new CA's key");
 	if (key) {

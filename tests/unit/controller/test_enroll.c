@@ -133,6 +133,17 @@ static void ca_init_files(void **state)
 	assert_non_null(strstr(err, "never overwritten"));
 	es_test_assert_file_bytes(f->key, before, strlen(before));
 	free(before);
+	/* A certificate that cannot be written leaves no key behind (a retry
+	 * would say "exists already"), and the error names the file. */
+	{
+		char key2[160];
+
+		snprintf(key2, sizeof(key2), "%s/k2.key", f->dir);
+		assert_int_equal(es_ca_create("/nonexistent-dir/ca.crt", key2, TD, NULL,
+					      err, sizeof(err)), ES_ERR_IO);
+		assert_non_null(strstr(err, "cannot write /nonexistent-dir/ca.crt"));
+		assert_int_equal(access(key2, F_OK), -1);
+	}
 }
 
 static void ca_open_refuses(void **state)
