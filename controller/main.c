@@ -373,7 +373,8 @@ static int cmd_run(int argc, char **argv)
 		goto cleanup;
 	}
 	es_log_info("main", "serving", "version", ES_VERSION, "listen", cfg.listen,
-		    "admin-listen", cfg.admin_listen, "db", cfg.db, NULL);
+		    "admin-listen", cfg.admin_listen, "db", cfg.db, "join-listen",
+		    ca && cfg.join_listen ? cfg.join_listen : "off (no ca-cert)", NULL);
 	if (es_notify_watchdog_start(es_server_context(g_server), NULL, err,
 				     sizeof(err)) != ES_OK)
 		es_log_warn("main", "systemd watchdog not started", "error", err, NULL);
