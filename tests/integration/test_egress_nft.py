@@ -77,20 +77,28 @@ def dport(rule):
     return None
 
 
-class EgressNftTest(EgressCase):
-    TAG = "es-egress-nft-"
+class NftCase(EgressCase):
+    """An EgressCase on the nftables backend: skipped where nft cannot run;
+    the agent's table removed before (a table a killed earlier run left
+    would be taken for drift) and after; a BPF pin directory of its own."""
 
-    def setUp(self):
+    def setup_nft(self):
         why = nft_usable()
         if why:
             self.skipTest(why)
-        # A table a killed earlier run left would be taken for drift.
         if TABLE in tables():
             nft("delete", "table", "inet", TABLE)
         self.setup_egress()
         self.addCleanup(lambda: TABLE in tables() and nft("delete", "table", "inet", TABLE))
         self.pin_dir = f"/sys/fs/bpf/{self.tag}/egress"
         self.addCleanup(shutil.rmtree, f"/sys/fs/bpf/{self.tag}", ignore_errors=True)
+
+
+class EgressNftTest(NftCase):
+    TAG = "es-egress-nft-"
+
+    def setUp(self):
+        self.setup_nft()
         self.state_dir = os.path.join(self.c.dir, "agent-state")
         self.start_agent()
 

@@ -8,29 +8,20 @@ each switch of certificate.
 """
 
 import os
-import shutil
 
-from egress_util import EgressCase, policy
+from egress_util import policy
 from harness import main
-from test_egress_nft import REFUSED, TABLE, nft, nft_usable, tables
+from test_egress_nft import REFUSED, NftCase
 from test_rotate import join_and_run
 
 LIFETIME = 20
 
 
-class RotateEgressTest(EgressCase):
+class RotateEgressTest(NftCase):
     TAG = "es-rotate-egress-"
 
     def setUp(self):
-        why = nft_usable()
-        if why:
-            self.skipTest(why)
-        if TABLE in tables():
-            nft("delete", "table", "inet", TABLE)
-        self.setup_egress()
-        self.addCleanup(lambda: TABLE in tables() and nft("delete", "table", "inet", TABLE))
-        self.pin_dir = f"/sys/fs/bpf/{self.tag}/egress"
-        self.addCleanup(shutil.rmtree, f"/sys/fs/bpf/{self.tag}", ignore_errors=True)
+        self.setup_nft()
 
     def test_enforced_across_renewals(self):
         self.check(self.run_case)
