@@ -60,6 +60,13 @@ stop() {
             echo "quickstart: the ${p} (pid ${pid}) did not stop within 10 s of SIGTERM" >&2
             return 1
         fi
+        # Its /proc/PID/exe goes early in its exit: wait until it has
+        # exited (gone, or a zombie for its parent to reap).
+        for _ in $(seq 50); do
+            [[ -e /proc/${pid} ]] || break
+            [[ $(sed 's/.*) //' "/proc/${pid}/stat" 2>/dev/null) == Z* ]] && break
+            sleep 0.1
+        done
         rm -f "${dir}/${p}.pid"
         echo "quickstart: stopped the ${p} (pid ${pid})"
     done
