@@ -210,6 +210,8 @@ static int etcd_store_open(const es_ccfg *cfg, es_db *db, es_store *st)
 		eo.key = cfg->etcd_key;
 		eo.ca = cfg->etcd_ca;
 		eo.prefix = cfg->etcd_prefix;
+		eo.observe = es_server_etcd_observed;
+		eo.observe_ud = g_server;
 		rc = es_store_etcd_open(es_server_context(g_server), &eo, db,
 					es_server_object_changed, g_server, st, err,
 					sizeof(err));

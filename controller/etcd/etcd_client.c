@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "es_buf.h"
+#include "es_time.h"
 #include "es_url.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -41,6 +42,8 @@ struct es_etcd {
 	size_t n_ep, cur;
 	int timeout_ms, watch_idle_ms;
 	size_t max_resp;
+	es_etcd_observe_fn observe;
+	void *observe_ud;
 	struct etcd_req *reqs; /* every live request and watch */
 };
 
@@ -55,6 +58,8 @@ typedef struct etcd_req {
 	es_etcd_cb cb;
 	void *ud;
 	int64_t lease_id; /* RK_KEEPALIVE: for the message */
+	int64_t t0_us;    /* monotonic: the start (a watch: of this dial) */
+	int answered;     /* a watch: this dial got a message from etcd */
 	struct lws *wsi;
 	lws_sorted_usec_list_t sul_timeout, sul_retry;
 	size_t ep;       /* endpoint of this attempt */
@@ -155,12 +160,49 @@ static es_err code_rc(int code)
 	}
 }
 
+/* The op label of es_etcd_observe_fn for r's method. */
+static const char *op_name(const etcd_req *r)
+{
+	static const struct { const char *method, *op; } ops[] = {
+		{ "kv/range", "range" }, { "kv/put", "put" },
+		{ "kv/deleterange", "delete" }, { "kv/txn", "txn" },
+		{ "lease/grant", "lease" }, { "lease/keepalive", "lease" },
+		{ "lease/revoke", "lease" }, { "watch", "watch" },
+	};
+	const char *m = r->path + strlen(ES_ETCD_PATH_PREFIX);
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(m, ops[i].method))
+			return ops[i].op;
+	return "other";
+}
+
+/* Tells the observer of r's end (or a watch's first message or break);
+ * seconds since r->t0_us, or -1 when measured is 0. */
+static void observe(const etcd_req *r, es_err rc, int measured)
+{
+	const es_etcd *e = r->e;
+	int reached = rc == ES_OK || rc == ES_ERR_NOTFOUND ||
+		      rc == ES_ERR_CONFLICT || rc == ES_ERR_INVAL;
+	double secs = -1;
+
+	if (!e || !e->observe)
+		return;
+	if (measured) {
+		int64_t d = es_time_mono_us() - r->t0_us;
+
+		secs = (double)(d > 0 ? d : 0) / 1e6;
+	}
+	e->observe(e->observe_ud, op_name(r), rc, reached, secs);
+}
+
 /* Ends a unary request: one call of its callback, then it is freed. */
 static void finish(etcd_req *r, es_err rc, int code, int unknown,
 		   const char *msg, const es_etcd_resp *resp)
 {
 	es_etcd_result res;
 
+	observe(r, rc, 1);
 	detach(r);
 	unlink_req(r);
 	memset(&res, 0, sizeof(res));
@@ -249,6 +291,10 @@ static void attempt(etcd_req *r)
 	struct lws_client_connect_info i;
 	struct lws *w;
 
+	if (r->kind == RK_WATCH) {
+		r->t0_us = es_time_mono_us();
+		r->answered = 0;
+	}
 	memset(&i, 0, sizeof(i));
 	i.context = e->ctx;
 	i.vhost = e->vh;
@@ -364,6 +410,7 @@ static void watch_down(etcd_req *r, const char *why)
 	if (r->ended)
 		return;
 	detach(r);
+	observe(r, ES_ERR_IO, 0);
 	snprintf(msg, sizeof(msg), "etcd %s: watch: %s", e->ep_text[r->ep], why);
 	es_buf_reset(&r->lines);
 	es_buf_reset(&r->rx);
@@ -405,6 +452,8 @@ static void watch_end(etcd_req *r, es_etcd_watch_kind kind, int64_t rev,
 {
 	r->ended = 1;
 	detach(r);
+	observe(r, kind == ES_ETCD_WATCH_COMPACTED ? ES_ERR_CONFLICT : ES_ERR_INVAL,
+		!r->answered);
 	watch_emit(r, kind, rev, compact, NULL, 0, msg);
 }
 
@@ -444,6 +493,10 @@ static int watch_line(void *ud, const char *text, size_t n)
 		return 1;
 	}
 	r->backoff_ms = WATCH_BACKOFF_MIN_MS;
+	if (!r->answered) {
+		r->answered = 1;
+		observe(r, ES_OK, 1);
+	}
 	if (m.n_events) {
 		r->next_rev = m.events[m.n_events - 1].kv.mod_revision + 1;
 		watch_emit(r, ES_ETCD_WATCH_EVENTS, m.revision, 0, m.events,
@@ -701,6 +754,8 @@ es_err es_etcd_new(struct lws_context *ctx, const es_etcd_opts *o,
 	e->watch_idle_ms = o->watch_idle_ms > 0 ? o->watch_idle_ms : 0;
 	e->max_resp = o->max_response_bytes ? o->max_response_bytes :
 		      DEFAULT_MAX_RESPONSE;
+	e->observe = o->observe;
+	e->observe_ud = o->observe_ud;
 
 	memset(&info, 0, sizeof(info));
 	info.vhost_name = "etcd";
@@ -781,6 +836,7 @@ static es_err start(es_etcd *e, req_kind kind, const char *method, char *text,
 	es_buf_init(&r->errs, 4096);
 	link_req(e, r);
 	r->ep = e->cur;
+	r->t0_us = es_time_mono_us();
 	attempt(r);
 	return ES_OK;
 }

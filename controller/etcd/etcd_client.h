@@ -44,6 +44,25 @@
  * later /v3/ only). */
 #define ES_ETCD_PATH_PREFIX "/v3/"
 
+/*
+ * Told of every request's end and of every watch stream's start and break,
+ * for metrics (README "Metrics"). op: "range", "put", "delete", "txn",
+ * "lease" (grant, keepalive, revoke), "watch" or "other" (es_etcd_call).
+ * rc: the request's result (es_etcd_result.rc); a watch: ES_OK when a
+ * (re)dialled stream got its first message from etcd, ES_ERR_IO when it
+ * broke or could not be opened, ES_ERR_CONFLICT or ES_ERR_INVAL when etcd
+ * cancelled it (compacted, or another reason). reached: 1 when etcd
+ * answered in a way the client can go on with (success, or etcd's refusal
+ * of that one request: lease not found, compacted, invalid), 0 when no
+ * endpoint answered, the answer was not etcd's (ES_ERR_PROTO, ES_ERR_TOOBIG)
+ * or etcd refused the client (ES_ERR_AUTH). seconds: from the request's
+ * start (a watch: the dial) to its end (a watch: its first message), or
+ * -1 when there is none to measure (a watch that broke). Runs on the loop,
+ * before the request's own callback.
+ */
+typedef void (*es_etcd_observe_fn)(void *ud, const char *op, es_err rc,
+				   int reached, double seconds);
+
 typedef struct es_etcd_opts {
 	/* "http://host:port" or "https://host:port" (no path), 1 to
 	 * ES_ETCD_MAX_ENDPOINTS, copied. */
@@ -56,6 +75,8 @@ typedef struct es_etcd_opts {
 	int request_timeout_ms;   /* per endpoint tried; 0: 5000 */
 	int watch_idle_ms;        /* a watch silent this long is redialled; 0: never */
 	size_t max_response_bytes; /* 0: 64 MiB */
+	es_etcd_observe_fn observe; /* NULL: none */
+	void *observe_ud;          /* borrowed */
 } es_etcd_opts;
 
 typedef struct es_etcd_result {

@@ -14,13 +14,15 @@ struct es_ctrl_metrics {
 	es_metrics *reg;
 	char *db_path;
 	es_metric *build_info, *connected, *messages, *duplicates, *ack_latency,
-		*store_size, *handshakes, *refused;
+		*store_size, *handshakes, *refused, *etcd_requests, *etcd_duration,
+		*etcd_up;
 };
 
 es_err es_ctrl_metrics_new(const char *db_path, const char *version,
 			   es_ctrl_metrics **out, char *err, size_t errsz)
 {
 	static const double buckets[] = ES_CTRL_METRICS_ACK_BUCKETS;
+	static const double etcd_buckets[] = ES_CTRL_METRICS_ETCD_BUCKETS;
 	es_ctrl_metrics *m;
 	es_err rc;
 
@@ -57,6 +59,18 @@ es_err es_ctrl_metrics_new(const char *db_path, const char *version,
 				     "Agent connections the controller closed for load: reason=\"Overloaded\" (come back later) or \"HandshakeTimeout\".",
 				     (const char *[]){ "reason" }, 1, &m->refused,
 				     err, errsz)) != ES_OK ||
+	    (rc = es_metrics_counter(m->reg, "edgesync_controller_etcd_requests_total",
+				     "Requests to etcd (store = etcd) as they ended, after failover to other endpoints, by op and result; op=\"watch\": watch streams opened (ok) and broken or cancelled (error).",
+				     (const char *[]){ "op", "result" }, 2, &m->etcd_requests,
+				     err, errsz)) != ES_OK ||
+	    (rc = es_metrics_histogram(m->reg, "edgesync_controller_etcd_request_duration_seconds",
+				       "Time from the start of an etcd request to its end, by op; op=\"watch\": from the dial to the stream's first message.",
+				       (const char *[]){ "op" }, 1, etcd_buckets,
+				       sizeof(etcd_buckets) / sizeof(etcd_buckets[0]),
+				       &m->etcd_duration, err, errsz)) != ES_OK ||
+	    (rc = es_metrics_gauge(m->reg, "edgesync_controller_etcd_up",
+				   "1 when the latest etcd request or watch message got an answer from etcd the controller can use, 0 when no endpoint answered or etcd refused the client.",
+				   NULL, 0, &m->etcd_up, err, errsz)) != ES_OK ||
 	    (rc = es_metrics_gauge(m->reg, "edgesync_controller_store_size_bytes",
 				   "Bytes on disk of the SQLite store: the database file and its write-ahead log.",
 				   NULL, 0, &m->store_size, err, errsz)) != ES_OK)
@@ -75,6 +89,7 @@ es_err es_ctrl_metrics_new(const char *db_path, const char *version,
 	}
 	if (!m->db_path)
 		es_metric_clear(m->store_size);
+	es_metric_clear(m->etcd_up); /* until etcd is used */
 	*out = m;
 	m = NULL;
 cleanup:
@@ -114,6 +129,17 @@ void es_ctrl_metrics_duplicate(es_ctrl_metrics *m)
 {
 	if (m)
 		es_metric_add(m->duplicates, NULL, 1);
+}
+
+void es_ctrl_metrics_etcd(es_ctrl_metrics *m, const char *op, int ok, int reached,
+			  double seconds)
+{
+	if (!m || !op)
+		return;
+	es_metric_add(m->etcd_requests, (const char *[]){ op, ok ? "ok" : "error" }, 1);
+	if (seconds >= 0)
+		es_metric_observe(m->etcd_duration, (const char *[]){ op }, seconds);
+	es_metric_set(m->etcd_up, NULL, reached ? 1 : 0);
 }
 
 void es_ctrl_metrics_pushed(es_ctrl_pending *p, int64_t rv, int64_t at_us)

@@ -11,6 +11,15 @@
  *   edgesync_controller_store_size_bytes               gauge
  *   edgesync_controller_tls_handshakes_total{resumed}  counter
  *   edgesync_controller_connections_refused_total{reason} counter
+ *   edgesync_controller_etcd_requests_total{op,result}  counter
+ *   edgesync_controller_etcd_request_duration_seconds{op} histogram
+ *   edgesync_controller_etcd_up                        gauge
+ *
+ * The etcd families (store = etcd) come from the etcd client's observer
+ * (etcd/etcd_client.h, es_etcd_observe_fn): one count per request as it
+ * ended (after its failover), and per watch stream opened (ok) or broken
+ * (error); up is whether the latest of them reached etcd. They show once
+ * the controller has talked to etcd, so a SQLite controller has none.
  *
  * The ack latency is the time from an object write through the admin API
  * to the desiredAck of each connected agent the write was pushed to that
@@ -32,6 +41,12 @@
  * is milliseconds; a busy or distant agent takes seconds. */
 #define ES_CTRL_METRICS_ACK_BUCKETS \
 	{ 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 }
+
+/* Upper bounds, seconds, of the etcd request duration histogram: etcd
+ * answers in about a millisecond on loopback, tens across a network;
+ * the client gives an endpoint 5 s. */
+#define ES_CTRL_METRICS_ETCD_BUCKETS \
+	{ 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 }
 
 /* Pushed writes one connection remembers until acknowledged; past it the
  * oldest is forgotten (not measured). */
@@ -73,6 +88,13 @@ void es_ctrl_metrics_handshake(es_ctrl_metrics *m, int resumed);
 /* An agent connection was closed for load; reason: "Overloaded" or
  * "HandshakeTimeout" (borrowed). */
 void es_ctrl_metrics_refused(es_ctrl_metrics *m, const char *reason);
+
+/* One etcd request ended, or a watch stream opened or broke (the
+ * arguments of es_etcd_observe_fn: op borrowed; ok 1 for result="ok";
+ * reached sets edgesync_controller_etcd_up; seconds < 0: no duration
+ * observed). */
+void es_ctrl_metrics_etcd(es_ctrl_metrics *m, const char *op, int ok, int reached,
+			  double seconds);
 
 /* A write at monotonic time at_us (es_time_mono_us) was pushed to a
  * connection in a desired message of resourceVersion rv. */

@@ -129,4 +129,13 @@ void es_server_set_store(es_server *srv, es_store *store);
  */
 void es_server_node_revoked(void *ud, const char *node);
 
+/*
+ * The etcd client's observer (etcd_client.h, es_etcd_observe_fn; ud is
+ * the es_server; es_store_etcd_opts.observe): counts the request in
+ * /metrics (metrics.h, the etcd families) and keeps whether etcd was
+ * reached, for /readyz (server_health.c).
+ */
+void es_server_etcd_observed(void *ud, const char *op, es_err rc, int reached,
+			     double seconds);
+
 #endif

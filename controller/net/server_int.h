@@ -80,6 +80,7 @@ struct es_server {
 	lws_sorted_usec_list_t sweep;
 	es_admin_hooks hooks;
 	es_store *store;       /* es_server_set_store; NULL: SQLite over db */
+	int etcd_up;           /* the latest etcd request reached etcd */
 	/* server_sync.c: the open batch of the store (es_db_batch_begin). */
 	conn *batch;           /* connections owed acks when it commits */
 	lws_sorted_usec_list_t batch_sul;
@@ -164,6 +165,13 @@ int server__session_take(conn *c, const cJSON *msg);
 /* c is going away: a take in flight is forgotten; the session is given up
  * when no other connection of the node here holds it. */
 void server__session_release(conn *c);
+
+/* ---- server_health.c ---- */
+
+/* 1 when this controller can serve: always with SQLite; with store =
+ * etcd once the mirror caught up and while etcd answers (the latest
+ * request or watch message reached it). Else 0, with why (one phrase). */
+int server__ready(const es_server *s, char *why, size_t whysz);
 
 /* ---- server_join.c ---- */
 

@@ -10,6 +10,10 @@
  *   POST /v1/join/renew {certificate, csr} -> the same answer: a node whose
  *                     certificate expired renews it with the same key
  *                     within renewal-grace.
+ *   GET  /healthz     200 "ok" while the event loop runs;
+ *   GET  /readyz      200 "ready", or 503 "not ready: why" (server__ready:
+ *                     with store = etcd, while etcd cannot be reached), for
+ *                     probes that present no client certificate (kubelet).
  */
 #include "net/server_int.h"
 
@@ -256,6 +260,22 @@ cleanup:
 
 static int dispatch(struct lws *wsi, es_server *s, join_req *r)
 {
+	if (!strcmp(r->path, "/healthz") || !strcmp(r->path, "/readyz")) {
+		char why[160] = "", text[200];
+		int ready = 1;
+
+		if (r->is_post)
+			return respond_status(wsi, r, 405, "MethodNotAllowed",
+					      "only GET");
+		if (!strcmp(r->path, "/readyz"))
+			ready = server__ready(s, why, sizeof(why));
+		if (!ready)
+			snprintf(text, sizeof(text), "not ready: %s\n", why);
+		else
+			snprintf(text, sizeof(text), "%s\n",
+				 !strcmp(r->path, "/healthz") ? "ok" : "ready");
+		return respond(wsi, r, ready ? 200 : 503, "text/plain", strdup(text));
+	}
 	if (!strcmp(r->path, "/v1/join/ca")) {
 		char *b;
 

@@ -633,7 +633,8 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
 	const char *prefix = o->prefix && *o->prefix ? o->prefix : ES_STORE_ETCD_PREFIX;
 	es_etcd_opts eo = { .endpoints = o->endpoints, .n_endpoints = o->n_endpoints,
 			    .cert = o->cert, .key = o->key, .ca = o->ca,
-			    .request_timeout_ms = o->request_timeout_ms };
+			    .request_timeout_ms = o->request_timeout_ms,
+			    .observe = o->observe, .observe_ud = o->observe_ud };
 	size_t plen = strlen(prefix);
 	int following = 0;
 	est *s;

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <libwebsockets.h>
 
+#include "etcd/etcd_client.h"
 #include "store/store.h"
 
 /* Attempts of one write against concurrent writers of the same key. */
@@ -53,6 +54,8 @@ typedef struct es_store_etcd_opts {
 	const char *prefix;           /* NULL: ES_STORE_ETCD_PREFIX; must end
 				       * with '/'; copied */
 	int request_timeout_ms;       /* 0: the client's default */
+	es_etcd_observe_fn observe;   /* etcd_client.h's, for metrics; NULL: none */
+	void *observe_ud;
 } es_store_etcd_opts;
 
 /*

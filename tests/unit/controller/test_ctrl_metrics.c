@@ -115,11 +115,55 @@ static void test_ack_latency(void **state)
 	es_ctrl_metrics_free(m);
 }
 
+/* The etcd families: absent until etcd is used, then a count per op and
+ * result, a duration per op (none for a broken watch), and up following
+ * the latest outcome. */
+static void test_etcd(void **state)
+{
+	es_ctrl_metrics *m = NULL;
+	char *out;
+
+	(void)state;
+	assert_int_equal(es_ctrl_metrics_new(NULL, "v", &m, NULL, 0), ES_OK);
+	out = render(m, 0);
+	assert_null(strstr(out, "edgesync_controller_etcd_"));
+	free(out);
+
+	es_ctrl_metrics_etcd(m, "txn", 1, 1, 0.002);
+	es_ctrl_metrics_etcd(m, "txn", 1, 1, 0.02);
+	es_ctrl_metrics_etcd(m, "lease", 0, 1, 0.001); /* lease not found: etcd answered */
+	out = render(m, 0);
+	es_test_assert_line(out, "edgesync_controller_etcd_requests_total{op=\"txn\",result=\"ok\"} 2");
+	es_test_assert_line(out, "edgesync_controller_etcd_requests_total{op=\"lease\",result=\"error\"} 1");
+	es_test_assert_line(out, "edgesync_controller_etcd_request_duration_seconds_bucket{op=\"txn\",le=\"0.0025\"} 1");
+	es_test_assert_line(out, "edgesync_controller_etcd_request_duration_seconds_bucket{op=\"txn\",le=\"0.025\"} 2");
+	es_test_assert_line(out, "edgesync_controller_etcd_request_duration_seconds_count{op=\"txn\"} 2");
+	es_test_assert_line(out, "edgesync_controller_etcd_request_duration_seconds_sum{op=\"txn\"} 0.022");
+	es_test_assert_line(out, "edgesync_controller_etcd_up 1");
+	assert_null(strstr(out, "op=\"txn\",result=\"error\""));
+	free(out);
+
+	/* A watch that broke: counted, no duration, and etcd is down. */
+	es_ctrl_metrics_etcd(m, "watch", 0, 0, -1);
+	out = render(m, 0);
+	es_test_assert_line(out, "edgesync_controller_etcd_requests_total{op=\"watch\",result=\"error\"} 1");
+	assert_null(strstr(out, "edgesync_controller_etcd_request_duration_seconds_count{op=\"watch\"}"));
+	es_test_assert_line(out, "edgesync_controller_etcd_up 0");
+	free(out);
+	es_ctrl_metrics_etcd(m, "range", 1, 1, 0.0001);
+	out = render(m, 0);
+	es_test_assert_line(out, "edgesync_controller_etcd_up 1");
+	free(out);
+	es_ctrl_metrics_etcd(NULL, "range", 1, 1, 0.1); /* no registry: no-op */
+	es_ctrl_metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_families),
 		cmocka_unit_test(test_ack_latency),
+		cmocka_unit_test(test_etcd),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
