@@ -5,10 +5,19 @@ ConfigMap and Secret keys (the Secrets' layout is secrets.example.yaml),
 volumes and mounts, container ports and probe ports, Service target
 ports and selectors, environment variables and config-file keys (against
 the programs' --help), and the files the settings name (under a mounted
-Secret or ConfigMap, with that key)."""
+Secret or ConfigMap, with that key).
+
+The ha overlay (packaging/kubernetes-ha/: three controller replicas on
+etcd) is rendered with `kubectl kustomize` (skipped without kubectl) and
+the result held to the same checks, plus its own: replicas on different
+nodes, a PodDisruptionBudget that leaves two, store = etcd with the etcd
+client files mounted, no claim, and readiness from /readyz on the join
+listener's port."""
 
 import os
 import re
+import shutil
+import subprocess
 import unittest
 
 import yaml
@@ -16,15 +25,17 @@ import yaml
 import pkgtest
 
 KDIR = os.path.join(pkgtest.PACKAGING, "kubernetes")
-API = {"Namespace": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1",
+HADIR = os.path.join(pkgtest.PACKAGING, "kubernetes-ha")
+API = {"PodDisruptionBudget": "policy/v1", "Namespace": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1",
        "PersistentVolumeClaim": "v1", "DaemonSet": "apps/v1",
        "Deployment": "apps/v1"}
 PROGRAM = {"agent": "edgesync-agent", "controller": "edgesync-controller"}
-PATH_SETTINGS = ("cert", "key", "ca", "client-ca", "admin-ca", "ca-cert", "ca-key")
+PATH_SETTINGS = ("cert", "key", "ca", "client-ca", "admin-ca", "ca-cert", "ca-key",
+                 "etcd-cert", "etcd-key", "etcd-ca", "tls-ticket-key")
 
 
-def load(name):
-    with open(os.path.join(KDIR, name)) as f:
+def load(name, d=KDIR):
+    with open(os.path.join(d, name)) as f:
         return [d for d in yaml.safe_load_all(f) if d]
 
 
@@ -70,6 +81,8 @@ class TestKubernetes(unittest.TestCase):
             cm = self.by_kind["ConfigMap"][vol["configMap"]["name"]]
             return key in cm["data"]
         if "secret" in vol:
+            self.assertIn(vol["secret"]["secretName"], self.secrets,
+                          "a Secret of secrets.example.yaml")
             data = self.secrets[vol["secret"]["secretName"]]["stringData"]
             if key in data:
                 return True
@@ -158,10 +171,11 @@ class TestKubernetes(unittest.TestCase):
                 node = [e for e in c["env"] if e["name"] == "EDGESYNC_NODE_NAME"][0]
                 self.assertEqual(node["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName")
             else:
-                for k in ("listen", "admin-listen"):
+                for k in ("listen", "admin-listen", "join-listen"):
                     _, port = settings[k].rsplit(":", 1)
                     self.assertIn(int(port), ports.values(), f"{name}: {k}")
                 self.assertIn(settings["state-dir"], mounts)
+                self.controller_settings = settings
         self.assertEqual(used, set(vols), f"{name}: unused volumes")
         return spec
 
@@ -206,6 +220,11 @@ class TestKubernetes(unittest.TestCase):
             self.assertNotEqual(m.get("mountPropagation"), "Bidirectional")
 
     def test_controller(self):
+        self.check_controller()
+
+    def check_controller(self):
+        """The controller's Deployment and Service; returns (Deployment,
+        pod spec)."""
         dep = self.by_kind["Deployment"]["edgesync-controller"]
         spec = self.check_workload(dep)
         svc = self.by_kind["Service"]["edgesync-controller"]
@@ -219,11 +238,128 @@ class TestKubernetes(unittest.TestCase):
             self.assertIn(tp, ports)
         claims = {v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"]
                   if "persistentVolumeClaim" in v}
-        self.assertTrue(claims <= set(self.by_kind["PersistentVolumeClaim"]))
-        # The agents dial the Service by name.
+        self.assertTrue(claims <= set(self.by_kind.get("PersistentVolumeClaim", {})))
+        # The agents dial the Service by name; no session affinity (any
+        # replica serves any node).
+        self.assertNotIn("sessionAffinity", svc["spec"])
         agent_conf = pkgtest.parse_conf(self.by_kind["ConfigMap"]["edgesync-agent"]["data"]["agent.conf"])
         url = agent_conf["controller-url"]
         self.assertEqual(url, f"wss://{svc['metadata']['name']}.{self.kust['namespace']}.svc:7443")
+        return dep, spec
+
+    def test_base_is_one_replica_on_sqlite(self):
+        """The default stays one replica over its SQLite file on a claim."""
+        dep, spec = self.check_controller()
+        self.assertEqual(dep["spec"]["replicas"], 1)
+        self.assertEqual(dep["spec"]["strategy"], {"type": "Recreate"})
+        self.assertEqual(self.controller_settings.get("store", "sqlite"), "sqlite")
+        state = next(v for v in spec["volumes"] if v["name"] == "state")
+        self.assertIn(state["persistentVolumeClaim"]["claimName"],
+                      self.by_kind["PersistentVolumeClaim"])
+
+
+def kustomize(path):
+    """The objects `kubectl kustomize path` renders, or SkipTest."""
+    kubectl = shutil.which("kubectl")
+    if not kubectl:
+        raise unittest.SkipTest("kubectl is not installed (its kustomize renders the overlay)")
+    r = subprocess.run([kubectl, "kustomize", path], capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0 and "unknown command" in r.stderr:
+        raise unittest.SkipTest(f"this kubectl has no kustomize: {r.stderr.strip()}")
+    if r.returncode != 0:
+        raise AssertionError(f"kubectl kustomize {path} exited {r.returncode}:\n{r.stderr}")
+    return [d for d in yaml.safe_load_all(r.stdout) if d]
+
+
+class TestKubernetesHA(TestKubernetes):
+    """packaging/kubernetes-ha, rendered, under every check of the base and
+    these."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kust = load("kustomization.yaml", HADIR)
+        cls.kust = cls.kust[0]
+        cls.base_kust = load("kustomization.yaml")[0]
+        cls.objs = kustomize(HADIR)
+        cls.secrets = {s["metadata"]["name"]: s for s in
+                       load("secrets.example.yaml") + load("secrets.example.yaml", HADIR)}
+        cls.by_kind = {}
+        for o in cls.objs:
+            cls.by_kind.setdefault(o["kind"], {})[o["metadata"]["name"]] = o
+
+    # Of the base only (None: not a test here).
+    test_base_is_one_replica_on_sqlite = None
+
+    def test_every_manifest_is_listed_and_parses(self):
+        files = sorted(f for f in os.listdir(HADIR) if f.endswith(".yaml"))
+        for f in files:
+            load(f, HADIR)
+        listed = {r for r in self.kust["resources"] if not r.startswith("..")} | \
+            {p["path"] for p in self.kust["patches"]} | \
+            {"kustomization.yaml", "secrets.example.yaml"}
+        self.assertEqual(set(files), listed)
+        self.assertEqual(self.kust["resources"][0], "../kubernetes")
+        self.assertEqual(self.kust["namespace"], self.base_kust["namespace"])
+        self.kust.setdefault("images", self.base_kust["images"])
+
+    def test_kinds_and_api_versions(self):
+        self.kust.setdefault("images", self.base_kust["images"])
+        super().test_kinds_and_api_versions()
+
+    def test_three_replicas_on_etcd(self):
+        dep, spec = self.check_controller()
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        replicas = dep["spec"]["replicas"]
+        self.assertEqual(replicas, 3)
+        # Rolling, one at a time, no surge (one replica per node).
+        self.assertEqual(dep["spec"]["strategy"], {
+            "type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+        # Never two on one node.
+        terms = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        self.assertEqual([t["topologyKey"] for t in terms], ["kubernetes.io/hostname"])
+        for k, v in terms[0]["labelSelector"]["matchLabels"].items():
+            self.assertEqual(labels.get(k), v)
+        for c in spec.get("topologySpreadConstraints", []):
+            for k, v in c["labelSelector"]["matchLabels"].items():
+                self.assertEqual(labels.get(k), v)
+        # The budget selects these pods and leaves at least two.
+        pdb = self.by_kind["PodDisruptionBudget"]["edgesync-controller"]
+        for k, v in pdb["spec"]["selector"]["matchLabels"].items():
+            self.assertEqual(labels.get(k), v)
+        left = pdb["spec"].get("minAvailable", replicas - pdb["spec"].get("maxUnavailable", 0))
+        self.assertEqual(left, 2)
+        # store = etcd, over https with the client certificate (mounted:
+        # check_workload resolved etcd-cert, etcd-key, etcd-ca and the
+        # shared ticket key to Secret keys).
+        conf = self.controller_settings
+        self.assertEqual(conf["store"], "etcd")
+        eps = conf["etcd-endpoints"].split(",")
+        self.assertGreaterEqual(len(eps), 1)
+        for e in eps:
+            self.assertRegex(e, r"^https://[a-z0-9.-]+:\d+$")
+        for k in ("etcd-cert", "etcd-key", "etcd-ca", "tls-ticket-key"):
+            self.assertIn(k, conf)
+        self.assertTrue(conf["etcd-prefix"].endswith("/"))
+        # Each replica's own state in an emptyDir; no claim is left.
+        state = next(v for v in spec["volumes"] if v["name"] == "state")
+        self.assertEqual(set(state), {"name", "emptyDir"})
+        self.assertNotIn("PersistentVolumeClaim", self.by_kind)
+        # Probes: HTTPS (no client certificate) on the join listener's port,
+        # /readyz for readiness (503 while etcd does not answer).
+        c = spec["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        _, join_port = conf["join-listen"].rsplit(":", 1)
+        self.assertIn("ca-cert", conf, "the join listener needs ca-cert")
+        for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+            g = c[probe]["httpGet"]
+            self.assertEqual(set(c[probe]) & {"tcpSocket", "exec", "grpc"}, set())
+            self.assertEqual((g["scheme"], g["path"]), ("HTTPS", path))
+            self.assertEqual(ports[g["port"]], int(join_port))
+        # The agents are the base's: one URL, the Service.
+        self.assertEqual(self.by_kind["DaemonSet"],
+                         {d["metadata"]["name"]: d for d in kustomize(KDIR)
+                          if d["kind"] == "DaemonSet"})
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ def unit_text(name):
         return f.read()
 
 
-def directives(text):
-    """[(key, value)] of the [Service] section."""
+def directives(text, want="[Service]"):
+    """[(key, value)] of the section want."""
     out, section = [], None
     for line in text.splitlines():
         line = line.strip()
@@ -35,7 +35,7 @@ def directives(text):
         if line.startswith("["):
             section = line
             continue
-        if section == "[Service]":
+        if section == want:
             k, v = line.split("=", 1)
             out.append((k, v))
     return out
@@ -127,6 +127,17 @@ class TestUnits(unittest.TestCase):
             path = v.split(":", 1)[1]
             self.assertIn(os.path.basename(path), cond[0])
             self.assertIn(os.path.dirname(path) + "/$$f", cond[0])
+
+    def test_controller_units_order_after_a_local_etcd(self):
+        """store = etcd on a host with etcd: both controller units start
+        after etcd.service (ordering only, no Wants=: a remote etcd is
+        not pulled in)."""
+        for name in (UNITS[1], TEMPLATE):
+            unit = directives(unit_text(name), "[Unit]")
+            after = " ".join(v for k, v in unit if k == "After").split()
+            wants = " ".join(v for k, v in unit if k == "Wants").split()
+            self.assertIn("etcd.service", after, name)
+            self.assertNotIn("etcd.service", wants, name)
 
     def test_template_mirrors_the_controller_unit(self):
         """edgesync-controller@.service runs one controller per instance
