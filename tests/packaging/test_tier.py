@@ -61,6 +61,15 @@ def pick_offset():
     raise AssertionError("no free loopback ports for the tier")
 
 
+def running(pid):
+    """pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return not f.read().rsplit(") ", 1)[1].startswith("Z")
+    except FileNotFoundError:
+        return False
+
+
 def wait_for(what, fn, timeout=60):
     deadline = time.monotonic() + timeout
     last = None
@@ -99,8 +108,7 @@ class TestTier(unittest.TestCase):
                 pass
         deadline = time.monotonic() + 20
         for pid in self.pids:
-            while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") and \
-                    not open(f"/proc/{pid}/stat").read().split(") ")[1].startswith("Z"):
+            while time.monotonic() < deadline and running(pid):
                 time.sleep(0.1)
             try:
                 os.waitpid(pid, os.WNOHANG)
@@ -181,6 +189,7 @@ class TestTier(unittest.TestCase):
             wait_for(f"/readyz 200 on {jp}", lambda: self.readyz(jp)[0] == 200)
 
         out = self.sh(self.moved(self.blocks[1]))
+        print(out)
         # The agents say where they are connected.
         for n, port in urls.items():
             self.assertIn(f"wss://127.0.0.1:{self.port(port)}", out)
