@@ -12,7 +12,9 @@ etcd) is rendered with `kubectl kustomize` (skipped without kubectl) and
 the result held to the same checks, plus its own: replicas on different
 nodes, a PodDisruptionBudget that leaves two, store = etcd with the etcd
 client files mounted, no claim, and readiness from /readyz on the join
-listener's port."""
+listener's port. The trial overlay (packaging/kubernetes-ha-trial/: the
+same with a three-member etcd StatefulSet of its own) too, and that its
+members find each other and the controllers find them."""
 
 import os
 import re
@@ -26,7 +28,8 @@ import pkgtest
 
 KDIR = os.path.join(pkgtest.PACKAGING, "kubernetes")
 HADIR = os.path.join(pkgtest.PACKAGING, "kubernetes-ha")
-API = {"PodDisruptionBudget": "policy/v1", "Namespace": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1",
+TRIALDIR = os.path.join(pkgtest.PACKAGING, "kubernetes-ha-trial")
+API = {"PodDisruptionBudget": "policy/v1", "StatefulSet": "apps/v1", "Namespace": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1",
        "PersistentVolumeClaim": "v1", "DaemonSet": "apps/v1",
        "Deployment": "apps/v1"}
 PROGRAM = {"agent": "edgesync-agent", "controller": "edgesync-controller"}
@@ -360,6 +363,85 @@ class TestKubernetesHA(TestKubernetes):
         self.assertEqual(self.by_kind["DaemonSet"],
                          {d["metadata"]["name"]: d for d in kustomize(KDIR)
                           if d["kind"] == "DaemonSet"})
+
+
+
+class TestKubernetesHATrial(TestKubernetes):
+    """packaging/kubernetes-ha-trial, rendered: every check of the base,
+    and the etcd StatefulSet's names, ports and flags against the
+    controllers' etcd-endpoints."""
+
+    test_base_is_one_replica_on_sqlite = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kust = load("kustomization.yaml", TRIALDIR)[0]
+        cls.kust["images"] = load("kustomization.yaml")[0]["images"]
+        cls.objs = kustomize(TRIALDIR)
+        cls.secrets = {s["metadata"]["name"]: s for s in
+                       load("secrets.example.yaml") + load("secrets.example.yaml", HADIR)}
+        cls.by_kind = {}
+        for o in cls.objs:
+            cls.by_kind.setdefault(o["kind"], {})[o["metadata"]["name"]] = o
+
+    def test_every_manifest_is_listed_and_parses(self):
+        files = sorted(f for f in os.listdir(TRIALDIR) if f.endswith(".yaml"))
+        for f in files:
+            load(f, TRIALDIR)
+        listed = {r for r in self.kust["resources"] if not r.startswith("..")} | \
+            {p["path"] for p in self.kust["patches"]} | {"kustomization.yaml"}
+        self.assertEqual(set(files), listed)
+        self.assertEqual(self.kust["resources"][0], "../kubernetes-ha")
+
+    def test_etcd_members_and_endpoints(self):
+        ns = self.kust["namespace"]
+        sts = self.by_kind["StatefulSet"]["edgesync-etcd"]
+        svc = self.by_kind["Service"][sts["spec"]["serviceName"]]
+        self.assertEqual(svc["spec"]["clusterIP"], "None")
+        self.assertTrue(svc["spec"]["publishNotReadyAddresses"])
+        labels = sts["spec"]["template"]["metadata"]["labels"]
+        for sel in (svc["spec"]["selector"], sts["spec"]["selector"]["matchLabels"]):
+            for k, v in sel.items():
+                self.assertEqual(labels.get(k), v)
+        n = sts["spec"]["replicas"]
+        self.assertEqual(n, 3)
+        c = sts["spec"]["template"]["spec"]["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        for p in svc["spec"]["ports"]:
+            self.assertEqual(ports[p["targetPort"]], p["port"])
+        args = dict(a[2:].split("=", 1) for a in c["args"])
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name")
+        name, host = sts["metadata"]["name"], f"{svc['metadata']['name']}.{ns}.svc"
+        self.assertEqual(args["name"], "$(POD_NAME)")
+        self.assertEqual(args["initial-cluster"], ",".join(
+            f"{name}-{i}=http://{name}-{i}.{host}:{ports['peer']}" for i in range(n)))
+        self.assertEqual(args["initial-advertise-peer-urls"],
+                         f"http://$(POD_NAME).{host}:{ports['peer']}")
+        self.assertEqual(args["advertise-client-urls"],
+                         f"http://$(POD_NAME).{host}:{ports['client']}")
+        self.assertEqual(args["listen-client-urls"], f"http://0.0.0.0:{ports['client']}")
+        self.assertEqual(args["auto-compaction-mode"], "periodic")
+        self.assertIn("auto-compaction-retention", args)
+        # Data on the member's own claim.
+        tmpl = [t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]]
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        self.assertEqual(list(mounts), tmpl)
+        self.assertEqual(mounts[tmpl[0]], args["data-dir"])
+        # The controllers dial every member by its stable name, without
+        # client certificates; the etcd Secret is not mounted.
+        self.check_controller()
+        conf = self.controller_settings
+        self.assertEqual(conf["store"], "etcd")
+        self.assertEqual(conf["etcd-endpoints"].split(","),
+                         [f"http://{name}-{i}.{host}:{ports['client']}" for i in range(n)])
+        for k in ("etcd-cert", "etcd-key", "etcd-ca"):
+            self.assertNotIn(k, conf)
+        dep = self.by_kind["Deployment"]["edgesync-controller"]
+        self.assertNotIn("edgesync-etcd-client",
+                         [v.get("secret", {}).get("secretName")
+                          for v in dep["spec"]["template"]["spec"]["volumes"]])
+        self.assertEqual(dep["spec"]["replicas"], 3)
 
 
 if __name__ == "__main__":
