@@ -275,21 +275,27 @@ def kustomize(path):
     return [d for d in yaml.safe_load_all(r.stdout) if d]
 
 
+def overlay_setup(cls, d):
+    """The class attributes of TestKubernetes for the overlay in d: its
+    kustomization, its objects as kubectl renders them, the Secrets of
+    both secrets.example.yaml files."""
+    cls.kust = load("kustomization.yaml", d)[0]
+    cls.objs = kustomize(d)
+    cls.secrets = {s["metadata"]["name"]: s for s in
+                   load("secrets.example.yaml") + load("secrets.example.yaml", HADIR)}
+    cls.by_kind = {}
+    for o in cls.objs:
+        cls.by_kind.setdefault(o["kind"], {})[o["metadata"]["name"]] = o
+
+
 class TestKubernetesHA(TestKubernetes):
     """packaging/kubernetes-ha, rendered, under every check of the base and
     these."""
 
     @classmethod
     def setUpClass(cls):
-        cls.kust = load("kustomization.yaml", HADIR)
-        cls.kust = cls.kust[0]
+        overlay_setup(cls, HADIR)
         cls.base_kust = load("kustomization.yaml")[0]
-        cls.objs = kustomize(HADIR)
-        cls.secrets = {s["metadata"]["name"]: s for s in
-                       load("secrets.example.yaml") + load("secrets.example.yaml", HADIR)}
-        cls.by_kind = {}
-        for o in cls.objs:
-            cls.by_kind.setdefault(o["kind"], {})[o["metadata"]["name"]] = o
 
     # Of the base only (None: not a test here).
     test_base_is_one_replica_on_sqlite = None
@@ -375,14 +381,8 @@ class TestKubernetesHATrial(TestKubernetes):
 
     @classmethod
     def setUpClass(cls):
-        cls.kust = load("kustomization.yaml", TRIALDIR)[0]
+        overlay_setup(cls, TRIALDIR)
         cls.kust["images"] = load("kustomization.yaml")[0]["images"]
-        cls.objs = kustomize(TRIALDIR)
-        cls.secrets = {s["metadata"]["name"]: s for s in
-                       load("secrets.example.yaml") + load("secrets.example.yaml", HADIR)}
-        cls.by_kind = {}
-        for o in cls.objs:
-            cls.by_kind.setdefault(o["kind"], {})[o["metadata"]["name"]] = o
 
     def test_every_manifest_is_listed_and_parses(self):
         files = sorted(f for f in os.listdir(TRIALDIR) if f.endswith(".yaml"))
