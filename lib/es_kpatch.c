@@ -86,6 +86,17 @@ static const es_kpatch_key *path_key(const kpath *p)
 	return NULL;
 }
 
+const es_kpatch_key *es_kpatch_key_of(const char *path)
+{
+	kpath p = {{0}, 0, 0};
+
+	if (!path || strlen(path) >= sizeof(p.s))
+		return NULL;
+	p.n = strlen(path);
+	memcpy(p.s, path, p.n + 1);
+	return path_key(&p);
+}
+
 /* ---- merge keys ----------------------------------------------------------- */
 
 /* The text of item's merge key (each member's type and value, length
@@ -129,6 +140,13 @@ static int item_key(const cJSON *item, const es_kpatch_key *k, char **out,
 	*w = '\0';
 	*out = s;
 	return 0;
+}
+
+int es_kpatch_item_key(const cJSON *item, const es_kpatch_key *k, char **out)
+{
+	const char *missing;
+
+	return item_key(item, k, out, &missing);
 }
 
 /* A new object holding item's merge key members; NULL when out of memory. */
