@@ -732,7 +732,7 @@ static int litem_cmp(const void *a, const void *b)
 }
 
 /* Into the array out: the stored items of the list at path that the item
- * changes of pm name, in their order. */
+ * changes of pm name, in their order; not those it removes. */
 static es_err load_items(es_db *db, const char *node, const char *path,
 			 const es_kpatch_key *k, const cJSON *pm, cJSON *out)
 {
@@ -757,6 +757,12 @@ static es_err load_items(es_db *db, const char *node, const char *path,
 		}
 		if (x)
 			continue; /* es_kpatch_apply refuses it */
+		if (cJSON_GetObjectItemCaseSensitive(c, "$patch")) {
+			/* A removal needs nothing of the item (write_items
+			 * removes its row). */
+			free(key);
+			continue;
+		}
 		for (i = 0; i < got && strcmp(seen[i], key) != 0; i++)
 			;
 		if (i < got) {
@@ -792,76 +798,102 @@ cleanup:
 	return rc;
 }
 
+/* What load_obj found of one container, for write_obj: the members the
+ * change touches, their rows, and the same for the containers it goes
+ * into. */
+typedef struct plan {
+	touch *t;
+	srow *r;
+	struct plan **sub;
+	size_t n;
+} plan;
+
+static void plan_free(plan *pl)
+{
+	if (!pl)
+		return;
+	for (size_t i = 0; i < pl->n; i++)
+		plan_free(pl->sub[i]);
+	free(pl->t);
+	free(pl->r);
+	free(pl->sub);
+	free(pl);
+}
+
 /* Into the object out: what the change p (keyed or not) of the container
  * at cpath needs of its stored members: a container member the change
  * goes into as an object of what it needs, a keyed list as the items the
  * change names, any other member whose new value depends on the old one
- * whole. */
+ * whole. *pl (caller frees, plan_free) gets the rows it read. */
 static es_err load_obj(es_db *db, const char *node, const char *cpath, const cJSON *p,
-		       int keyed, cJSON *out)
+		       int keyed, cJSON *out, plan **pl)
 {
-	touch *t = NULL;
-	size_t n, i;
+	plan *q = calloc(1, sizeof(*q));
+	size_t i;
 	es_err rc = ES_OK;
 
-	if (touches(p, keyed, &t, &n) < 0)
+	*pl = q;
+	if (!q || touches(p, keyed, &q->t, &q->n) < 0 ||
+	    !(q->r = calloc(q->n ? q->n : 1, sizeof(*q->r))) ||
+	    !(q->sub = calloc(q->n ? q->n : 1, sizeof(*q->sub))))
 		return ES_ERR_NOMEM;
-	for (i = 0; i < n && rc == ES_OK; i++) {
+	for (i = 0; i < q->n && rc == ES_OK; i++) {
 		const es_kpatch_key *k;
+		const touch *t = &q->t[i];
 		cJSON *v = NULL;
 		char *path;
-		srow r;
 		int oom;
 
-		if (!needs_old(&t[i]))
+		if ((rc = row_get(db, node, cpath, t->name, &q->r[i], NULL)) != ES_OK)
+			break;
+		if (!q->r[i].kind || !needs_old(t))
 			continue;
-		if ((rc = row_get(db, node, cpath, t[i].name, &r, NULL)) != ES_OK || !r.kind)
-			continue;
-		path = member_path(cpath, t[i].name, &oom);
+		path = member_path(cpath, t->name, &oom);
 		if (oom) {
 			rc = ES_ERR_NOMEM;
 			break;
 		}
-		if (r.kind == 'o' && path && cJSON_IsObject(t[i].pm)) {
+		if (q->r[i].kind == 'o' && path && cJSON_IsObject(t->pm)) {
 			if (!(v = cJSON_CreateObject()))
 				rc = ES_ERR_NOMEM;
 			else
-				rc = load_obj(db, node, path, t[i].pm, keyed, v);
-		} else if (keyed && r.kind == 'l' && path && list_partial(&t[i]) &&
+				rc = load_obj(db, node, path, t->pm, keyed, v, &q->sub[i]);
+		} else if (keyed && q->r[i].kind == 'l' && path && list_partial(t) &&
 			   (k = list_at(path)) != NULL) {
 			if (!(v = cJSON_CreateArray()))
 				rc = ES_ERR_NOMEM;
 			else
-				rc = load_items(db, node, path, k, t[i].pm, v);
+				rc = load_items(db, node, path, k, t->pm, v);
 		} else {
-			rc = member_value(db, node, cpath, t[i].name, &r, &v);
+			rc = member_value(db, node, cpath, t->name, &q->r[i], &v);
 		}
 		free(path);
-		if (rc == ES_OK && v && !cJSON_AddItemToObject(out, t[i].name, v))
+		if (rc == ES_OK && v && !cJSON_AddItemToObject(out, t->name, v))
 			rc = ES_ERR_NOMEM;
 		else if (rc == ES_OK)
 			v = NULL;
 		cJSON_Delete(v);
 	}
-	free(t);
 	return rc;
 }
 
 /* Writes the keyed list at path from its loaded items b to a (what
- * applying made of them). */
+ * applying the list change pm made of them): changed items updated, new
+ * ones after the last, loaded ones gone removed, and the items pm removes
+ * that were not loaded (load_items reads none of them) removed. */
 static es_err write_items(es_db *db, const char *node, const char *path,
-			  const es_kpatch_key *k, const cJSON *b, const cJSON *a)
+			  const es_kpatch_key *k, const cJSON *pm, const cJSON *b,
+			  const cJSON *a)
 {
 	size_t nb = (size_t)cJSON_GetArraySize(b), na = (size_t)cJSON_GetArraySize(a), i, j;
-	char **bk = calloc(nb ? nb : 1, sizeof(*bk));
+	char **bk = calloc(nb ? nb : 1, sizeof(*bk)), **ak = calloc(na ? na : 1, sizeof(*ak));
 	char *key = NULL;
 	unsigned char *kept = calloc(nb ? nb : 1, 1);
 	const cJSON *x, *y;
 	int64_t ord = -1;
 	es_err rc = ES_OK;
 
-	(void)na;
-	if (!bk || !kept) {
+	if (!bk || !ak || !kept) {
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
@@ -873,29 +905,29 @@ static es_err write_items(es_db *db, const char *node, const char *path,
 		}
 		i++;
 	}
+	i = 0;
 	cJSON_ArrayForEach(y, a) {
-		int r = es_kpatch_item_key(y, k, &key);
+		int r = es_kpatch_item_key(y, k, &ak[i]);
 
 		if (r != 0) {
 			rc = r < 0 ? ES_ERR_NOMEM : ES_ERR_INVAL;
 			goto cleanup;
 		}
-		for (j = 0, x = b ? b->child : NULL; j < nb && strcmp(bk[j], key) != 0;
+		for (j = 0, x = b ? b->child : NULL; j < nb && strcmp(bk[j], ak[i]) != 0;
 		     j++, x = x->next)
 			;
 		if (j < nb) {
 			kept[j] = 1;
 			if (es_json_equal(x, y) != 1) {
+				sqlite3_stmt *st;
 				char *text = es_json_print(y);
 
 				if (!text) {
 					rc = ES_ERR_NOMEM;
 					goto cleanup;
 				}
-				sqlite3_stmt *st;
-
 				if ((rc = db__stmt(db, DB_ST_ROW_BODY, &st)) == ES_OK) {
-					bind3(st, node, path, key);
+					bind3(st, node, path, ak[i]);
 					sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
 					rc = es_sqlite_step_done(db->sq, st, "node state write");
 					sqlite3_reset(st);
@@ -903,75 +935,94 @@ static es_err write_items(es_db *db, const char *node, const char *path,
 				free(text);
 			}
 		} else {
+			/* New, or removed and made again by the same change
+			 * (then it goes after the last, as applying puts it). */
 			if (ord < 0 && (rc = next_ord(db, node, path, &ord)) != ES_OK)
 				goto cleanup;
-			rc = put_text(db, node, path, key, ord++, y);
+			rc = put_text(db, node, path, ak[i], ord++, y);
 		}
-		free(key);
-		key = NULL;
+		i++;
 		if (rc != ES_OK)
 			goto cleanup;
 	}
 	for (j = 0; j < nb && rc == ES_OK; j++)
 		if (!kept[j])
 			rc = row_exec(db, DB_ST_ROW_DEL, node, path, bk[j]);
+	cJSON_ArrayForEach(x, pm) {
+		if (rc != ES_OK)
+			break;
+		if (!cJSON_GetObjectItemCaseSensitive(x, "$patch"))
+			continue;
+		if (es_kpatch_item_key(x, k, &key) != 0) {
+			rc = ES_ERR_INVAL; /* es_kpatch_apply refused it already */
+			break;
+		}
+		for (j = 0; j < na && strcmp(ak[j], key) != 0; j++)
+			;
+		if (j == na) {
+			for (j = 0; j < nb && strcmp(bk[j], key) != 0; j++)
+				;
+			if (j == nb)
+				rc = row_exec(db, DB_ST_ROW_DEL, node, path, key);
+		}
+		free(key);
+		key = NULL;
+	}
 cleanup:
 	free(key);
 	keys_free(bk, nb);
+	keys_free(ak, na);
 	free(kept);
 	return rc;
 }
 
-/* Writes the container at cpath as the change p made it: b what load_obj
- * read (NULL: nothing), a what applying made of b (NULL: nothing). */
-static es_err write_obj(es_db *db, const char *node, const char *cpath, const cJSON *p,
+/* Writes the container at cpath as the change made it: pl what load_obj
+ * found, b what it read (NULL: nothing), a what applying made of b (NULL:
+ * nothing). */
+static es_err write_obj(es_db *db, const char *node, const char *cpath, const plan *pl,
 			int keyed, const cJSON *b, const cJSON *a)
 {
-	touch *t = NULL;
-	size_t n, i;
+	size_t i;
 	int64_t ord;
 	es_err rc = ES_OK;
 
-	if (touches(p, keyed, &t, &n) < 0)
-		return ES_ERR_NOMEM;
-	for (i = 0; i < n && rc == ES_OK; i++) {
-		const cJSON *av = cJSON_GetObjectItemCaseSensitive(a, t[i].name);
-		const cJSON *bv = cJSON_GetObjectItemCaseSensitive(b, t[i].name);
+	for (i = 0; i < pl->n && rc == ES_OK; i++) {
+		const touch *t = &pl->t[i];
+		const srow *r = &pl->r[i];
+		const cJSON *av = cJSON_GetObjectItemCaseSensitive(a, t->name);
+		const cJSON *bv = cJSON_GetObjectItemCaseSensitive(b, t->name);
 		const es_kpatch_key *k;
 		char *path;
-		srow r;
 		int oom;
 
-		if ((rc = row_get(db, node, cpath, t[i].name, &r, NULL)) != ES_OK)
-			break;
 		if (!av) {
-			if (r.kind)
-				rc = member_delete(db, node, cpath, t[i].name, &r);
+			if (r->kind)
+				rc = member_delete(db, node, cpath, t->name, r);
 			continue;
 		}
-		path = member_path(cpath, t[i].name, &oom);
+		path = member_path(cpath, t->name, &oom);
 		if (oom) {
 			rc = ES_ERR_NOMEM;
 			break;
 		}
-		if (r.kind == 'o' && path && cJSON_IsObject(t[i].pm) && cJSON_IsObject(av)) {
-			rc = write_obj(db, node, path, t[i].pm, keyed, bv, av);
-		} else if (keyed && r.kind == 'l' && path && list_partial(&t[i]) &&
+		if (pl->sub[i] && cJSON_IsObject(av)) {
+			rc = write_obj(db, node, path, pl->sub[i], keyed, bv, av);
+		} else if (keyed && r->kind == 'l' && path && list_partial(t) &&
 			   cJSON_IsArray(av) && (k = list_at(path)) != NULL) {
-			rc = write_items(db, node, path, k, bv, av);
+			rc = write_items(db, node, path, k, t->pm, bv, av);
 		} else if (!(bv && es_json_equal(bv, av) == 1)) {
-			/* Replaced whole, in its place. */
-			ord = r.ord;
-			if (r.kind)
-				rc = member_delete(db, node, cpath, t[i].name, &r);
-			else
+			/* Replaced whole, in its place (a row of text is
+			 * replaced by the new rows in one write). */
+			ord = r->ord;
+			if (r->kind == 'o' || r->kind == 'l')
+				rc = member_delete(db, node, cpath, t->name, r);
+			else if (!r->kind)
 				rc = next_ord(db, node, cpath, &ord);
 			if (rc == ES_OK)
-				rc = store_value(db, node, cpath, t[i].name, ord, av);
+				rc = store_value(db, node, cpath, t->name, ord, av);
 		}
 		free(path);
 	}
-	free(t);
 	return rc;
 }
 
@@ -980,6 +1031,7 @@ es_err db__rows_apply(es_db *db, const char *node, int64_t *state_seq,
 {
 	char why[256] = "";
 	cJSON *before = NULL, *after = NULL;
+	plan *pl = NULL;
 	int has, keyed;
 	es_err rc;
 
@@ -1002,7 +1054,7 @@ es_err db__rows_apply(es_db *db, const char *node, int64_t *state_seq,
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
-	if ((rc = load_obj(db, node, "", r->body, keyed, before)) != ES_OK)
+	if ((rc = load_obj(db, node, "", r->body, keyed, before, &pl)) != ES_OK)
 		goto cleanup;
 	if (!(after = cJSON_Duplicate(before, 1))) {
 		rc = ES_ERR_NOMEM;
@@ -1021,10 +1073,11 @@ es_err db__rows_apply(es_db *db, const char *node, int64_t *state_seq,
 		rc = ES_OK;
 		goto cleanup;
 	}
-	if (rc != ES_OK || (rc = write_obj(db, node, "", r->body, keyed, before, after)) != ES_OK)
+	if (rc != ES_OK || (rc = write_obj(db, node, "", pl, keyed, before, after)) != ES_OK)
 		goto cleanup;
 	cJSON_Delete(before);
 	cJSON_Delete(after);
+	plan_free(pl);
 applied:
 	*state_seq = r->seq;
 	*changed = 1;
@@ -1032,6 +1085,7 @@ applied:
 cleanup:
 	cJSON_Delete(before);
 	cJSON_Delete(after);
+	plan_free(pl);
 	return rc;
 }
 
