@@ -48,6 +48,21 @@ int db__state_would_apply(const cJSON *state, int64_t state_seq, const db_report
 	return db__report_is_change(r->type) && state && r->base_seq == state_seq;
 }
 
+/* A change report r of node that cannot be applied (why): stored and
+ * acknowledged, not applied; the agent sends a snapshot (as for another
+ * base). */
+static void unapplied(const char *node, const db_report *r, const char *why,
+		      int *need_resync)
+{
+	char seq[24];
+
+	snprintf(seq, sizeof(seq), "%lld", (long long)r->seq);
+	es_log_warn("store", "a delta report cannot be applied; asking "
+		    "for a snapshot", "node", node ? node : "", "seq", seq,
+		    "error", why, NULL);
+	*need_resync = 1;
+}
+
 es_err db__state_apply(const char *node, cJSON **state, int64_t *state_seq,
 		       const db_report *r, int *changed, int *need_resync)
 {
@@ -71,15 +86,7 @@ es_err db__state_apply(const char *node, cJSON **state, int64_t *state_seq,
 		else
 			rc = es_mpatch_apply(state, r->body);
 		if (rc == ES_ERR_INVAL) {
-			/* Stored and acknowledged, not applied: the agent
-			 * sends a snapshot (as for another base). */
-			char seq[24];
-
-			snprintf(seq, sizeof(seq), "%lld", (long long)r->seq);
-			es_log_warn("store", "a delta report cannot be applied; asking "
-				    "for a snapshot", "node", node ? node : "", "seq", seq,
-				    "error", why, NULL);
-			*need_resync = 1;
+			unapplied(node, r, why, need_resync);
 			return ES_OK;
 		}
 		if (rc != ES_OK)
@@ -1063,13 +1070,7 @@ es_err db__rows_apply(es_db *db, const char *node, int64_t *state_seq,
 	rc = keyed ? es_kpatch_apply(&after, r->body, why, sizeof(why)) :
 		     es_mpatch_apply(&after, r->body);
 	if (rc == ES_ERR_INVAL) {
-		char seq[24];
-
-		snprintf(seq, sizeof(seq), "%lld", (long long)r->seq);
-		es_log_warn("store", "a delta report cannot be applied; asking "
-			    "for a snapshot", "node", node ? node : "", "seq", seq,
-			    "error", why, NULL);
-		*need_resync = 1;
+		unapplied(node, r, why, need_resync);
 		rc = ES_OK;
 		goto cleanup;
 	}

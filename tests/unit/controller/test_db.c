@@ -23,6 +23,7 @@
 #include "store/db.h"
 #include "es_json.h"
 #include "testutil.h"
+#include "db_sqlutil.h"
 
 typedef struct fx {
 	char dir[64];
@@ -526,15 +527,6 @@ static void assert_refused_untouched(const char *path, es_err want, const char *
 	free(before);
 }
 
-static void exec_sql(const char *path, const char *sql)
-{
-	sqlite3 *h = NULL;
-
-	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(h);
-}
-
 static void test_refuse_newer_and_foreign(void **state)
 {
 	fx *f = *state;
@@ -733,21 +725,6 @@ static int usage_n(es_db *db, const char *node)
 
 /* One integer from SQL run on a connection of its own (what another reader
  * of the file sees: committed data only). */
-static int64_t peek(const char *path, const char *sql)
-{
-	sqlite3 *h = NULL;
-	sqlite3_stmt *st = NULL;
-	int64_t v = -1;
-
-	assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(h);
-	return v;
-}
-
 static void hello(es_db *db, const char *node)
 {
 	assert_int_equal(es_db_node_hello(db, node, NULL, "v", "b", 1000, NULL, NULL), ES_OK);

@@ -21,6 +21,7 @@
 #include "es_kpatch.h"
 #include "es_mpatch.h"
 #include "testutil.h"
+#include "db_sqlutil.h"
 
 typedef struct fx {
 	char dir[64], path[128];
@@ -324,30 +325,6 @@ static void test_list_rules(void **state)
 		cJSON_Delete(bad);
 	}
 	cJSON_Delete(cur);
-}
-
-static int64_t peek(const char *path, const char *sql)
-{
-	sqlite3 *h = NULL;
-	sqlite3_stmt *st = NULL;
-	int64_t v = -1;
-
-	assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(h);
-	return v;
-}
-
-static void exec_sql(const char *path, const char *sql)
-{
-	sqlite3 *h = NULL;
-
-	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(h);
 }
 
 /* A version 5 file (the node's state text at its checkpoint 1, a patch
