@@ -104,6 +104,11 @@ static const char *const stmt_sql[DB_ST_N] = {
 		" kind, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[DB_ST_ROW_BODY] = "UPDATE node_state SET body = ?4"
 		" WHERE node = ?1 AND parent = ?2 AND name = ?3",
+	/* A member of text: replaced in its place, or new after the last. */
+	[DB_ST_ROW_UPSERT] = "INSERT INTO node_state (node, parent, name, ord, kind, body)"
+		" VALUES (?1, ?2, ?3, (SELECT coalesce(max(ord), -1) + 1 FROM node_state"
+		" WHERE node = ?1 AND parent = ?2), 'v', ?4) ON CONFLICT (node, parent, name)"
+		" DO UPDATE SET kind = 'v', body = excluded.body",
 	[DB_ST_ROW_DEL] = "DELETE FROM node_state WHERE node = ?1 AND parent = ?2"
 		" AND name = ?3",
 	/* Below path ?2: parent ?2 or one that begins with ?2 || '.'. */

@@ -198,7 +198,7 @@ static const es_kpatch_key *list_at(const char *path)
 /* ---- rows ---------------------------------------------------------------- */
 
 typedef struct srow {
-	int kind;      /* 0: no row; 'o', 'l', 'v' */
+	int kind;      /* 0: no row; 'o', 'l', 'v'; '?': not read */
 	int64_t ord;
 } srow;
 
@@ -329,6 +329,27 @@ static es_err put_text(es_db *db, const char *node, const char *parent, const ch
 	if (!text)
 		return ES_ERR_NOMEM;
 	rc = row_put(db, node, parent, name, ord, 'v', text);
+	free(text);
+	return rc;
+}
+
+/* Writes member name of cpath as one row of the text of v, in its
+ * place when it has a row, else after the last. */
+static es_err put_upsert(es_db *db, const char *node, const char *cpath,
+			 const char *name, const cJSON *v)
+{
+	sqlite3_stmt *st;
+	char *text = es_json_print(v);
+	es_err rc;
+
+	if (!text)
+		return ES_ERR_NOMEM;
+	if ((rc = db__stmt(db, DB_ST_ROW_UPSERT, &st)) == ES_OK) {
+		bind3(st, node, cpath, name);
+		sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
+		rc = es_sqlite_step_done(db->sq, st, "node state write");
+		sqlite3_reset(st);
+	}
 	free(text);
 	return rc;
 }
@@ -851,9 +872,13 @@ static es_err load_obj(es_db *db, const char *node, const char *cpath, const cJS
 		char *path;
 		int oom;
 
+		if (!needs_old(t)) {
+			q->r[i].kind = '?'; /* replaced or removed: not read */
+			continue;
+		}
 		if ((rc = row_get(db, node, cpath, t->name, &q->r[i], NULL)) != ES_OK)
 			break;
-		if (!q->r[i].kind || !needs_old(t))
+		if (!q->r[i].kind)
 			continue;
 		path = member_path(cpath, t->name, &oom);
 		if (oom) {
@@ -1002,17 +1027,25 @@ static es_err write_obj(es_db *db, const char *node, const char *cpath, const pl
 		char *path;
 		int oom;
 
-		if (!av) {
-			if (r->kind)
-				rc = member_delete(db, node, cpath, t->name, r);
-			continue;
-		}
 		path = member_path(cpath, t->name, &oom);
 		if (oom) {
 			rc = ES_ERR_NOMEM;
 			break;
 		}
-		if (pl->sub[i] && cJSON_IsObject(av)) {
+		if (r->kind == '?') {
+			/* A value (or null) whose row was not read: written
+			 * in one statement; rows below it only where a
+			 * container or keyed list may have been. */
+			if (av)
+				rc = put_upsert(db, node, cpath, t->name, av);
+			else
+				rc = row_exec(db, DB_ST_ROW_DEL, node, cpath, t->name);
+			if (rc == ES_OK && path && (is_container(path) || list_at(path)))
+				rc = row_exec(db, DB_ST_ROWS_DEL_UNDER, node, path, NULL);
+		} else if (!av) {
+			if (r->kind)
+				rc = member_delete(db, node, cpath, t->name, r);
+		} else if (pl->sub[i] && cJSON_IsObject(av)) {
 			rc = write_obj(db, node, path, pl->sub[i], keyed, bv, av);
 		} else if (keyed && r->kind == 'l' && path && list_partial(t) &&
 			   cJSON_IsArray(av) && (k = list_at(path)) != NULL) {
