@@ -1096,7 +1096,10 @@ es_err db__rows_apply(es_db *db, const char *node, int64_t *state_seq,
 	}
 	if ((rc = load_obj(db, node, "", r->body, keyed, before, &pl)) != ES_OK)
 		goto cleanup;
-	if (!(after = cJSON_Duplicate(before, 1))) {
+	/* es_kpatch_apply builds its result from a const target: it reads
+	 * before through a reference (no copy), which it frees on success. */
+	if (!(after = keyed ? cJSON_CreateObjectReference(before->child) :
+		      cJSON_Duplicate(before, 1))) {
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
