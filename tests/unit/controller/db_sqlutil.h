@@ -1,13 +1,49 @@
 /*
- * db_sqlutil.h - what the store's tests do to a database file behind the
- * store's back: run SQL on it, read one integer of it. Header-only
- * (static inline), for the cmocka tests of controller/store.
+ * db_sqlutil.h - what the store's tests share: a fixture with a new store
+ * in a temporary directory, and what they do to its file behind the
+ * store's back (run SQL on it, read one integer of it). Header-only
+ * (static inline), for the cmocka tests of controller/store; include it
+ * after cmocka.h, store/db.h and testutil.h.
  */
 #ifndef ES_TEST_DB_SQLUTIL_H
 #define ES_TEST_DB_SQLUTIL_H
 
 #include <stdint.h>
 #include <sqlite3.h>
+
+typedef struct db_fx {
+	char dir[64];
+	char path[128];
+	es_db *db;
+} db_fx;
+
+/* cmocka setup: *state gets a db_fx with a new store under a temporary
+ * directory named after tag. */
+static inline int db_fx_open(void **state, const char *tag)
+{
+	db_fx *f = calloc(1, sizeof(*f));
+	char err[256];
+
+	assert_non_null(f);
+	es_test_tmpdir(f->dir, sizeof(f->dir), tag, f->path, sizeof(f->path),
+		       "controller.db");
+	assert_int_equal(es_db_open(f->path, &f->db, err, sizeof(err)), ES_OK);
+	*state = f;
+	return 0;
+}
+
+/* cmocka teardown of db_fx_open: closes the store, removes the
+ * directory. */
+static inline int db_fx_close(void **state)
+{
+	db_fx *f = *state;
+	int rc;
+
+	es_db_close(f->db);
+	rc = es_test_rmtree(f->dir);
+	free(f);
+	return rc;
+}
 
 /* Runs sql (any number of statements) on the file at path; asserts it
  * succeeded. */

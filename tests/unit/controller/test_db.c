@@ -25,34 +25,16 @@
 #include "testutil.h"
 #include "db_sqlutil.h"
 
-typedef struct fx {
-	char dir[64];
-	char path[128];
-	es_db *db;
-} fx;
+typedef db_fx fx;
 
 static int setup(void **state)
 {
-	fx *f = calloc(1, sizeof(*f));
-	char err[256];
-
-	assert_non_null(f);
-	es_test_tmpdir(f->dir, sizeof(f->dir), "test-db", f->path, sizeof(f->path),
-		       "controller.db");
-	assert_int_equal(es_db_open(f->path, &f->db, err, sizeof(err)), ES_OK);
-	*state = f;
-	return 0;
+	return db_fx_open(state, "test-db");
 }
 
 static int teardown(void **state)
 {
-	fx *f = *state;
-	int rc;
-
-	es_db_close(f->db);
-	rc = es_test_rmtree(f->dir);
-	free(f);
-	return rc;
+	return db_fx_close(state);
 }
 
 static cJSON *cc(const char *name, int interval, const char *labels)

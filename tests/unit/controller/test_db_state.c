@@ -23,34 +23,19 @@
 #include "testutil.h"
 #include "db_sqlutil.h"
 
-typedef struct fx {
-	char dir[64], path[128];
-	es_db *db;
-} fx;
+typedef db_fx fx;
 
 static int setup(void **state)
 {
-	fx *f = calloc(1, sizeof(*f));
-	char err[256];
-
-	assert_non_null(f);
-	es_test_tmpdir(f->dir, sizeof(f->dir), "test-dbs", f->path, sizeof(f->path),
-		       "controller.db");
-	assert_int_equal(es_db_open(f->path, &f->db, err, sizeof(err)), ES_OK);
-	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "v", "b", 1000, NULL, NULL),
-			 ES_OK);
-	*state = f;
+	db_fx_open(state, "test-dbs");
+	assert_int_equal(es_db_node_hello(((fx *)*state)->db, "n1", NULL, "v", "b", 1000,
+					  NULL, NULL), ES_OK);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	fx *f = *state;
-
-	es_db_close(f->db);
-	assert_int_equal(es_test_rmtree(f->dir), 0);
-	free(f);
-	return 0;
+	return db_fx_close(state);
 }
 
 /* Stores one report of type with body (borrowed); asserts its outcome. */
