@@ -379,7 +379,7 @@ def main():
                     help="CA and node certificate cache [BUILD/fleetsim-cache]")
     ap.add_argument("--controller-arg", action="append", default=[],
                     help="one more argument for edgesync-controller run (repeat it),"
-                    " e.g. --controller-arg=--state-cache-nodes=16384")
+                    " e.g. --controller-arg=--reports-kept=1000")
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
     a = ap.parse_args()

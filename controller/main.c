@@ -319,7 +319,10 @@ static int cmd_run(int argc, char **argv)
 	}
 	es_db_set_tombstones_kept(db, cfg.tombstones_kept);
 	es_db_set_reports_kept(db, cfg.reports_kept, cfg.report_bytes_kept);
-	es_db_set_state_cache(db, (size_t)cfg.state_cache_nodes);
+	if (cfg.state_cache_nodes != ES_CCFG_STATE_CACHE_NODES)
+		es_log_warn("main", "state-cache-nodes is deprecated and has no effect: "
+			    "the reported state is kept as rows in the store, not in "
+			    "memory", NULL);
 	so.listen_host = laddr.host;
 	so.admin_host = aaddr.host;
 	so.cert = cfg.cert;

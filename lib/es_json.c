@@ -616,7 +616,20 @@ char *es_json_number_text(double d, char buf[ES_JSON_NUMBER_LEN])
 	if (!isfinite(d))
 		return NULL;
 	if (d == floor(d) && fabs(d) <= (double)ES_JSON_MAX_INT) {
-		snprintf(b, sizeof(b), "%lld", (long long)d);
+		/* What "%lld" writes, without printf (the common case). */
+		unsigned long long u = (unsigned long long)fabs(d);
+		char t[24];
+		size_t n = 0, i = 0;
+
+		do {
+			t[n++] = (char)('0' + u % 10);
+			u /= 10;
+		} while (u);
+		if (d < 0)
+			b[i++] = '-';
+		while (n)
+			b[i++] = t[--n];
+		b[i] = '\0';
 	} else {
 		for (prec = 15; prec < 17; prec++) {
 			snprintf(b, sizeof(b), "%.*g", prec, d);

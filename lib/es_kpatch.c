@@ -86,7 +86,33 @@ static const es_kpatch_key *path_key(const kpath *p)
 	return NULL;
 }
 
+const es_kpatch_key *es_kpatch_key_of(const char *path)
+{
+	kpath p = {{0}, 0, 0};
+
+	if (!path || strlen(path) >= sizeof(p.s))
+		return NULL;
+	p.n = strlen(path);
+	memcpy(p.s, path, p.n + 1);
+	return path_key(&p);
+}
+
 /* ---- merge keys ----------------------------------------------------------- */
+
+/* Writes n in decimal at w; returns the end. */
+static char *put_dec(char *w, size_t n)
+{
+	char t[24];
+	size_t i = 0;
+
+	do {
+		t[i++] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	while (i)
+		*w++ = t[--i];
+	return w;
+}
 
 /* The text of item's merge key (each member's type and value, length
  * prefixed so no two keys share a text) in *out (malloc'd). Returns 0, 1
@@ -119,16 +145,37 @@ static int item_key(const cJSON *item, const es_kpatch_key *k, char **out,
 	for (i = 0; i < ES_KPATCH_MAX_KEYS && k->keys[i]; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, k->keys[i]);
 		char num[ES_JSON_NUMBER_LEN];
+		size_t n;
 
-		if (cJSON_IsString(v))
-			w += sprintf(w, "s%zu:%s", strlen(v->valuestring), v->valuestring);
-		else
-			w += sprintf(w, "n%s;", es_json_number_text(v->valuedouble, num) ?
-				     num : "null");
+		/* Without printf: this runs for every item of every keyed
+		 * list a change touches. */
+		if (cJSON_IsString(v)) {
+			n = strlen(v->valuestring);
+			*w++ = 's';
+			w = put_dec(w, n);
+			*w++ = ':';
+			memcpy(w, v->valuestring, n);
+			w += n;
+		} else {
+			const char *t = es_json_number_text(v->valuedouble, num) ? num : "null";
+
+			n = strlen(t);
+			*w++ = 'n';
+			memcpy(w, t, n);
+			w += n;
+			*w++ = ';';
+		}
 	}
 	*w = '\0';
 	*out = s;
 	return 0;
+}
+
+int es_kpatch_item_key(const cJSON *item, const es_kpatch_key *k, char **out)
+{
+	const char *missing;
+
+	return item_key(item, k, out, &missing);
 }
 
 /* A new object holding item's merge key members; NULL when out of memory. */

@@ -40,6 +40,19 @@ typedef struct es_kpatch_key {
  * ended by an entry whose path is NULL. */
 extern const es_kpatch_key es_kpatch_keys[];
 
+/* The keyed list at path (members joined by ".", "[]" for "in each item";
+ * a string, borrowed), or NULL when path is not one of es_kpatch_keys. */
+const es_kpatch_key *es_kpatch_key_of(const char *path);
+
+/*
+ * The text of item's merge key under k in *out (malloc'd, caller frees):
+ * each key member's type and value, length prefixed, so two items have
+ * the same text exactly when es_kpatch_apply matches them. Returns 0; 1
+ * when item is not an object or a key member is missing or is not a
+ * string or number (*out NULL); -1 when out of memory.
+ */
+int es_kpatch_item_key(const cJSON *item, const es_kpatch_key *k, char **out);
+
 /*
  * Computes the keyed change that turns from into to (both Node objects,
  * borrowed): es_kpatch_apply of *out to a copy of from gives a value equal

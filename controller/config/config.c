@@ -70,7 +70,7 @@ static const es_setting ccfg_table[] = {
 	{ "state-cache-nodes", "EDGESYNC_STATE_CACHE_NODES", "state-cache-nodes",
 	  ES_SET_INT, "4096", 1, INT64_C(10000000),
 	  offsetof(es_ccfg, state_cache_nodes),
-	  "nodes whose reported state is held parsed in memory",
+	  "deprecated, no effect (the reported state is not held in memory)",
 	  NULL },
 	ES_CCFG_STRING("ca-cert", "CA_CERT", NULL, ca_cert,
 		       "signing CA certificate for joining nodes, PEM (edgesync-controller "

@@ -15,6 +15,9 @@
 #include "es_err.h"
 
 #define ES_CCFG_CONFIG_ENV "EDGESYNC_CONFIG"
+/* The default of the deprecated state-cache-nodes (no effect; a warning
+ * when set to another value). */
+#define ES_CCFG_STATE_CACHE_NODES 4096
 
 /* What listen and admin-listen take (es_addr_parse): an IP literal only.
  * libwebsockets binds its "iface" as a numeric address or an interface
@@ -38,7 +41,7 @@ typedef struct es_ccfg {
 	int64_t tombstones_kept; /* deletion records kept for resumable sync */
 	int64_t reports_kept;    /* reports kept per node and stream */
 	int64_t report_bytes_kept; /* bytes of reports kept per node (0: no bound) */
-	int64_t state_cache_nodes; /* nodes whose parsed state is held in memory */
+	int64_t state_cache_nodes; /* deprecated, no effect (its default: ES_CCFG_STATE_CACHE_NODES) */
 	char *ca_cert, *ca_key;  /* signing CA for joining nodes (ca/ca.h); NULL: no joins */
 	int64_t cert_lifetime;   /* seconds, ES_CA_LIFETIME_MIN..MAX */
 	int64_t renewal_grace;   /* seconds past notAfter an expired node

@@ -2,8 +2,8 @@
  * db.c - the controller store: its schema and opening (the SQLite plumbing
  * is lib/es_sqlite.c), the resourceVersion counter and compaction, batches
  * and the statements kept prepared. Desired objects and tombstones are in
- * db_objects.c, nodes and reports in db_nodes.c, the state held in memory
- * in db_state.c.
+ * db_objects.c, nodes and reports in db_nodes.c, the reported state (keyed
+ * rows) in db_state.c.
  */
 #include <stdlib.h>
 
@@ -71,12 +71,18 @@ static const char *const migrations[ES_DB_SCHEMA_VERSION] = {
 	"CREATE TABLE enrollments (node TEXT PRIMARY KEY, key_pin TEXT NOT NULL,"
 	" token_id TEXT NOT NULL, labels TEXT NOT NULL,"
 	" enrolled INTEGER NOT NULL);",
+	/* 6: the reported state as keyed rows (db_state.c); the state text
+	 * of nodes.state moves into them once at open (db__state_upgrade). */
+	"CREATE TABLE node_state (node TEXT NOT NULL, parent TEXT NOT NULL,"
+	" name TEXT NOT NULL, ord INTEGER NOT NULL, kind TEXT NOT NULL, body TEXT,"
+	" PRIMARY KEY (node, parent, name)) WITHOUT ROWID;"
+	"INSERT INTO meta (key, value) VALUES ('state_rows_pending', 1);",
 };
 
 /* The SQL of the kept statements (enum db_stmt_id). */
 static const char *const stmt_sql[DB_ST_N] = {
-	[DB_ST_NODE_CURSOR] = "SELECT acked_seq, state_seq, state_ckpt, stream_id,"
-		" history_bytes, state FROM nodes WHERE name = ?1",
+	[DB_ST_NODE_CURSOR] = "SELECT acked_seq, state_seq, stream_id, history_bytes"
+		" FROM nodes WHERE name = ?1",
 	[DB_ST_REPORT_INSERT] = "INSERT INTO reports (node, seq, report_type,"
 		" base_seq, time, received, body, stream) VALUES (?,?,?,?,?,?,?,?)",
 	[DB_ST_REPORT_PRUNE_SEQ] = "DELETE FROM reports WHERE node = ?1 AND"
@@ -89,11 +95,33 @@ static const char *const stmt_sql[DB_ST_N] = {
 		" RETURNING length(CAST(body AS BLOB))",
 	[DB_ST_NODE_REPORTED] = "UPDATE nodes SET acked_seq = ?1, last_seen = ?2,"
 		" state_seq = ?3, history_bytes = ?4 WHERE name = ?5",
-	[DB_ST_NODE_CHECKPOINT] = "UPDATE nodes SET state = ?1, state_ckpt = ?2"
-		" WHERE name = ?3",
 	[DB_ST_STATE_REPLAY] = "SELECT seq, report_type, base_seq, body FROM reports"
 		" WHERE node = ?1 AND stream = ?2 AND seq > ?3 AND seq <= ?4"
 		" AND report_type <> 'event' ORDER BY seq",
+	[DB_ST_ROW_GET] = "SELECT kind, ord, body FROM node_state"
+		" WHERE node = ?1 AND parent = ?2 AND name = ?3",
+	[DB_ST_ROW_PUT] = "INSERT OR REPLACE INTO node_state (node, parent, name, ord,"
+		" kind, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[DB_ST_ROW_BODY] = "UPDATE node_state SET body = ?4"
+		" WHERE node = ?1 AND parent = ?2 AND name = ?3",
+	/* A member of text: replaced in its place, or new after the last. */
+	[DB_ST_ROW_UPSERT] = "INSERT INTO node_state (node, parent, name, ord, kind, body)"
+		" VALUES (?1, ?2, ?3, (SELECT coalesce(max(ord), -1) + 1 FROM node_state"
+		" WHERE node = ?1 AND parent = ?2), 'v', ?4) ON CONFLICT (node, parent, name)"
+		" DO UPDATE SET kind = 'v', body = excluded.body",
+	[DB_ST_ROW_DEL] = "DELETE FROM node_state WHERE node = ?1 AND parent = ?2"
+		" AND name = ?3",
+	/* Below path ?2: parent ?2 or one that begins with ?2 || '.'. */
+	[DB_ST_ROWS_DEL_UNDER] = "DELETE FROM node_state WHERE node = ?1 AND"
+		" (parent = ?2 OR (parent > (?2 || '.') AND parent < (?2 || '/')))",
+	[DB_ST_ROWS_DEL_NODE] = "DELETE FROM node_state WHERE node = ?1",
+	[DB_ST_ROW_NEXT_ORD] = "SELECT coalesce(max(ord), -1) + 1 FROM node_state"
+		" WHERE node = ?1 AND parent = ?2",
+	[DB_ST_ROWS_UNDER] = "SELECT parent, name, ord, kind, body FROM node_state"
+		" WHERE node = ?1 AND (parent = ?2 OR (parent > (?2 || '.') AND"
+		" parent < (?2 || '/'))) ORDER BY parent, ord",
+	[DB_ST_ROWS_NODE] = "SELECT parent, name, ord, kind, body FROM node_state"
+		" WHERE node = ?1 AND parent <> '#' ORDER BY parent, ord",
 	[DB_ST_NODE_DISCONNECTED] = "UPDATE nodes SET connected = ?1, last_seen = ?2"
 		" WHERE name = ?3",
 	[DB_ST_NODE_FULL_DONE] = "UPDATE nodes SET full_pending = ?1, last_seen = ?2"
@@ -132,10 +160,14 @@ es_err es_db_open(const char *path, es_db **out, char *err, size_t errsz)
 	db->tombstones_kept = ES_DB_TOMBSTONES_KEPT;
 	db->reports_kept = ES_DB_REPORTS_KEPT;
 	db->report_bytes_kept = ES_DB_REPORT_BYTES_KEPT;
-	db->cache_max = ES_DB_STATE_CACHE;
 	rc = es_sqlite_open(path, &db_schema, &db->sq, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
+	if ((rc = db__state_upgrade(db)) != ES_OK) {
+		es_errf(rc, err, errsz, "%s: the node states could not be moved into rows",
+			path);
+		goto cleanup;
+	}
 	sqlite3_commit_hook(db->sq->h, on_commit, db);
 	*out = db;
 	db = NULL;
@@ -151,7 +183,6 @@ void es_db_close(es_db *db)
 	if (db->sq) {
 		if (db->batch)
 			(void)es_db_batch_commit(db);
-		db__state_close(db);
 	}
 	for (int i = 0; i < DB_ST_N; i++)
 		sqlite3_finalize(db->stmts[i]);
@@ -190,8 +221,7 @@ static es_err exec_kept(es_db *db, enum db_stmt_id id)
 	return rc;
 }
 
-/* Commits the batch's open transaction; a failure is kept in batch_rc and
- * forgets the states held in memory (they hold what was not stored). */
+/* Commits the batch's open transaction; a failure is kept in batch_rc. */
 static es_err batch_tx_commit(es_db *db)
 {
 	es_err rc;
@@ -202,11 +232,8 @@ static es_err batch_tx_commit(es_db *db)
 	/* SQLite rolls a transaction back by itself on some errors (a full
 	 * disk, I/O errors): then there is nothing left to commit. */
 	rc = sqlite3_get_autocommit(db->sq->h) ? ES_ERR_DB : es_sqlite_commit(db->sq);
-	if (rc != ES_OK) {
-		db__state_forget(db, NULL);
-		if (db->batch_rc == ES_OK)
-			db->batch_rc = rc;
-	}
+	if (rc != ES_OK && db->batch_rc == ES_OK)
+		db->batch_rc = rc;
 	return rc;
 }
 
@@ -285,12 +312,6 @@ void es_db_set_reports_kept(es_db *db, int64_t count, int64_t bytes)
 		db->reports_kept = count;
 	if (bytes >= 0)
 		db->report_bytes_kept = bytes;
-}
-
-void es_db_set_state_cache(es_db *db, size_t nodes)
-{
-	if (db && nodes >= 1)
-		db->cache_max = nodes;
 }
 
 static es_err meta_get(es_db *db, const char *key, int64_t *out)

@@ -29,7 +29,7 @@
 
 typedef struct es_db es_db;
 
-#define ES_DB_SCHEMA_VERSION 5
+#define ES_DB_SCHEMA_VERSION 6
 /* Deletion records kept by default (es_db_set_tombstones_kept). */
 #define ES_DB_TOMBSTONES_KEPT 10000
 /* Reports kept per node and stream (older ones are pruned; the cursor is
@@ -39,8 +39,6 @@ typedef struct es_db es_db;
 /* Bytes of report bodies (their stored JSON text) kept per node, over all
  * its streams; the oldest go first, the newest report always stays. */
 #define ES_DB_REPORT_BYTES_KEPT (1024 * 1024)
-/* Nodes whose parsed reported state is held in memory (es_db_set_state_cache). */
-#define ES_DB_STATE_CACHE 4096
 
 /* Opens or creates the database at path; refuses a newer schema
  * (ES_ERR_UNSUPPORTED) or a file that is not a database (ES_ERR_DB), both
@@ -125,17 +123,6 @@ void es_db_set_tombstones_kept(es_db *db, int64_t n);
  * ES_DB_REPORT_BYTES_KEPT. A value out of range keeps the current one.
  */
 void es_db_set_reports_kept(es_db *db, int64_t count, int64_t bytes);
-
-/*
- * Bounds how many nodes' parsed state the store holds in memory (>= 1;
- * default ES_DB_STATE_CACHE). A report applies its change to that state
- * and writes only the report row and the node's counters; the state text is
- * written (a checkpoint) every 64 state reports or 256 KiB of them, when
- * the node disconnects or is evicted, and at close; after a crash the
- * reports past the checkpoint are replayed (docs/ARCHITECTURE.md,
- * "Durability").
- */
-void es_db_set_state_cache(es_db *db, size_t nodes);
 
 /*
  * Starts a batch: from now until es_db_batch_commit, es_db_report_store,
@@ -263,10 +250,13 @@ es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t no
  * keyed change (es_kpatch.h) (else, and for a delta that cannot be
  * applied, *need_resync = 1 and the state is left alone); an event is kept
  * (db__state_apply). The history is then trimmed
- * to its bounds (es_db_set_reports_kept). Costs: the report's own text
- * printed once, one row inserted, one node row updated (integers), the
- * change applied to the state held in memory; the node's whole state is
- * parsed only when it is not held and printed only at a checkpoint.
+ * to its bounds (es_db_set_reports_kept). The state is stored as keyed
+ * rows and changed in the same transaction (docs/ARCHITECTURE.md,
+ * "Durability"); nothing of it is held in memory. Costs: the report's own
+ * text printed once, one row inserted, one node row updated (integers),
+ * and for a change the rows it reaches read, parsed, patched and written
+ * back (a keyed list: the items it names), in proportion to the change,
+ * not to the node's whole state.
  * Errors: ES_ERR_NOTFOUND (no such node), ES_ERR_INVAL (not a report),
  * ES_ERR_DB, ES_ERR_NOMEM.
  */

@@ -1,7 +1,7 @@
 /*
  * db_int.h - what db.c (open, schema, counters, batches, kept statements),
  * db_objects.c (desired objects), db_nodes.c (nodes, reports) and
- * db_state.c (the reported state of nodes held in memory) share. Private
+ * db_state.c (the reported state of nodes, as keyed rows) share. Private
  * to the db module: nothing outside those files includes it.
  */
 #ifndef ES_CTRL_DB_INT_H
@@ -22,8 +22,17 @@ enum db_stmt_id {
 	DB_ST_REPORT_OLDEST,
 	DB_ST_REPORT_PRUNE_ID,
 	DB_ST_NODE_REPORTED,
-	DB_ST_NODE_CHECKPOINT,
 	DB_ST_STATE_REPLAY,
+	DB_ST_ROW_GET,
+	DB_ST_ROW_PUT,
+	DB_ST_ROW_BODY,
+	DB_ST_ROW_UPSERT,
+	DB_ST_ROW_DEL,
+	DB_ST_ROWS_DEL_UNDER,
+	DB_ST_ROWS_DEL_NODE,
+	DB_ST_ROW_NEXT_ORD,
+	DB_ST_ROWS_UNDER,
+	DB_ST_ROWS_NODE,
 	DB_ST_NODE_DISCONNECTED,
 	DB_ST_NODE_FULL_DONE,
 	DB_ST_NODE_DESIRED_ACK,
@@ -32,8 +41,6 @@ enum db_stmt_id {
 	DB_ST_ROLLBACK_TO,
 	DB_ST_N
 };
-
-typedef struct db_state db_state;
 
 struct es_db {
 	es_sqlite *sq;
@@ -45,10 +52,6 @@ struct es_db {
 	int tx_open;        /* the batch's transaction is open */
 	es_err batch_rc;    /* first failure of the batch's commit(s) */
 	uint64_t commits;   /* every COMMIT (the commit hook) */
-	/* db_state.c: the parsed state of nodes that report (an LRU). */
-	db_state **buckets;
-	size_t nbuckets, ncached, cache_max;
-	db_state *lru_head, *lru_tail;
 };
 
 /* Discards the oldest deletion records beyond db->tombstones_kept and moves
@@ -138,57 +141,41 @@ es_err db__state_apply(const char *node, cJSON **state, int64_t *state_seq,
  * change the state. */
 int db__state_would_apply(const cJSON *state, int64_t state_seq, const db_report *r);
 
-/* A node's report cursor and state as the report path needs them. Owned by
- * the cache (db__state_get); valid until the next call into the db. */
-struct db_state {
-	char *name;
-	char stream[ES_PROTO_STREAM_ID_MAX + 1];
-	int64_t acked, state_seq, ckpt_seq, history_bytes;
-	cJSON *state;           /* the state at state_seq; NULL: none */
-	int64_t pending;        /* state reports past ckpt_seq */
-	int64_t pending_bytes;  /* ... and their bytes */
-	db_state *hnext, *prev, *next;
-};
+/*
+ * Applies state report r of node (the rows of table node_state, see
+ * db_state.c) as db__state_apply does to a parsed tree, inside the
+ * caller's transaction: a snapshot replaces the rows; a patch or delta
+ * whose baseSeq is *state_seq (the node row's) reads only the rows its
+ * members reach (a keyed list: the items it names, unless it replaces or
+ * reorders the list), applies itself to that part with es_mpatch_apply or
+ * es_kpatch_apply and writes back what changed; else, and for a delta
+ * that cannot be applied (logged at warn), nothing is written and
+ * *need_resync = 1. A node without state rows needs a resync for a
+ * change. On change *state_seq = r->seq and *changed = 1. db__rows_get
+ * afterwards equals (es_json_equal) db__state_apply on the tree it gave
+ * before. Errors: ES_ERR_DB, ES_ERR_NOMEM (the caller rolls the write
+ * back).
+ */
+es_err db__rows_apply(es_db *db, const char *node, int64_t *state_seq,
+		      const db_report *r, int *changed, int *need_resync);
+
+/* The node's state assembled from its rows (caller owns *out; NULL when
+ * it has none). Errors: ES_ERR_DB (a corrupt row), ES_ERR_NOMEM. */
+es_err db__rows_get(es_db *db, const char *node, cJSON **out);
+
+/* Replaces the node's rows with those of state (an object, borrowed;
+ * NULL: removes them), inside the caller's transaction.
+ * Errors: ES_ERR_INVAL (state not an object), ES_ERR_DB, ES_ERR_NOMEM. */
+es_err db__rows_put(es_db *db, const char *node, const cJSON *state);
 
 /*
- * The cached state of node, loaded on a miss from its row (the state
- * stored at its checkpoint, then the stored reports past it replayed with
- * db__state_apply). Loading may evict the least recently used entry
- * (checkpointed first, inside the caller's transaction).
- * Errors: ES_ERR_NOTFOUND (no such node), ES_ERR_DB, ES_ERR_NOMEM.
+ * Once after the schema went to version 6 (meta row state_rows_pending):
+ * every node's state text (the checkpoint, with the stored reports past
+ * it replayed by db__state_apply) becomes rows, in one transaction; the
+ * text column is cleared. Nothing when the file has no such row.
+ * Errors: ES_ERR_DB, ES_ERR_NOMEM (the file is left as it was and the
+ * upgrade runs again at the next open).
  */
-es_err db__state_get(es_db *db, const char *node, db_state **out);
-
-/* The cached entry of node or NULL, without loading. */
-db_state *db__state_peek(es_db *db, const char *node);
-
-/* Writes e's state into its row (state, state_ckpt = state_seq) when
- * reports past the checkpoint were applied; inside a transaction.
- * Errors: ES_ERR_DB, ES_ERR_NOMEM. */
-es_err db__state_checkpoint(es_db *db, db_state *e);
-
-/* Checkpoints and forgets node's entry (nothing when there is none): inside
- * the caller's open transaction when in_tx, else in a write of its own
- * (db__op_begin). Errors: as db__state_checkpoint. */
-es_err db__state_drop(es_db *db, const char *node, int in_tx);
-
-/* Forgets node's entry (NULL: every entry) without writing: after a failed
- * write the rows are what the file holds, the memory may not be. */
-void db__state_forget(es_db *db, const char *node);
-
-/* Checkpoints every entry in one transaction and frees the cache (at
- * close). */
-void db__state_close(es_db *db);
-
-/*
- * The state of a node as a new tree (caller owns *out; NULL: none), for
- * the admin view of the row: the cached one when present, else col_state
- * (the row's stored text at ckpt) with the node's reports in stream past
- * ckpt replayed when state_seq (the row's) is not ckpt.
- * Errors: ES_ERR_DB, ES_ERR_NOMEM.
- */
-es_err db__state_view(es_db *db, const char *node, const char *stream,
-		      sqlite3_stmt *row, int state_col, int64_t ckpt,
-		      int64_t state_seq, cJSON **out);
+es_err db__state_upgrade(es_db *db);
 
 #endif

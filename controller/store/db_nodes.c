@@ -1,7 +1,8 @@
 /*
  * db_nodes.c - the controller store's nodes: hello records, connection
  * state, the per-node report cursor, the reported Node state (last snapshot
- * with later patches applied, RFC 7386) and the kept reports.
+ * with later changes applied, as keyed rows: db_state.c) and the kept
+ * reports.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +46,6 @@ es_err es_db_node_hello(es_db *db, const char *node, const cJSON *labels,
 		return ES_ERR_NOMEM;
 	}
 	if ((rc = db__begin(db)) != ES_OK)
-		goto cleanup;
-	/* A new session: the state held for the last one is written. */
-	if ((rc = db__state_drop(db, node, 1)) != ES_OK)
 		goto cleanup;
 	if ((rc = es_sqlite_prepare(db->sq, "SELECT labels, acked_seq, full_pending FROM nodes"
 				    " WHERE name = ?", &st)) != ES_OK)
@@ -164,8 +162,6 @@ es_err es_db_node_stream(es_db *db, const char *node, const char *stream_id,
 		return ES_ERR_INVAL;
 	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
-	if ((rc = db__state_drop(db, node, 1)) != ES_OK)
-		goto cleanup;
 	if ((rc = node_row(db, "SELECT stream_id, acked_seq FROM nodes WHERE name = ?1",
 			   node, &st, "node stream")) != ES_OK)
 		goto cleanup;
@@ -264,11 +260,6 @@ es_err es_db_nodes_reset_connected(es_db *db, int64_t *n)
 
 es_err es_db_node_disconnected(es_db *db, const char *node, time_t now)
 {
-	/* The session is over: its state is written and no longer held. */
-	es_err rc = node ? db__state_drop(db, node, 0) : ES_OK;
-
-	if (rc != ES_OK)
-		return rc;
 	return node_update(db, DB_ST_NODE_DISCONNECTED, 0, now, node, "node disconnected");
 }
 
@@ -305,10 +296,38 @@ static es_err report_parse(const cJSON *msg, db_report *r)
 	return ES_OK;
 }
 
-/* State reports past a checkpoint, and their bytes, after which the state
- * is written again (es_db_set_state_cache). */
-#define CKPT_REPORTS 64
-#define CKPT_BYTES (256 * 1024)
+/* A node's report cursor as the report path needs it (its nodes row). */
+typedef struct db_cursor {
+	const char *name;
+	char stream[ES_PROTO_STREAM_ID_MAX + 1];
+	int64_t acked, state_seq, history_bytes;
+} db_cursor;
+
+/* Reads node's cursor into *c. Errors: ES_ERR_NOTFOUND, ES_ERR_DB. */
+static es_err cursor_load(es_db *db, const char *node, db_cursor *c)
+{
+	sqlite3_stmt *st;
+	es_err rc = db__stmt(db, DB_ST_NODE_CURSOR, &st);
+	int s;
+
+	memset(c, 0, sizeof(*c));
+	c->name = node;
+	if (rc != ES_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
+		c->acked = sqlite3_column_int64(st, 0);
+		c->state_seq = sqlite3_column_int64(st, 1);
+		snprintf(c->stream, sizeof(c->stream), "%s", sqlite3_column_text(st, 2) ?
+			 (const char *)sqlite3_column_text(st, 2) : "");
+		c->history_bytes = sqlite3_column_int64(st, 3);
+	} else {
+		rc = s == SQLITE_DONE ? ES_ERR_NOTFOUND : es_sqlite_fail(db->sq, "report cursor");
+	}
+	sqlite3_reset(st);
+	return rc;
+}
 
 static es_err report_insert(es_db *db, const char *node, const char *stream,
 			    const db_report *r, const char *text, time_t now)
@@ -336,7 +355,7 @@ static es_err report_insert(es_db *db, const char *node, const char *stream,
 
 /* Steps a DELETE ... RETURNING length(body) to its end, subtracting the
  * bytes it removed from e->history_bytes. */
-static es_err prune_step(es_db *db, sqlite3_stmt *st, db_state *e)
+static es_err prune_step(es_db *db, sqlite3_stmt *st, db_cursor *e)
 {
 	int s;
 
@@ -351,20 +370,16 @@ static es_err prune_step(es_db *db, sqlite3_stmt *st, db_state *e)
  * the stream's reports of its last reports_kept sequence numbers (at most
  * that many rows; fewer where the agent dropped events), then the node's
  * oldest reports while its bodies exceed report_bytes_kept, the newest
- * always kept. A report past the checkpoint that still matters to the
- * state is never removed: the state is checkpointed first.
+ * always kept. The state does not depend on the history (its rows are
+ * written with each report), so any report may go.
  */
-static es_err history_bound(es_db *db, db_state *e, int64_t seq)
+static es_err history_bound(es_db *db, db_cursor *e, int64_t seq)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t cut = seq - db->reports_kept, over, id = -1;
-	int dirty = e->state_seq != e->ckpt_seq;
 	es_err rc;
 
 	if (cut >= 1) {
-		if (dirty && cut > e->ckpt_seq &&
-		    (rc = db__state_checkpoint(db, e)) != ES_OK)
-			return rc;
 		if ((rc = db__stmt(db, DB_ST_REPORT_PRUNE_SEQ, &st)) != ES_OK)
 			return rc;
 		sqlite3_bind_text(st, 1, e->name, -1, SQLITE_STATIC);
@@ -375,11 +390,6 @@ static es_err history_bound(es_db *db, db_state *e, int64_t seq)
 	}
 	if (db->report_bytes_kept <= 0 || e->history_bytes <= db->report_bytes_kept)
 		return ES_OK;
-	/* The reports past the checkpoint are the newest: when the bound
-	 * would reach them, checkpoint first so that any may go. */
-	if (e->state_seq != e->ckpt_seq && e->pending_bytes > db->report_bytes_kept &&
-	    (rc = db__state_checkpoint(db, e)) != ES_OK)
-		return rc;
 	over = e->history_bytes - db->report_bytes_kept;
 	if ((rc = db__stmt(db, DB_ST_REPORT_OLDEST, &st)) != ES_OK)
 		return rc;
@@ -402,9 +412,8 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 			  time_t now, int *duplicate, int *need_resync)
 {
 	sqlite3_stmt *st = NULL;
-	db_state *e = NULL;
+	db_cursor e;
 	char *text = NULL;
-	int64_t len;
 	int joined = 0, changed = 0, resync = 0;
 	db_report r;
 	es_err rc;
@@ -419,9 +428,9 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 		return ES_ERR_INVAL;
 	if ((rc = db__op_begin(db, &joined)) != ES_OK)
 		return rc;
-	if ((rc = db__state_get(db, node, &e)) != ES_OK)
+	if ((rc = cursor_load(db, node, &e)) != ES_OK)
 		goto cleanup;
-	if (r.seq <= e->acked) {
+	if (r.seq <= e.acked) {
 		if (duplicate)
 			*duplicate = 1;
 		goto cleanup;
@@ -430,66 +439,33 @@ es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
-	len = (int64_t)strlen(text);
-	if ((rc = report_insert(db, node, e->stream, &r, text, now)) != ES_OK)
-		goto forget;
-	/* A snapshot is its own checkpoint: its text is the state's. */
-	if (strcmp(r.type, "snapshot") == 0) {
-		if ((rc = db__stmt(db, DB_ST_NODE_CHECKPOINT, &st)) != ES_OK)
-			goto forget;
-		sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, r.seq);
-		sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
-		rc = es_sqlite_step_done(db->sq, st, "report store");
-		sqlite3_reset(st);
-		if (rc != ES_OK)
-			goto forget;
-	}
-	/* From here the memory changes with the rows; on any failure both
-	 * are undone (the entry forgotten, the write rolled back). */
-	if ((rc = db__state_apply(node, &e->state, &e->state_seq, &r, &changed,
-				  &resync)) != ES_OK)
-		goto forget;
-	e->acked = r.seq;
-	e->history_bytes += len;
-	if (strcmp(r.type, "snapshot") == 0) {
-		e->ckpt_seq = r.seq;
-		e->pending = e->pending_bytes = 0;
-	} else {
-		e->pending++;
-		e->pending_bytes += len;
-	}
-	if (e->state_seq != e->ckpt_seq &&
-	    (e->pending >= CKPT_REPORTS || e->pending_bytes >= CKPT_BYTES) &&
-	    (rc = db__state_checkpoint(db, e)) != ES_OK)
-		goto forget;
-	if ((rc = history_bound(db, e, r.seq)) != ES_OK)
-		goto forget;
+	if ((rc = report_insert(db, node, e.stream, &r, text, now)) != ES_OK)
+		goto cleanup;
+	/* The state's rows change in this same write (undone with it). */
+	if ((rc = db__rows_apply(db, node, &e.state_seq, &r, &changed, &resync)) != ES_OK)
+		goto cleanup;
+	e.acked = r.seq;
+	e.history_bytes += (int64_t)strlen(text);
+	if ((rc = history_bound(db, &e, r.seq)) != ES_OK)
+		goto cleanup;
 	if ((rc = db__stmt(db, DB_ST_NODE_REPORTED, &st)) != ES_OK)
-		goto forget;
-	sqlite3_bind_int64(st, 1, e->acked);
+		goto cleanup;
+	sqlite3_bind_int64(st, 1, e.acked);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)now);
-	sqlite3_bind_int64(st, 3, e->state_seq);
-	sqlite3_bind_int64(st, 4, e->history_bytes);
+	sqlite3_bind_int64(st, 3, e.state_seq);
+	sqlite3_bind_int64(st, 4, e.history_bytes);
 	sqlite3_bind_text(st, 5, node, -1, SQLITE_STATIC);
 	rc = es_sqlite_step_done(db->sq, st, "report store");
 	sqlite3_reset(st);
-	if (rc != ES_OK)
-		goto forget;
-	if (need_resync)
+	if (rc == ES_OK && need_resync)
 		*need_resync = resync;
-	goto cleanup;
-forget:
-	/* The memory may be part way: forget it, the file is right. */
-	db__state_forget(db, node);
 cleanup:
 	free(text);
 	return db__op_end(db, joined, rc);
 }
 
 #define NODE_COLS "name, labels, agent_version, boot_id, connected, last_seen," \
-	" acked_seq, state_seq, state, desired_ack_rv, created, NULLIF(stream_id, ''),"\
-	" state_ckpt"
+	" acked_seq, state_seq, state, desired_ack_rv, created, NULLIF(stream_id, '')"
 
 static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
 {
@@ -544,9 +520,7 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 	es_err rc;
 
 	*out = NULL;
-	rc = db__state_view(db, name, sqlite3_column_text(st, 11) ?
-			    (const char *)sqlite3_column_text(st, 11) : "", st, 8,
-			    sqlite3_column_int64(st, 12), sqlite3_column_int64(st, 7), &node);
+	rc = db__rows_get(db, name, &node);
 	if (rc != ES_OK)
 		return rc;
 	if (!cJSON_IsObject(node)) {
