@@ -503,10 +503,15 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	 * kernel's listen backlog and cost nothing until a slot frees. */
 	info.simultaneous_ssl_handshake_restriction =
 		o->max_handshakes > 0 ? o->max_handshakes : 0;
+	s->uv_run_once = o->uv_run_once;
+	if (s->uv_run_once)
+		info.options |= LWS_SERVER_OPTION_LIBUV |
+				LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN;
 	s->ctx = lws_create_context(&info);
 	if (!s->ctx) {
 		rc = es_errf(ES_ERR_TLS, err, errsz,
-			     "libwebsockets: could not create the context");
+			     "libwebsockets: could not create the context%s",
+			     s->uv_run_once ? " (event-loop libuv)" : "");
 		goto cleanup;
 	}
 
@@ -561,9 +566,14 @@ cleanup:
 
 es_err es_server_run(es_server *s)
 {
-	while (!s->stop)
-		if (lws_service(s->ctx, 0) < 0)
+	/* Under libuv lws_service would run the loop until uv_stop: one turn
+	 * at a time instead, so that the stop flag is seen as with poll. */
+	while (!s->stop) {
+		if (s->uv_run_once)
+			s->uv_run_once(s->ctx);
+		else if (lws_service(s->ctx, 0) < 0)
 			return s->stop ? ES_OK : ES_ERR_IO;
+	}
 	return ES_OK;
 }
 
