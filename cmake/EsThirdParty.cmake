@@ -252,12 +252,16 @@ _es_import(es_thirdparty_mbedcrypto "${ES_DEPS_INSTALL}/lib/libmbedcrypto.a" "${
 _es_import(es_thirdparty_mbedx509 "${ES_DEPS_INSTALL}/lib/libmbedx509.a" "es_thirdparty_mbedcrypto")
 _es_import(es_thirdparty_mbedtls "${ES_DEPS_INSTALL}/lib/libmbedtls.a" "es_thirdparty_mbedx509")
 
-if(NOT TARGET es::mbedtls)
-    add_library(es::mbedtls INTERFACE IMPORTED GLOBAL)
-    set_target_properties(es::mbedtls PROPERTIES
-        INTERFACE_INCLUDE_DIRECTORIES "${ES_DEPS_INSTALL}/include"
-        INTERFACE_LINK_LIBRARIES "es_thirdparty_mbedtls;es_thirdparty_mbedx509;es_thirdparty_mbedcrypto")
-endif()
+# _es_interface(<name> <libs>): an INTERFACE target over the archives.
+function(_es_interface name libs)
+    if(NOT TARGET ${name})
+        add_library(${name} INTERFACE IMPORTED GLOBAL)
+        set_target_properties(${name} PROPERTIES
+            INTERFACE_INCLUDE_DIRECTORIES "${ES_DEPS_INSTALL}/include"
+            INTERFACE_LINK_LIBRARIES "${libs}")
+    endif()
+endfunction()
+_es_interface(es::mbedtls "es_thirdparty_mbedtls;es_thirdparty_mbedx509;es_thirdparty_mbedcrypto")
 
 # libwebsockets.a needs zlib (permessage-deflate), pthread, dl and libm.
 # es::websockets is the build without libuv, except for a program with the
@@ -275,9 +279,4 @@ if(ES_CONTROLLER_LIBUV)
 else()
     set(_es_lws_pick es_thirdparty_lws)
 endif()
-if(NOT TARGET es::websockets)
-    add_library(es::websockets INTERFACE IMPORTED GLOBAL)
-    set_target_properties(es::websockets PROPERTIES
-        INTERFACE_INCLUDE_DIRECTORIES "${ES_DEPS_INSTALL}/include"
-        INTERFACE_LINK_LIBRARIES "${_es_lws_pick}")
-endif()
+_es_interface(es::websockets "${_es_lws_pick}")
