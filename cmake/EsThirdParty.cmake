@@ -148,6 +148,75 @@ _es_build(libwebsockets libwebsockets ${ES_LWS_TARBALL} ${ES_LWS_SHA256}
           libwebsockets-${ES_LWS_VERSION} "${ES_DEPS_INSTALL}/lib/libwebsockets.a"
           "${_es_lws_cache}")
 
+# --- libwebsockets with libuv (the controller's) ----------------------------
+# lws 4.3's default event loop is poll() over every socket: at 10 000
+# agents the controller spent a third of its CPU there. Its libuv event
+# library (epoll on Linux) is the controller's loop. lws offers event
+# libraries either as plugins (LWS_WITH_EVLIB_PLUGINS), which are shared
+# objects linked to a shared libwebsockets and so unusable with this static
+# build, or compiled into the library, which then links libuv for every
+# program. So the controller gets a second build of the same source with
+# LWS_WITH_LIBUV (and its poll loop still there: the controller's
+# event-loop setting chooses at run time), installed beside the first
+# under include/lws-uv and lib/lws-uv; the agents (a few connections) keep
+# the build without libuv and gain no dependency. libuv rather than libev:
+# libuv is the better kept of the two (libev's last release is from 2020)
+# and lws's libuv code is the one its own examples and tests exercise most.
+# Off by default in cross and static trees: their controllers (if any) use
+# poll, so CI builds one libwebsockets per target and needs no libuv1-dev
+# of the target; -DES_CONTROLLER_LIBUV=ON with libuv1-dev:<arch> turns it on.
+if(CMAKE_CROSSCOMPILING OR ES_STATIC_AGENT)
+    set(_es_libuv_default OFF)
+else()
+    set(_es_libuv_default ON)
+endif()
+option(ES_CONTROLLER_LIBUV "The controller's libwebsockets with libuv (epoll event loop)"
+       ${_es_libuv_default})
+if(ES_CONTROLLER_LIBUV)
+    find_package(PkgConfig QUIET)
+    if(PKG_CONFIG_FOUND)
+        pkg_check_modules(ES_PC_libuv QUIET IMPORTED_TARGET GLOBAL libuv)
+    endif()
+    if(NOT ES_PC_libuv_FOUND)
+        message(FATAL_ERROR "edgesync: ES_CONTROLLER_LIBUV needs libuv: install the Debian "
+                "package libuv1-dev (scripts/install-deps.sh does it), or configure with "
+                "-DES_CONTROLLER_LIBUV=OFF (the controller then has the poll loop only)")
+    endif()
+    message(STATUS "edgesync: libuv ${ES_PC_libuv_VERSION} (the controller's event loop)")
+    find_library(_es_libuv_lib NAMES uv HINTS ${ES_PC_libuv_LIBRARY_DIRS} NO_CACHE)
+    string(REPLACE "set(LWS_WITH_LIBUV OFF CACHE BOOL \"\")"
+           "set(LWS_WITH_LIBUV ON CACHE BOOL \"\")
+set(LWS_LIBUV_INCLUDE_DIRS \"${ES_PC_libuv_INCLUDEDIR}\" CACHE PATH \"\")
+set(LWS_LIBUV_LIBRARIES \"${_es_libuv_lib}\" CACHE FILEPATH \"\")
+set(LIB_SUFFIX \"/lws-uv\" CACHE STRING \"\")
+set(LWS_INSTALL_INCLUDE_DIR include/lws-uv CACHE PATH \"\")"
+           _es_lws_uv_cache "${_es_lws_cache}")
+    string(APPEND _es_lws_uv_cache "# with libuv ${ES_PC_libuv_VERSION}\n")
+    _es_build(libwebsockets-uv libwebsockets ${ES_LWS_TARBALL} ${ES_LWS_SHA256}
+              libwebsockets-${ES_LWS_VERSION} "${ES_DEPS_INSTALL}/lib/lws-uv/libwebsockets.a"
+              "${_es_lws_uv_cache}")
+    # Objects compiled against one lws_config.h are linked with the other
+    # build (lib/ is shared by the agent and the controller): the two must
+    # differ only in the libuv lines (they declare libuv-only functions),
+    # LWS_WITH_EVENT_LIBS (no public header reads it), the install paths
+    # and the version text; none changes a structure.
+    foreach(v poll uv)
+        if(v STREQUAL poll)
+            set(_f "${ES_DEPS_INSTALL}/include/lws_config.h")
+        else()
+            set(_f "${ES_DEPS_INSTALL}/include/lws-uv/lws_config.h")
+        endif()
+        file(STRINGS "${_f}" _es_lws_cfg_${v})
+        list(FILTER _es_lws_cfg_${v} EXCLUDE REGEX
+             "UV|LWS_WITH_EVENT_LIBS|LWS_INSTALL_|LWS_BUILD_HASH|LWS_LIBRARY_VERSION")
+    endforeach()
+    if(NOT _es_lws_cfg_poll STREQUAL _es_lws_cfg_uv)
+        message(FATAL_ERROR "edgesync: the two libwebsockets builds' lws_config.h differ in more "
+                "than libuv (${ES_DEPS_INSTALL}/include/lws_config.h, "
+                "${ES_DEPS_INSTALL}/include/lws-uv/lws_config.h)")
+    endif()
+endif()
+
 # What edgesync relies on: the mbedTLS backend, and the peer certificate's
 # raw DER.
 file(STRINGS "${ES_DEPS_INSTALL}/include/lws_config.h" _es_lws_mbed REGEX "^#define LWS_WITH_MBEDTLS$")
@@ -183,13 +252,31 @@ _es_import(es_thirdparty_mbedcrypto "${ES_DEPS_INSTALL}/lib/libmbedcrypto.a" "${
 _es_import(es_thirdparty_mbedx509 "${ES_DEPS_INSTALL}/lib/libmbedx509.a" "es_thirdparty_mbedcrypto")
 _es_import(es_thirdparty_mbedtls "${ES_DEPS_INSTALL}/lib/libmbedtls.a" "es_thirdparty_mbedx509")
 
-if(NOT TARGET es::mbedtls)
-    add_library(es::mbedtls INTERFACE IMPORTED GLOBAL)
-    set_target_properties(es::mbedtls PROPERTIES
-        INTERFACE_INCLUDE_DIRECTORIES "${ES_DEPS_INSTALL}/include"
-        INTERFACE_LINK_LIBRARIES "es_thirdparty_mbedtls;es_thirdparty_mbedx509;es_thirdparty_mbedcrypto")
-endif()
+# _es_interface(<name> <libs>): an INTERFACE target over the archives.
+function(_es_interface name libs)
+    if(NOT TARGET ${name})
+        add_library(${name} INTERFACE IMPORTED GLOBAL)
+        set_target_properties(${name} PROPERTIES
+            INTERFACE_INCLUDE_DIRECTORIES "${ES_DEPS_INSTALL}/include"
+            INTERFACE_LINK_LIBRARIES "${libs}")
+    endif()
+endfunction()
+_es_interface(es::mbedtls "es_thirdparty_mbedtls;es_thirdparty_mbedx509;es_thirdparty_mbedcrypto")
 
 # libwebsockets.a needs zlib (permessage-deflate), pthread, dl and libm.
-_es_import(es::websockets "${ES_DEPS_INSTALL}/lib/libwebsockets.a"
-           "es::mbedtls;ZLIB::ZLIB;Threads::Threads;${CMAKE_DL_LIBS};m")
+# es::websockets is the build without libuv, except for a program with the
+# property ES_LWS_LIBUV set (the controller's, controller/CMakeLists.txt):
+# the link takes the libuv build and libuv instead. Only the program's own
+# property counts (it is evaluated where the program is linked), so an
+# object library or test that does not set it links the poll build.
+set(_es_lws_deps "es::mbedtls;ZLIB::ZLIB;Threads::Threads;${CMAKE_DL_LIBS};m")
+_es_import(es_thirdparty_lws "${ES_DEPS_INSTALL}/lib/libwebsockets.a" "${_es_lws_deps}")
+if(ES_CONTROLLER_LIBUV)
+    _es_import(es_thirdparty_lws_uv "${ES_DEPS_INSTALL}/lib/lws-uv/libwebsockets.a"
+               "${_es_lws_deps};PkgConfig::ES_PC_libuv")
+    set(_es_lws_pick "$<IF:$<BOOL:$<TARGET_PROPERTY:ES_LWS_LIBUV>>,es_thirdparty_lws_uv,es_thirdparty_lws>")
+    set(ES_LWS_UV_INCLUDE_DIR "${ES_DEPS_INSTALL}/include/lws-uv")
+else()
+    set(_es_lws_pick es_thirdparty_lws)
+endif()
+_es_interface(es::websockets "${_es_lws_pick}")

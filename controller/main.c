@@ -30,6 +30,9 @@
 #include "es_version.h"
 #include "net/server.h"
 #include "net/tickets.h"
+#ifdef ES_CONTROLLER_LIBUV
+#include "evloop_uv.h"
+#endif
 
 #define PROG "edgesync-controller"
 
@@ -67,6 +70,12 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status: 0 stopped cleanly, 1 runtime failure, 2 usage or\n"
 		"configuration error.\n");
+#ifdef ES_CONTROLLER_LIBUV
+	fprintf(f, "\nEvent loops built in: libuv %s (auto), poll.\n",
+		es_evloop_uv_version());
+#else
+	fprintf(f, "\nEvent loops built in: poll (auto); no libuv.\n");
+#endif
 }
 
 static int write_conf(const char *path, const char *text)
@@ -251,6 +260,18 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err);
 		goto cleanup;
 	}
+	if (cfg.event_loop != ES_CCFG_LOOP_POLL) {
+#ifdef ES_CONTROLLER_LIBUV
+		so.uv_run_once = es_evloop_uv_run_once;
+#else
+		if (cfg.event_loop == ES_CCFG_LOOP_LIBUV) {
+			fprintf(stderr, PROG ": event-loop: libuv is not built into this "
+				"program (configured with ES_CONTROLLER_LIBUV=OFF, the "
+				"default of cross builds); use poll or auto\n");
+			goto cleanup;
+		}
+#endif
+	}
 	so.listen_port = laddr.port;
 	so.admin_port = aaddr.port;
 	es_log_set_level((es_log_level)cfg.log_level);
@@ -377,7 +398,8 @@ static int cmd_run(int argc, char **argv)
 		es_log_error("main", "cannot install signal handlers", NULL, NULL);
 		goto cleanup;
 	}
-	es_log_info("main", "serving", "version", ES_VERSION, "listen", cfg.listen,
+	es_log_info("main", "serving", "version", ES_VERSION, "event-loop",
+		    so.uv_run_once ? "libuv" : "poll", "listen", cfg.listen,
 		    "admin-listen", cfg.admin_listen, "db", cfg.db, "join-listen",
 		    ca && cfg.join_listen ? cfg.join_listen : "off (no ca-cert)", NULL);
 	if (es_notify_watchdog_start(es_server_context(g_server), NULL, err,

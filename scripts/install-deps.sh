@@ -13,6 +13,11 @@
 # no subordinate ids (uidmap). `--build-only` leaves those out (the
 # container image's build stage uses it).
 #
+# libuv1-dev: the controller's event loop (libwebsockets' libuv build,
+# cmake/EsThirdParty.cmake; the agents do not link it). The cross and
+# static trees leave it out (ES_CONTROLLER_LIBUV is off there), so it has
+# no :arm64 / :armhf entry below.
+#
 # etcd-server and etcd-client (etcd 3.4, not for `--build-only`) are for
 # the controller's etcd client tests, which start a one-member etcd of
 # their own on loopback; the package's own etcd.service is stopped and
@@ -35,6 +40,7 @@ PACKAGES=(
     python3 python3-jsonschema python3-yaml bzip2 ca-certificates curl procps
     iproute2 dpkg-dev prometheus nftables libnftables-dev
     libclang-rt-14-dev
+    libuv1-dev
 )
 if [[ ${build_only} == 0 ]]; then
     PACKAGES+=(podman runc mmdebstrap systemd-container)

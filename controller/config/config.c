@@ -23,6 +23,7 @@
 	  offsetof(es_ccfg, member), help, NULL }
 
 const char *const es_ccfg_store_names[] = { "sqlite", "etcd", NULL };
+const char *const es_ccfg_event_loop_names[] = { "auto", "poll", "libuv", NULL };
 
 static const es_setting ccfg_table[] = {
 	ES_CCFG_STRING("listen", "LISTEN", "127.0.0.1:7443", listen,
@@ -111,6 +112,11 @@ static const es_setting ccfg_table[] = {
 	  offsetof(es_ccfg, overload_retry),
 	  "retryAfterSeconds told to an agent refused for load (it waits that to twice that)",
 	  NULL },
+	{ "event-loop", "EDGESYNC_EVENT_LOOP", "event-loop", ES_SET_ENUM, "auto", 0, 0,
+	  offsetof(es_ccfg, event_loop),
+	  "event loop of the listeners: libuv (epoll; scales to many agents), poll"
+	  " (poll() over every socket each turn) or auto (libuv when built in)",
+	  es_ccfg_event_loop_names },
 	{ "store", "EDGESYNC_STORE", "store", ES_SET_ENUM, "sqlite", 0, 0,
 	  offsetof(es_ccfg, store),
 	  "where desired objects live: sqlite (this controller's db) or etcd (shared by"

@@ -57,6 +57,7 @@ typedef struct es_ccfg {
 	char *tls_ticket_key;      /* session ticket key file; default
 				    * <state-dir>/tls-ticket.key */
 	int64_t tls_ticket_lifetime; /* seconds; 0: no tickets */
+	int event_loop;            /* ES_CCFG_LOOP_* (net/server.h, uv_run_once) */
 	/* the store (store/store.h): ES_CCFG_STORE_* */
 	int store;
 	char *etcd_endpoints;      /* comma-separated client URLs */
@@ -67,6 +68,11 @@ typedef struct es_ccfg {
 /* Values of `store` (es_ccfg_store_names). */
 enum { ES_CCFG_STORE_SQLITE = 0, ES_CCFG_STORE_ETCD = 1 };
 extern const char *const es_ccfg_store_names[];
+
+/* Values of `event-loop` (es_ccfg_event_loop_names): auto is libuv in a
+ * program built with it (ES_CONTROLLER_LIBUV), else poll. */
+enum { ES_CCFG_LOOP_AUTO = 0, ES_CCFG_LOOP_POLL = 1, ES_CCFG_LOOP_LIBUV = 2 };
+extern const char *const es_ccfg_event_loop_names[];
 
 /* The settings table (for help output and tests); *n gets its length. */
 const es_setting *es_ccfg_settings(size_t *n);

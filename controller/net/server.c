@@ -503,10 +503,18 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	 * kernel's listen backlog and cost nothing until a slot frees. */
 	info.simultaneous_ssl_handshake_restriction =
 		o->max_handshakes > 0 ? o->max_handshakes : 0;
+	/* lws clears s->ctx when it has freed the context (staged under
+	 * libuv: es_server_destroy). */
+	info.pcontext = &s->ctx;
+	s->uv_run_once = o->uv_run_once;
+	if (s->uv_run_once)
+		info.options |= LWS_SERVER_OPTION_LIBUV |
+				LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN;
 	s->ctx = lws_create_context(&info);
 	if (!s->ctx) {
 		rc = es_errf(ES_ERR_TLS, err, errsz,
-			     "libwebsockets: could not create the context");
+			     "libwebsockets: could not create the context%s",
+			     s->uv_run_once ? " (event-loop libuv)" : "");
 		goto cleanup;
 	}
 
@@ -561,9 +569,14 @@ cleanup:
 
 es_err es_server_run(es_server *s)
 {
-	while (!s->stop)
-		if (lws_service(s->ctx, 0) < 0)
+	/* Under libuv lws_service would run the loop until uv_stop: one turn
+	 * at a time instead, so that the stop flag is seen as with poll. */
+	while (!s->stop) {
+		if (s->uv_run_once)
+			s->uv_run_once(s->ctx);
+		else if (lws_service(s->ctx, 0) < 0)
 			return s->stop ? ES_OK : ES_ERR_IO;
+	}
 	return ES_OK;
 }
 
@@ -589,6 +602,14 @@ void es_server_destroy(es_server *s)
 		lws_sul_cancel(&s->sweep);
 		server__batch_flush(s);
 		lws_context_destroy(s->ctx);
+		/* Under libuv the destroy is staged: the first call closes the
+		 * connections and runs the loop until libuv has closed their
+		 * handles, and each later call advances it until lws frees the
+		 * context and clears s->ctx (info.pcontext). With poll the first
+		 * call frees it. A few calls suffice; the bound is against a
+		 * libwebsockets that never finishes (the context then leaks). */
+		for (int i = 0; s->ctx && i < 16; i++)
+			lws_context_destroy(s->ctx);
 	}
 	while (s->pend_head) {
 		pending_conn *p = s->pend_head;

@@ -72,15 +72,29 @@ typedef struct es_server_opts {
 				   * answered `Overloaded` */
 	int handshake_timeout_s;  /* TCP accept to hello, else closed; 0: 10 */
 	int overload_retry_s;     /* retryAfterSeconds of `Overloaded`; 0: 30 */
+	/* The event loop. NULL: libwebsockets' own, poll() over every socket.
+	 * Else the context is made with LWS_SERVER_OPTION_LIBUV (lws makes
+	 * and owns a libuv loop: epoll on Linux) and es_server_run calls
+	 * uv_run_once(ctx) per turn instead of lws_service; it must run one
+	 * turn of the context's libuv loop (lws_uv_getloop), waiting for at
+	 * least one event. Only a program linked with libwebsockets' libuv
+	 * build can give it (controller/evloop_uv.h); lws_create_context fails
+	 * on the other build. */
+	void (*uv_run_once)(struct lws_context *ctx);
 } es_server_opts;
 
 /*
  * Creates the context and both listeners (the sockets are bound before
  * this returns). db is borrowed and must outlive the server; it is used
  * only from the thread that calls es_server_run. Strings of opts are
- * copied. Errors: ES_ERR_INVAL (missing option), ES_ERR_TLS (a vhost could
- * not be created: unreadable certificate, key or CA, or the address is in
- * use; err names both listeners' addresses and files), ES_ERR_NOMEM.
+ * copied. With opts->uv_run_once, libwebsockets installs libuv handlers
+ * for SIGINT and SIGTERM while making the context (only those two:
+ * LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN); the caller's own handlers
+ * (es_cli_signals, installed after this returns) replace them. Errors:
+ * ES_ERR_INVAL (missing option), ES_ERR_TLS (the context or a vhost could
+ * not be created: libwebsockets built without libuv for uv_run_once, an
+ * unreadable certificate, key or CA, or the address is in use; err names
+ * both listeners' addresses and files), ES_ERR_NOMEM.
  */
 es_err es_server_new(const es_server_opts *opts, es_db *db, es_server **out,
 		     char *err, size_t errsz);
@@ -96,7 +110,9 @@ es_err es_server_run(es_server *srv);
 struct lws_context *es_server_context(es_server *srv);
 
 /* Asks es_server_run to return. Async-signal-safe: may be called from a
- * signal handler. */
+ * signal handler (it sets a flag and wakes the loop with
+ * lws_cancel_service, a write to the context's pipe, which both loops
+ * watch). */
 void es_server_stop(es_server *srv);
 
 /* Closes every connection (agents are marked disconnected in the store)

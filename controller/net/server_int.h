@@ -77,6 +77,7 @@ struct es_server {
 	int n_ready;
 	es_ctrl_metrics *metrics;
 	volatile sig_atomic_t stop;
+	void (*uv_run_once)(struct lws_context *ctx); /* NULL: poll loop */
 	lws_sorted_usec_list_t sweep;
 	es_admin_hooks hooks;
 	es_store *store;       /* es_server_set_store; NULL: SQLite over db */

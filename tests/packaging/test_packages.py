@@ -33,6 +33,13 @@ def control_fields(text):
     return fields
 
 
+def controller_libuv():
+    """Whether this build tree's controller has the libuv event loop
+    (ES_CONTROLLER_LIBUV, cmake/EsThirdParty.cmake)."""
+    with open(os.path.join(pkgtest.BUILD_DIR, "CMakeCache.txt")) as f:
+        return "ES_CONTROLLER_LIBUV:BOOL=ON" in f.read().splitlines()
+
+
 def files_in(root):
     out = set()
     for d, _, fs in os.walk(root):
@@ -74,6 +81,13 @@ class TestPackages(unittest.TestCase):
         self.assertRegex(f["Depends"], r"libc6 \(>= [\d.]+\)")
         # libsystemd is loaded at run time only under systemd (es_notify.c).
         self.assertNotIn("libsystemd0", f["Depends"])
+        # libuv is the controller's event loop only: the agent links the
+        # libwebsockets build without it.
+        deps = [d.strip().split()[0] for d in f["Depends"].split(",")]
+        if name == "edgesync-controller" and controller_libuv():
+            self.assertIn("libuv1", deps, f"Depends {f['Depends']}")
+        else:
+            self.assertNotIn("libuv1", deps, f"{name}: Depends {f['Depends']}")
         self.assertIn("libsystemd0", f.get("Recommends", ""))
         self.assertTrue(int(f["Installed-Size"]) > 0)
 

@@ -16,7 +16,7 @@ static const char *const env_vars[] = {
 	"EDGESYNC_CONFIG", "EDGESYNC_LISTEN", "EDGESYNC_ADMIN_LISTEN",
 	"EDGESYNC_STATE_DIR", "EDGESYNC_DB", "EDGESYNC_CERT", "EDGESYNC_KEY",
 	"EDGESYNC_CLIENT_CA", "EDGESYNC_ADMIN_CA", "EDGESYNC_TRUST_DOMAIN",
-	"EDGESYNC_LOG_LEVEL", "EDGESYNC_DEV", "EDGESYNC_DEV_NODE",
+	"EDGESYNC_LOG_LEVEL", "EDGESYNC_DEV", "EDGESYNC_DEV_NODE", "EDGESYNC_EVENT_LOOP",
 };
 
 static int clear_env(void **state)
@@ -254,6 +254,26 @@ static void test_etcd_store_settings(void **state)
 	es_ccfg_free(&c);
 }
 
+static void test_event_loop(void **state)
+{
+	es_ccfg c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", NULL), ES_OK);
+	assert_int_equal(c.event_loop, ES_CCFG_LOOP_AUTO);
+	es_ccfg_free(&c);
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--event-loop", "poll", NULL),
+			 ES_OK);
+	assert_int_equal(c.event_loop, ES_CCFG_LOOP_POLL);
+	es_ccfg_free(&c);
+	setenv("EDGESYNC_EVENT_LOOP", "libuv", 1);
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", NULL), ES_OK);
+	assert_int_equal(c.event_loop, ES_CCFG_LOOP_LIBUV);
+	es_ccfg_free(&c);
+	unsetenv("EDGESYNC_EVENT_LOOP");
+}
+
 static void test_dev_node_checks(void **state)
 {
 	es_ccfg c;
@@ -287,6 +307,7 @@ static void test_bad_values_name_the_key(void **state)
 		{ "--reports-kept", "0", "reports-kept" },
 		{ "--report-bytes-kept", "-1", "report-bytes-kept" },
 		{ "--state-cache-nodes", "0", "state-cache-nodes" },
+		{ "--event-loop", "epoll", "event-loop" },
 	};
 
 	(void)state;
@@ -412,6 +433,7 @@ int main(void)
 		cmocka_unit_test_setup(test_dev_node_repeatable, clear_env),
 		cmocka_unit_test_setup(test_dev_node_checks, clear_env),
 		cmocka_unit_test_setup(test_etcd_store_settings, clear_env),
+		cmocka_unit_test_setup(test_event_loop, clear_env),
 		cmocka_unit_test_setup(test_bad_values_name_the_key, clear_env),
 		cmocka_unit_test_setup(test_hostport, clear_env),
 		cmocka_unit_test_setup(test_dev_nodes_list, clear_env),
