@@ -52,6 +52,7 @@ typedef struct conn {
 	struct conn *batch_next;
 	int in_batch, resync_owed;
 	int64_t ack_owed;     /* highest seq to acknowledge, 0: none */
+	int cursor_wait;      /* entries in cursor groups (server_sync.c) */
 	char serial[41];      /* its certificate's serial, hex (server_join.c) */
 	int renewed;          /* a certificateRequest was answered with a certificate */
 	/* server_session.c: the node's session in the store. */
@@ -87,6 +88,10 @@ struct es_server {
 	lws_sorted_usec_list_t batch_sul;
 	size_t batch_reports;
 	int64_t debug_exit_after; /* EDGESYNC_DEBUG_EXIT_AFTER_COMMIT; 0 off, -1 unread */
+	int store_lost_set;    /* server_session.c: es_store_set_lost done */
+	struct cursor_group *cursor_groups; /* server_sync.c: batches committed
+					     * here whose cursors etcd has not
+					     * answered yet */
 	struct es_ca *ca;      /* es_server_opts.ca */
 	int64_t cert_lifetime; /* es_server_opts.cert_lifetime */
 	int64_t renewal_grace; /* es_server_opts.renewal_grace */
@@ -151,6 +156,9 @@ void server__batch_forget(conn *c);
 
 /* Commits the open batch now and sends what it owes (at shutdown). */
 void server__batch_flush(es_server *s);
+/* server_session.c: this controller lost node's session to another one
+ * (es_store_set_lost): its connections here are told to come back later. */
+void server__session_lost(void *ud, const char *node, const char *why);
 /* Goes on with a hello held back for the node's session (server_session.c
  * calls it when the store gave it). */
 void server__hello_resume(conn *c, const cJSON *msg);

@@ -45,6 +45,10 @@ int server__session_take(conn *c, const cJSON *msg)
 	es_server *s = c->srv;
 	es_err rc;
 
+	if (!s->store_lost_set && s->store) {
+		es_store_set_lost(s->store, server__session_lost, s);
+		s->store_lost_set = 1;
+	}
 	if (c->session_held)
 		return 0;
 	if (c->session_wait) {
@@ -92,4 +96,19 @@ void server__session_release(conn *c)
 		    strcmp(o->node, c->node) == 0)
 			return; /* a newer connection here holds or is taking it */
 	es_store_session_drop(s->store, c->node);
+}
+
+void server__session_lost(void *ud, const char *node, const char *why)
+{
+	es_server *s = ud;
+
+	for (conn *c = s->conns; c; c = c->next) {
+		if (!c->session_held || strcmp(c->node, node) != 0)
+			continue;
+		c->session_held = 0; /* another controller's now: not dropped */
+		es_ctrl_metrics_refused(s->metrics, "Overloaded");
+		(void)server__queue_msg(c, es_proto_overloaded(ES_STORE_ETCD_SESSION_TTL, why));
+		server__start_close(c, es_proto_close_code(ES_PC_OVERLOADED),
+				    es_proto_code_name(ES_PC_OVERLOADED));
+	}
 }

@@ -15,6 +15,7 @@
 #include "es_log.h"
 #include "es_time.h"
 #include "es_version.h"
+#include "store/store_etcd.h"
 
 /* Room kept in a desired message for its envelope. */
 #define DESIRED_BUDGET (ES_PROTO_MAX_MESSAGE - 4096)
@@ -236,10 +237,179 @@ void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 
 /* ---- agents: batches of reports ---- */
 
+/*
+ * A batch committed to this controller's file whose report cursors the
+ * store (etcd) is committing: its acks wait for that (docs/ARCHITECTURE.md,
+ * "The store"). w[i].c is NULL once that connection closed.
+ */
+typedef struct cursor_wait {
+	conn *c;
+	int64_t seq;
+	int resync;
+	size_t node;              /* index into the group's cursors */
+} cursor_wait;
+
+typedef struct cursor_group {
+	struct cursor_group *next;
+	es_server *s;
+	cursor_wait *w;
+	size_t n_w;
+	es_store_cursor *cur;
+	size_t n_cur;
+	char (*names)[ES_NAME_MAX + 1];
+	char (*streams)[ES_PROTO_STREAM_ID_MAX + 1];
+	cJSON **conds;
+} cursor_group;
+
+static void group_free(cursor_group *g)
+{
+	cursor_group **pp;
+
+	if (!g)
+		return;
+	for (pp = &g->s->cursor_groups; *pp && *pp != g; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = g->next;
+	for (size_t i = 0; g->conds && i < g->n_cur; i++)
+		cJSON_Delete(g->conds[i]);
+	free(g->conds);
+	free(g->w);
+	free(g->cur);
+	free(g->names);
+	free(g->streams);
+	free(g);
+}
+
+/* Acknowledges what c is owed, or closes it when the store failed. */
+static void owe_answer(conn *c, int64_t seq, int resync, es_err rc)
+{
+	if (rc != ES_OK) {
+		server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
+		return;
+	}
+	if ((seq && server__queue_msg(c, es_proto_ack(seq)) != ES_OK) ||
+	    (resync && server__queue_msg(c, es_proto_resync()) != ES_OK))
+		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+}
+
+static void on_cursors(void *ud, const es_store_cursor_result *res, size_t n)
+{
+	cursor_group *g = ud;
+	es_server *s = g->s;
+	int64_t dropped = 0;
+	char d[24];
+
+	for (size_t i = 0; i < n && i < g->n_cur; i++) {
+		if (res[i].rc != ES_ERR_EXISTS)
+			continue;
+		/* Another controller serves the node: what this one stored
+		 * past its last commit is provisional and goes. */
+		if (es_db_node_cursor_set(s->db, g->names[i], g->streams[i],
+					  res[i].committed, 1, &dropped) != ES_OK)
+			es_log_error("server", "could not drop provisional reports",
+				     "node", g->names[i], NULL);
+		snprintf(d, sizeof(d), "%lld", (long long)dropped);
+		es_log_warn("server", "report cursor lost to another controller; the"
+			    " reports are not acknowledged", "node", g->names[i],
+			    "reason", res[i].error, "provisionalDropped", d, NULL);
+	}
+	for (size_t i = 0; i < g->n_w; i++) {
+		conn *c = g->w[i].c;
+		const es_store_cursor_result *r = g->w[i].node < n ? &res[g->w[i].node] : NULL;
+
+		if (!c)
+			continue;
+		c->cursor_wait--;
+		if (r && r->rc == ES_ERR_EXISTS) {
+			es_ctrl_metrics_refused(s->metrics, "Overloaded");
+			(void)server__queue_msg(c, es_proto_overloaded(
+				ES_STORE_ETCD_SESSION_TTL, r->error));
+			c->session_held = 0; /* not ours to give up */
+			server__start_close(c, es_proto_close_code(ES_PC_OVERLOADED),
+					    es_proto_code_name(ES_PC_OVERLOADED));
+			continue;
+		}
+		if (r && r->rc != ES_OK)
+			es_log_error("server", "report cursor not committed to the store;"
+				     " the reports are not acknowledged", "node", c->node,
+				     "error", r->error, NULL);
+		owe_answer(c, g->w[i].seq, g->w[i].resync, r ? r->rc : ES_ERR_IO);
+	}
+	group_free(g);
+}
+
+/* The cursors of the committed batch's nodes to the store; 1 when the
+ * store answers later (the acks wait in a group), 0 when it keeps no
+ * cursors (acknowledge now), -1 on failure. */
+static int cursors_send(es_server *s, conn *batch)
+{
+	cursor_group *g = calloc(1, sizeof(*g));
+	size_t n = 0;
+	time_t now = time(NULL);
+	es_err rc;
+
+	for (conn *c = batch; c; c = c->batch_next)
+		n++;
+	if (!g || !(g->w = calloc(n, sizeof(*g->w))) || !(g->cur = calloc(n, sizeof(*g->cur))) ||
+	    !(g->names = calloc(n, sizeof(*g->names))) ||
+	    !(g->streams = calloc(n, sizeof(*g->streams))) ||
+	    !(g->conds = calloc(n, sizeof(*g->conds)))) {
+		if (g) {
+			free(g->w);
+			free(g->cur);
+			free(g->names);
+			free(g->streams);
+		}
+		free(g);
+		return -1;
+	}
+	g->s = s;
+	g->next = s->cursor_groups;
+	s->cursor_groups = g;
+	for (conn *c = batch; c; c = c->batch_next) {
+		size_t k;
+
+		for (k = 0; k < g->n_cur && strcmp(g->names[k], c->node) != 0; k++)
+			;
+		if (k == g->n_cur) {
+			es_store_cursor *e = &g->cur[k];
+
+			snprintf(g->names[k], sizeof(g->names[k]), "%s", c->node);
+			if (es_db_node_cursor_get(s->db, c->node, g->streams[k],
+						  sizeof(g->streams[k]), &e->seq,
+						  &e->desired_ack) != ES_OK ||
+			    es_db_node_conditions(s->db, c->node, &g->conds[k]) != ES_OK) {
+				group_free(g);
+				return -1;
+			}
+			e->node = g->names[k];
+			e->stream = g->streams[k];
+			e->last_report = now;
+			e->conditions = g->conds[k];
+			g->n_cur++;
+		}
+		g->w[g->n_w].c = c;
+		g->w[g->n_w].seq = c->ack_owed;
+		g->w[g->n_w].resync = c->resync_owed;
+		g->w[g->n_w].node = k;
+		g->n_w++;
+		c->cursor_wait++;
+	}
+	rc = es_store_cursors_put(s->store, g->cur, g->n_cur, on_cursors, g);
+	if (rc == ES_OK)
+		return 1;
+	for (size_t i = 0; i < g->n_w; i++)
+		g->w[i].c->cursor_wait--;
+	group_free(g);
+	return rc == ES_ERR_UNSUPPORTED ? 0 : -1;
+}
+
 void server__batch_flush(es_server *s)
 {
 	es_err rc;
 	conn *c;
+	int later = 0;
 
 	lws_sul_cancel(&s->batch_sul);
 	if (!es_db_batch_open(s->db))
@@ -252,6 +422,9 @@ void server__batch_flush(es_server *s)
 		_exit(DEBUG_EXIT_CODE);
 	}
 	s->batch_reports = 0;
+	/* store = etcd: the acks wait for the nodes' cursors there too. */
+	if (rc == ES_OK && s->batch && s->store && (later = cursors_send(s, s->batch)) < 0)
+		rc = ES_ERR_NOMEM;
 	while ((c = s->batch) != NULL) {
 		int64_t seq = c->ack_owed;
 		int resync = c->resync_owed;
@@ -261,13 +434,8 @@ void server__batch_flush(es_server *s)
 		c->in_batch = 0;
 		c->ack_owed = 0;
 		c->resync_owed = 0;
-		if (rc != ES_OK) {
-			server__queue_error(c, ES_PC_INTERNAL, "the controller's store failed");
-			continue;
-		}
-		if ((seq && server__queue_msg(c, es_proto_ack(seq)) != ES_OK) ||
-		    (resync && server__queue_msg(c, es_proto_resync()) != ES_OK))
-			server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+		if (later <= 0)
+			owe_answer(c, seq, resync, rc);
 	}
 }
 
@@ -313,6 +481,12 @@ void server__batch_forget(conn *c)
 {
 	conn **pp;
 
+	if (c->cursor_wait && c->srv)
+		for (cursor_group *g = c->srv->cursor_groups; g; g = g->next)
+			for (size_t i = 0; i < g->n_w; i++)
+				if (g->w[i].c == c)
+					g->w[i].c = NULL;
+	c->cursor_wait = 0;
 	if (!c->in_batch || !c->srv)
 		return;
 	for (pp = &c->srv->batch; *pp; pp = &(*pp)->batch_next)
@@ -346,6 +520,38 @@ static es_err hello_stream(conn *c, const char *stream, int64_t next_seq,
 		    "the history", "node", c->node, "streamId", stream,
 		    "previousStreamId", prev[0] ? prev : "(none)",
 		    "previousAckedSeq", was, "nextSeq", nxt, NULL);
+	return ES_OK;
+}
+
+/*
+ * store = etcd: the node's cursor is the one etcd holds (read when this
+ * controller took the session), for the hello's stream (another stream
+ * there: nothing of this one is committed). This file's reports of the
+ * stream above it are provisional (stored here, never committed to etcd)
+ * and go: the agent sends them again. No record on etcd: the file's
+ * cursor stands (the first write creates the record).
+ */
+static es_err hello_cursor(conn *c, const char *stream, int64_t *acked)
+{
+	char est[ES_PROTO_STREAM_ID_MAX + 1], d[24], a[24];
+	int64_t seq = 0, dropped = 0;
+	es_err rc;
+
+	if (!es_store_cursor_get(c->srv->store, c->node, est, sizeof(est), &seq))
+		return ES_OK;
+	if (strcmp(est, stream ? stream : "") != 0)
+		seq = 0;
+	rc = es_db_node_cursor_set(c->srv->db, c->node, stream ? stream : "", seq, 0,
+				   &dropped);
+	if (rc != ES_OK)
+		return rc;
+	if (dropped || seq != *acked) {
+		snprintf(d, sizeof(d), "%lld", (long long)dropped);
+		snprintf(a, sizeof(a), "%lld", (long long)seq);
+		es_log_info("server", "report cursor taken from the store", "node", c->node,
+			    "ackedSeq", a, "provisionalDropped", d, NULL);
+	}
+	*acked = seq;
 	return ES_OK;
 }
 
@@ -446,6 +652,11 @@ static void on_hello(conn *c, const cJSON *msg)
 			     cJSON_GetStringValue(cJSON_GetObjectItem(msg, "bootId")),
 			     time(NULL), &acked, &labels_changed) != ES_OK ||
 	    (stream && hello_stream(c, stream, next_seq, &acked) != ES_OK)) {
+		server__queue_error(c, ES_PC_INTERNAL,
+				    "the controller's store failed");
+		return;
+	}
+	if (hello_cursor(c, stream, &acked) != ES_OK) {
 		server__queue_error(c, ES_PC_INTERNAL,
 				    "the controller's store failed");
 		return;

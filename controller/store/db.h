@@ -163,6 +163,11 @@ uint64_t es_db_commit_count(const es_db *db);
 /* *following 1 when the file mirrors etcd; *rev the revision it has seen
  * up to (es_db_rv's current). Errors: ES_ERR_DB. */
 es_err es_db_mirror_state(es_db *db, int *following, int64_t *rev);
+/* This file's own id (a random positive 63-bit number made on first use
+ * and kept in the meta table), so that etcd records written by this
+ * controller before a restart are known as its own (store_etcd.h, report
+ * cursors). Errors: ES_ERR_IO (no randomness), ES_ERR_DB. */
+es_err es_db_mirror_file_id(es_db *db, int64_t *id);
 /* Stores obj (a stored object whose resourceVersion is its etcd
  * mod_revision rev; borrowed) and moves the current revision to rev.
  * An object of the same name with another uid is replaced and leaves a
@@ -262,6 +267,31 @@ es_err es_db_node_desired_ack(es_db *db, const char *node, int64_t rv, time_t no
  */
 es_err es_db_report_store(es_db *db, const char *node, const cJSON *msg,
 			  time_t now, int *duplicate, int *need_resync);
+
+/*
+ * Sets node's report cursor of stream to seq (store = etcd: etcd's cursor
+ * is the authoritative one, docs/ARCHITECTURE.md "The store"): the node's
+ * reports of that stream above seq are removed (they were provisional:
+ * stored here, never committed to etcd) and the cursor becomes seq;
+ * lower_only 1: the cursor only moves down (min of both). The state's seq
+ * and checkpoint are kept at or below seq. Nothing changes when the
+ * node's stream is another one. *dropped (may be NULL): reports removed.
+ * One transaction of its own (an open batch is committed first).
+ * Errors: ES_ERR_INVAL, ES_ERR_DB.
+ */
+es_err es_db_node_cursor_set(es_db *db, const char *node, const char *stream,
+			     int64_t seq, int lower_only, int64_t *dropped);
+
+/* The node's report stream id ("" when none; truncated to streamsz), its
+ * cursor and its last desiredAck resourceVersion, as the file holds them.
+ * Errors: ES_ERR_NOTFOUND, ES_ERR_DB. */
+es_err es_db_node_cursor_get(es_db *db, const char *node, char *stream,
+			     size_t streamsz, int64_t *seq, int64_t *desired_ack);
+
+/* A copy of the node's reported status.conditions when its state is held
+ * in memory (caller owns *out; NULL: none or not held; nothing is loaded).
+ * Errors: ES_ERR_NOMEM. */
+es_err es_db_node_conditions(es_db *db, const char *node, cJSON **out);
 
 /*
  * A node as the admin API shows it: a Node object (metadata.name, labels,

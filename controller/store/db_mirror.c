@@ -3,6 +3,8 @@
  * of an etcd store (db.h, "The mirror of an etcd store"): written only
  * from the etcd watch, each call one committed transaction.
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/db_int.h"
@@ -198,4 +200,34 @@ es_err es_db_mirror_reset(es_db *db, const cJSON *objects, int64_t rev)
 		rc = meta_write(db, "mirror", 1);
 cleanup:
 	return es_sqlite_end(db->sq, rc);
+}
+
+es_err es_db_mirror_file_id(es_db *db, int64_t *id)
+{
+	int64_t v = 0;
+	es_err rc = meta_read(db, "file_id", &v);
+	FILE *f;
+
+	*id = 0;
+	if (rc != ES_OK)
+		return rc;
+	if (v == 0) {
+		if (!(f = fopen("/dev/urandom", "rb")))
+			return ES_ERR_IO;
+		if (fread(&v, sizeof(v), 1, f) != 1)
+			v = 0;
+		fclose(f);
+		v &= INT64_MAX;
+		if (v == 0)
+			return ES_ERR_IO;
+		if ((rc = db__begin(db)) != ES_OK)
+			return rc;
+		if ((rc = meta_write(db, "file_id", v)) == ES_OK)
+			rc = es_sqlite_commit(db->sq);
+		es_sqlite_rollback(db->sq);
+		if (rc != ES_OK)
+			return rc;
+	}
+	*id = v;
+	return ES_OK;
 }

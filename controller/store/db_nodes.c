@@ -686,3 +686,98 @@ es_err es_db_reports_list(es_db *db, const char *node, int limit, cJSON **out)
 	sqlite3_finalize(st);
 	return rc;
 }
+
+es_err es_db_node_cursor_set(es_db *db, const char *node, const char *stream,
+			     int64_t seq, int lower_only, int64_t *dropped)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t n = 0;
+	es_err rc;
+
+	if (dropped)
+		*dropped = 0;
+	if (!node || !stream || seq < 0)
+		return ES_ERR_INVAL;
+	if ((rc = db__begin(db)) != ES_OK)
+		return rc;
+	if ((rc = db__state_drop(db, node, 1)) != ES_OK)
+		goto cleanup;
+	if ((rc = node_row(db, "SELECT coalesce(stream_id, '') FROM nodes WHERE name = ?1",
+			   node, &st, "node cursor")) != ES_OK ||
+	    strcmp((const char *)sqlite3_column_text(st, 0), stream) != 0) {
+		if (rc == ES_ERR_NOTFOUND) /* no such node */
+			rc = ES_OK;
+		goto cleanup; /* another stream: not this one's cursor */
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((rc = es_sqlite_prepare(db->sq, "DELETE FROM reports WHERE node = ?1 AND"
+				    " stream = ?2 AND seq > ?3", &st)) != ES_OK)
+		goto cleanup;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, stream, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, seq);
+	if ((rc = es_sqlite_step_done(db->sq, st, "node cursor")) != ES_OK)
+		goto cleanup;
+	n = sqlite3_changes(db->sq->h);
+	sqlite3_finalize(st);
+	st = NULL;
+	/* The state is the agent's word and is whole again at its next
+	 * snapshot (every connect begins with one); it only must not claim a
+	 * seq past the cursor. */
+	if ((rc = es_sqlite_prepare(db->sq, lower_only ?
+			"UPDATE nodes SET acked_seq = min(acked_seq, ?1),"
+			" state_seq = min(state_seq, ?1), state_ckpt = min(state_ckpt, ?1),"
+			" history_bytes = (SELECT coalesce(sum(length(CAST(body AS BLOB))), 0)"
+			" FROM reports WHERE node = ?2) WHERE name = ?2" :
+			"UPDATE nodes SET acked_seq = ?1,"
+			" state_seq = min(state_seq, ?1), state_ckpt = min(state_ckpt, ?1),"
+			" history_bytes = (SELECT coalesce(sum(length(CAST(body AS BLOB))), 0)"
+			" FROM reports WHERE node = ?2) WHERE name = ?2", &st)) != ES_OK)
+		goto cleanup;
+	sqlite3_bind_int64(st, 1, seq);
+	sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+	if ((rc = es_sqlite_step_done(db->sq, st, "node cursor")) != ES_OK)
+		goto cleanup;
+	rc = es_sqlite_commit(db->sq);
+	if (rc == ES_OK && dropped)
+		*dropped = n;
+cleanup:
+	sqlite3_finalize(st);
+	es_sqlite_rollback(db->sq);
+	return rc;
+}
+
+es_err es_db_node_conditions(es_db *db, const char *node, cJSON **out)
+{
+	db_state *e;
+	const cJSON *conds;
+
+	*out = NULL;
+	if (!node || !(e = db__state_peek(db, node)))
+		return ES_OK; /* not held: not loaded for this */
+	conds = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(e->state, "status"), "conditions");
+	if (cJSON_IsArray(conds) && !(*out = cJSON_Duplicate(conds, 1)))
+		return ES_ERR_NOMEM;
+	return ES_OK;
+}
+
+es_err es_db_node_cursor_get(es_db *db, const char *node, char *stream,
+			     size_t streamsz, int64_t *seq, int64_t *desired_ack)
+{
+	sqlite3_stmt *st = NULL;
+	es_err rc;
+
+	if (!node)
+		return ES_ERR_NOTFOUND;
+	rc = node_row(db, "SELECT coalesce(stream_id, ''), acked_seq, desired_ack_rv"
+		      " FROM nodes WHERE name = ?1", node, &st, "node cursor get");
+	if (rc == ES_OK) {
+		snprintf(stream, streamsz, "%s", (const char *)sqlite3_column_text(st, 0));
+		*seq = sqlite3_column_int64(st, 1);
+		*desired_ack = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}

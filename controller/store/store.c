@@ -69,6 +69,8 @@ static const es_store_ops sqlite_ops = {
 	.session_take = NULL,
 	.session_cancel = NULL,
 	.session_drop = NULL,
+	.cursors_put = NULL,
+	.cursor_get = NULL,
 };
 
 void es_store_sqlite_init(es_store *s, es_db *db, es_store_changed_fn changed,
@@ -120,6 +122,32 @@ void es_store_session_drop(es_store *s, const char *node)
 {
 	if (s && s->ops && s->ops->session_drop && node)
 		s->ops->session_drop(s, node);
+}
+
+es_err es_store_cursors_put(es_store *s, const es_store_cursor *cur, size_t n,
+			    es_store_cursors_cb cb, void *ud)
+{
+	if (!s || !s->ops || !s->ops->cursors_put)
+		return ES_ERR_UNSUPPORTED;
+	if (!cb || (n && !cur))
+		return ES_ERR_INVAL;
+	return s->ops->cursors_put(s, cur, n, cb, ud);
+}
+
+int es_store_cursor_get(es_store *s, const char *node, char *stream,
+			size_t streamsz, int64_t *seq)
+{
+	if (!s || !s->ops || !s->ops->cursor_get || !node)
+		return 0;
+	return s->ops->cursor_get(s, node, stream, streamsz, seq);
+}
+
+void es_store_set_lost(es_store *s, es_store_lost_fn fn, void *ud)
+{
+	if (!s)
+		return;
+	s->lost = fn;
+	s->lost_ud = ud;
 }
 
 const char *es_store_backend(const es_store *s)

@@ -20,6 +20,9 @@
 #ifndef ES_CTRL_STORE_H
 #define ES_CTRL_STORE_H
 
+#include <stdint.h>
+#include <time.h>
+
 #include <cjson/cJSON.h>
 #include "es_err.h"
 #include "es_obj.h"
@@ -46,6 +49,35 @@ typedef void (*es_store_changed_fn)(void *ud, const cJSON *prev, const cJSON *cu
 
 typedef struct es_store es_store;
 
+/* One node's report cursor and status as es_store_cursors_put writes it
+ * (every member borrowed for the call only). */
+typedef struct es_store_cursor {
+	const char *node;
+	const char *stream;      /* the report stream id; "" when none */
+	int64_t seq;             /* highest seq stored (the cursor) */
+	int64_t desired_ack;     /* the last desiredAck resourceVersion */
+	time_t last_report;      /* when the last report arrived; 0: none */
+	const cJSON *conditions; /* reported status.conditions; may be NULL */
+} es_store_cursor;
+
+/* The outcome of one es_store_cursor, in the order given. */
+typedef struct es_store_cursor_result {
+	/* ES_OK: committed (nothing of it is lost from here); ES_ERR_EXISTS:
+	 * another controller moved the node's cursor (it serves the node);
+	 * ES_ERR_IO: etcd did not answer or its outcome stayed unknown. */
+	es_err rc;
+	/* The cursor this controller last committed for the node: its local
+	 * reports of the stream above it are provisional. */
+	int64_t committed;
+	const char *error;       /* "" on success, else one sentence */
+} es_store_cursor_result;
+
+typedef void (*es_store_cursors_cb)(void *ud, const es_store_cursor_result *res,
+				    size_t n);
+/* Told when this controller lost node's session to another controller
+ * (etcd: its lease expired and the key was taken meanwhile). */
+typedef void (*es_store_lost_fn)(void *ud, const char *node, const char *why);
+
 /* One backend (a table of operations, docs/HACKING.md "Naming"). */
 typedef struct es_store_ops {
 	const char *name; /* "sqlite", "etcd" */
@@ -59,6 +91,11 @@ typedef struct es_store_ops {
 			       void *ud, void **token);
 	void (*session_cancel)(es_store *s, void *token);
 	void (*session_drop)(es_store *s, const char *node);
+	/* Report cursors (es_store_cursors_put); NULL: kept locally only. */
+	es_err (*cursors_put)(es_store *s, const es_store_cursor *cur, size_t n,
+			      es_store_cursors_cb cb, void *ud);
+	int (*cursor_get)(es_store *s, const char *node, char *stream,
+			  size_t streamsz, int64_t *seq);
 } es_store_ops;
 
 struct es_store {
@@ -67,6 +104,8 @@ struct es_store {
 	es_db *db;                  /* the file reads go to (borrowed) */
 	es_store_changed_fn changed; /* may be NULL */
 	void *changed_ud;
+	es_store_lost_fn lost;       /* may be NULL */
+	void *lost_ud;
 };
 
 /*
@@ -103,6 +142,33 @@ es_err es_store_session_take(es_store *s, const char *node, es_store_cb cb,
 void es_store_session_cancel(es_store *s, void *token);
 /* Gives node's session up when this controller holds it (no answer). */
 void es_store_session_drop(es_store *s, const char *node);
+
+/*
+ * Commits the report cursors and status of n nodes whose reports this
+ * controller has just committed to its own file (docs/ARCHITECTURE.md,
+ * "The store"; etcd: <prefix>nodes/<node>, compare-and-swap on the key's
+ * mod_revision, as few txns as etcd's op limit allows). A cursor never
+ * moves backwards: a write older than the one the key holds from this
+ * controller counts as committed. cb(ud, results, n) runs once, later on
+ * the loop, with one result per cursor in order; nothing of these reports
+ * may be acknowledged before it. Returns ES_ERR_UNSUPPORTED when the
+ * backend keeps cursors in the file only (sqlite: cb never runs; the
+ * file's commit is the whole of it), ES_ERR_INVAL, ES_ERR_NOMEM.
+ */
+es_err es_store_cursors_put(es_store *s, const es_store_cursor *cur, size_t n,
+			    es_store_cursors_cb cb, void *ud);
+
+/*
+ * The report cursor the store holds for node, as read when this
+ * controller took the node's session: returns 1 and fills stream (NUL-
+ * terminated, truncated to streamsz) and *seq, or 0 when the store holds
+ * none (sqlite, or etcd has no record of the node yet).
+ */
+int es_store_cursor_get(es_store *s, const char *node, char *stream,
+			size_t streamsz, int64_t *seq);
+
+/* Sets the callback told of sessions lost to another controller. */
+void es_store_set_lost(es_store *s, es_store_lost_fn fn, void *ud);
 
 /* The SQLite backend over db (borrowed), telling changed(ud, ...) (may be
  * NULL) of each committed write. Needs no allocation: s is the caller's. */

@@ -588,6 +588,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
 		relist(s);
 	ops_release(s, es_time_mono_us());
 	store_etcd__session_tick(s, es_time_mono_us());
+	store_etcd__cursor_tick(s);
 	schedule(s, s->relist_owed ? RELIST_RETRY_US : TICK_US);
 }
 
@@ -606,8 +607,10 @@ static void etcd_close(es_store *st)
 		return;
 	lws_sul_cancel(&s->sul);
 	es_etcd_watch_cancel(s->w);
+	es_etcd_watch_cancel(s->nw);
 	es_etcd_destroy(s->e); /* no callback runs after this */
 	store_etcd__session_close(s);
+	store_etcd__cursor_close(s);
 	while (s->ops)
 		op_finish(s->ops, ES_ERR_IO, "the controller is stopping");
 	free(s->opfx);
@@ -624,6 +627,8 @@ static const es_store_ops etcd_ops = {
 	.session_take = store_etcd__session_take,
 	.session_cancel = store_etcd__session_cancel,
 	.session_drop = store_etcd__session_drop,
+	.cursors_put = store_etcd__cursors_put,
+	.cursor_get = store_etcd__cursor_get,
 };
 
 es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
@@ -667,6 +672,11 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
 		goto fail;
 	if ((rc = store_etcd__session_start(s)) != ES_OK) {
 		es_errf(rc, err, errsz, "etcd store: out of memory");
+		goto fail;
+	}
+	if ((rc = store_etcd__cursor_start(s)) != ES_OK) {
+		es_errf(rc, err, errsz, "etcd store: the node records could not be set up"
+			" (%s)", es_strerror(rc));
 		goto fail;
 	}
 	if ((rc = es_db_mirror_state(db, &following, &s->rev)) != ES_OK) {

@@ -10,10 +10,18 @@
 #include <libwebsockets.h>
 
 #include "etcd/etcd_client.h"
+#include "es_proto.h"
 #include "store/store_etcd.h"
 
 typedef struct wop wop;
 typedef struct sop sop;
+typedef struct ncur ncur;
+typedef struct nseen nseen;
+typedef struct cwop cwop;
+
+/* Most nodes in one cursor txn: etcd's --max-txn-ops (128 by default)
+ * bounds the compares and each branch's ops, one of each per node. */
+#define STORE_ETCD_TXN_NODES 128
 
 typedef struct est {
 	es_store *store;
@@ -38,7 +46,63 @@ typedef struct est {
 	int lease_busy;      /* a grant or keepalive in flight */
 	int64_t keepalive_due_us;
 	sop *takes;          /* session takes waiting for the lease or etcd */
+	int64_t lease_ok_us; /* the last grant or keepalive etcd answered */
+	int lease_gen;       /* counts leases, so a late answer is known */
+	int reput_owed;      /* a new lease: the held sessions go under it */
+	/* store_etcd_cursor.c */
+	int64_t file_id;     /* es_db_mirror_file_id */
+	char *npfx;          /* <prefix>nodes/ */
+	size_t nplen;
+	char npend[512];
+	size_t npendlen;
+	ncur *held;          /* nodes whose session this controller holds */
+	nseen *seen;         /* the last record of other controllers' nodes */
+	cwop *cws;           /* cursor writes in flight */
+	es_etcd_watch *nw;
+	int nlisting, nrelist_owed;
 } est;
+
+/* A node's record <prefix>nodes/<node> as parsed. */
+typedef struct store_etcd__rec {
+	char stream[ES_PROTO_STREAM_ID_MAX + 1];
+	char controller[320];
+	int64_t seq, since, file, desired_ack;
+} store_etcd__rec;
+
+/* The JSON value of a node's record (caller frees), or NULL (memory). */
+char *store_etcd__cursor_value(const char *controller, int64_t file_id,
+			       const es_store_cursor *c, int64_t since);
+/* Parses a record's value; ES_ERR_PROTO when it is not one. */
+es_err store_etcd__cursor_parse(const char *value, size_t len, store_etcd__rec *out);
+/* The txn writing n keys (compare mod_revision == mods[i], create_revision
+ * == 0 where mods[i] is 0; put values[i]; on failure read each key), into
+ * t (initialised here). Errors: ES_ERR_INVAL (n 0 or over
+ * STORE_ETCD_TXN_NODES), ES_ERR_NOMEM. */
+es_err store_etcd__cursor_txn(es_etcd_txn *t, char *const *keys, const size_t *klens,
+			      const int64_t *mods, char *const *values, size_t n);
+
+/* store_etcd_cursor.c: starts the list and watch of the nodes prefix.
+ * Errors: ES_ERR_NOMEM, ES_ERR_INVAL (prefix too long). */
+es_err store_etcd__cursor_start(est *s);
+void store_etcd__cursor_tick(est *s);
+/* Answers every cursor write ES_ERR_IO and frees the tables. */
+void store_etcd__cursor_close(est *s);
+/* This controller took node's session; rr is the read of its record
+ * (NULL or no kvs: none). Errors: ES_ERR_NOMEM. */
+es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_resp *rr);
+/* This controller gave node's session up (or lost it). */
+void store_etcd__cursor_release(est *s, const char *node);
+/* The key <prefix>nodes/<node> (caller frees) or NULL. */
+char *store_etcd__node_key(const est *s, const char *node, size_t *len);
+es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t n,
+			       es_store_cursors_cb cb, void *ud);
+int store_etcd__cursor_get(es_store *st, const char *node, char *stream,
+			   size_t streamsz, int64_t *seq);
+/* The node names of held sessions, for putting them under a new lease. */
+ncur *store_etcd__held_first(est *s);
+ncur *store_etcd__held_next(ncur *c);
+const char *store_etcd__held_node(const ncur *c);
+
 
 /* Starts the session half: the controller's id and its lease grant.
  * Errors: ES_ERR_NOMEM. */

@@ -25,13 +25,16 @@ def require_etcd():
 class Etcd:
     """One etcd member; endpoint() is its https client URL."""
 
-    def __init__(self, test, progress_s=1):
+    def __init__(self, test, progress_s=1, compaction=("periodic", "5m")):
         require_etcd()
         self.dir = tempfile.mkdtemp(prefix="es-it-etcd-")
         test.addCleanup(self.close)
         self.port = free_port()
         self.peer_port = free_port()
         self.progress_s = progress_s
+        # What README ("Controller store settings") tells an operator: etcd
+        # compacts its own history (every cursor write is a revision).
+        self.compaction = compaction
         self.ca, self.ca_key = self._mkcert("ca", "test etcd CA", "--ca")
         # clientAuth too: with --client-cert-auth, etcd's JSON gateway dials
         # etcd's own gRPC port with the server certificate.
@@ -65,6 +68,8 @@ class Etcd:
                 "--cert-file", self.server_cert, "--key-file", self.server_key,
                 "--trusted-ca-file", self.ca, "--client-cert-auth",
                 f"--experimental-watch-progress-notify-interval={self.progress_s}s",
+                f"--auto-compaction-mode={self.compaction[0]}",
+                f"--auto-compaction-retention={self.compaction[1]}",
                 "--log-level", "warn"]
         self.proc = Proc("etcd", argv, os.path.join(self.dir, "etcd.log"))
         wait_for("etcd to answer", self._healthy, timeout=30)

@@ -467,7 +467,7 @@ static es_err later_del(es_store *s, es_kind kind, const char *name,
 }
 
 static const es_store_ops later_ops = { "later", later_put, later_del, NULL,
-					NULL, NULL, NULL };
+					NULL, NULL, NULL, NULL, NULL };
 
 typedef struct answer {
 	int n, status;

@@ -1,0 +1,732 @@
+/*
+ * store_etcd_cursor.c - node report cursors and status on etcd
+ * (store.h, es_store_cursors_put; docs/ARCHITECTURE.md "The store"): one
+ * small key per node, <prefix>nodes/<node>, written with compare-and-swap
+ * on its mod_revision by the controller serving the node, and a list and
+ * watch of that prefix, through which a controller drops its provisional
+ * report rows of a node that another controller now serves.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_etcd_int.h"
+#include "es_json.h"
+#include "es_log.h"
+#include "es_obj.h"
+#include "es_time.h"
+
+/* Attempts of one cursor write against its own earlier writes. */
+#define CW_ATTEMPTS 4
+#define NRELIST_US (1000 * LWS_US_PER_MS)
+
+/* A node whose session this controller holds, and its record as last
+ * written or read by this controller. */
+struct ncur {
+	ncur *next;
+	char node[ES_NAME_MAX + 1];
+	char stream[ES_PROTO_STREAM_ID_MAX + 1];
+	int64_t mod;   /* the record's mod_revision; 0: no record */
+	int64_t seq;   /* the cursor it holds */
+	int64_t since; /* the cursor when this controller's tenure began */
+};
+
+/* Another controller's last record of a node (its tenure). */
+struct nseen {
+	nseen *next;
+	char node[ES_NAME_MAX + 1];
+	char controller[320];
+	int64_t since;
+};
+
+typedef struct cwitem {
+	char node[ES_NAME_MAX + 1];
+	char stream[ES_PROTO_STREAM_ID_MAX + 1];
+	int64_t seq, since, mod;
+	char *key, *value;
+	size_t klen;
+	int done;
+	size_t idx;        /* its place in the caller's order */
+	es_store_cursor_result res;
+	char error[ES_NAME_MAX + 320];
+} cwitem;
+
+/* One txn of at most STORE_ETCD_TXN_NODES items. */
+typedef struct cwchunk {
+	cwop *op;
+	size_t first, n;
+	int attempts;
+} cwchunk;
+
+struct cwop {
+	est *s;
+	cwop *next;
+	cwitem *it;
+	size_t n;
+	cwchunk *chunks;
+	size_t n_chunks, open_chunks;
+	es_store_cursors_cb cb;
+	void *ud;
+};
+
+/* ---- records ---- */
+
+char *store_etcd__cursor_value(const char *controller, int64_t file_id,
+			       const es_store_cursor *c, int64_t since)
+{
+	char ts[ES_TIME_RFC3339_LEN], fid[24];
+	cJSON *o = cJSON_CreateObject(), *conds;
+	char *out = NULL;
+
+	snprintf(fid, sizeof(fid), "%" PRId64, file_id);
+	if (!o || !cJSON_AddStringToObject(o, "streamId", c->stream ? c->stream : "") ||
+	    !es_json_add_int(o, "seq", c->seq) || !es_json_add_int(o, "since", since) ||
+	    !cJSON_AddStringToObject(o, "controller", controller) ||
+	    !cJSON_AddStringToObject(o, "file", fid) ||
+	    !es_json_add_int(o, "desiredAck", c->desired_ack))
+		goto done;
+	if (c->last_report &&
+	    !cJSON_AddStringToObject(o, "lastReport", es_time_rfc3339(c->last_report, ts)))
+		goto done;
+	if (cJSON_IsArray(c->conditions)) {
+		if (!(conds = cJSON_Duplicate(c->conditions, 1)))
+			goto done;
+		cJSON_AddItemToObject(o, "conditions", conds);
+	}
+	out = es_json_print(o);
+done:
+	cJSON_Delete(o);
+	return out;
+}
+
+es_err store_etcd__cursor_parse(const char *value, size_t len, store_etcd__rec *out)
+{
+	char perr[128];
+	cJSON *o = NULL;
+	const char *stream = NULL, *ctrl = NULL, *fid = NULL;
+	es_err rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = es_json_parse(value, len, 8, &o, perr, sizeof(perr));
+	if (rc != ES_OK)
+		return rc == ES_ERR_NOMEM ? rc : ES_ERR_PROTO;
+	if (!cJSON_IsObject(o) ||
+	    es_json_get_str(o, "node record", "streamId", 1, &stream, NULL, 0) != ES_OK ||
+	    es_json_get_str(o, "node record", "controller", 1, &ctrl, NULL, 0) != ES_OK ||
+	    es_json_get_str(o, "node record", "file", 0, &fid, NULL, 0) == ES_ERR_INVAL ||
+	    es_json_get_int(o, "node record", "seq", 1, 0, ES_JSON_MAX_INT, &out->seq,
+			    NULL, 0) != ES_OK ||
+	    es_json_get_int(o, "node record", "since", 0, 0, ES_JSON_MAX_INT, &out->since,
+			    NULL, 0) == ES_ERR_INVAL ||
+	    es_json_get_int(o, "node record", "desiredAck", 0, 0, ES_JSON_MAX_INT,
+			    &out->desired_ack, NULL, 0) == ES_ERR_INVAL ||
+	    strlen(stream) > ES_PROTO_STREAM_ID_MAX || strlen(ctrl) >= sizeof(out->controller)) {
+		cJSON_Delete(o);
+		return ES_ERR_PROTO;
+	}
+	snprintf(out->stream, sizeof(out->stream), "%s", stream);
+	snprintf(out->controller, sizeof(out->controller), "%s", ctrl);
+	out->file = fid ? strtoll(fid, NULL, 10) : 0;
+	cJSON_Delete(o);
+	return ES_OK;
+}
+
+es_err store_etcd__cursor_txn(es_etcd_txn *t, char *const *keys, const size_t *klens,
+			      const int64_t *mods, char *const *values, size_t n)
+{
+	es_err rc = es_etcd_txn_init(t);
+
+	if (rc != ES_OK)
+		return rc;
+	if (n == 0 || n > STORE_ETCD_TXN_NODES)
+		return ES_ERR_INVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (mods[i])
+			es_etcd_txn_compare(t, keys[i], klens[i], ES_ETCD_CMP_MOD, ES_ETCD_EQUAL,
+					    mods[i], NULL, 0);
+		else
+			es_etcd_txn_compare(t, keys[i], klens[i], ES_ETCD_CMP_CREATE,
+					    ES_ETCD_EQUAL, 0, NULL, 0);
+		es_etcd_txn_put(t, 1, keys[i], klens[i], values[i], strlen(values[i]), 0);
+		rc = es_etcd_txn_range(t, 0, keys[i], klens[i], NULL, 0);
+	}
+	return rc;
+}
+
+char *store_etcd__node_key(const est *s, const char *node, size_t *len)
+{
+	size_t n = s->nplen + strlen(node) + 1;
+	char *k = malloc(n);
+
+	if (k)
+		*len = (size_t)snprintf(k, n, "%s%s", s->npfx, node);
+	return k;
+}
+
+/* ---- the held table ---- */
+
+static ncur *held_find(est *s, const char *node)
+{
+	for (ncur *c = s->held; c; c = c->next)
+		if (strcmp(c->node, node) == 0)
+			return c;
+	return NULL;
+}
+
+ncur *store_etcd__held_first(est *s)
+{
+	return s->held;
+}
+
+ncur *store_etcd__held_next(ncur *c)
+{
+	return c ? c->next : NULL;
+}
+
+const char *store_etcd__held_node(const ncur *c)
+{
+	return c->node;
+}
+
+/* 1 when rec was written by this controller or by this file's controller
+ * before a restart. */
+static int rec_ours(const est *s, const store_etcd__rec *rec)
+{
+	return strcmp(rec->controller, s->id) == 0 || (rec->file && rec->file == s->file_id);
+}
+
+es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_resp *rr)
+{
+	ncur *c = held_find(s, node);
+	store_etcd__rec rec;
+	const es_etcd_kv *kv = rr && rr->n_kvs ? &rr->kvs[0] : NULL;
+
+	if (!c) {
+		if (!(c = calloc(1, sizeof(*c))))
+			return ES_ERR_NOMEM;
+		snprintf(c->node, sizeof(c->node), "%s", node);
+		c->next = s->held;
+		s->held = c;
+	}
+	c->mod = c->seq = c->since = 0;
+	c->stream[0] = '\0';
+	if (!kv)
+		return ES_OK;
+	c->mod = kv->mod_revision;
+	if (store_etcd__cursor_parse(kv->value, kv->value_len, &rec) != ES_OK) {
+		es_log_error("store", "etcd holds a node record that is not one; it is"
+			     " overwritten", "node", node, NULL);
+		return ES_OK;
+	}
+	snprintf(c->stream, sizeof(c->stream), "%s", rec.stream);
+	c->seq = rec.seq;
+	/* A tenure of this file's controller goes on; another one's ends. */
+	c->since = rec_ours(s, &rec) ? rec.since : rec.seq;
+	return ES_OK;
+}
+
+void store_etcd__cursor_release(est *s, const char *node)
+{
+	ncur **pp, *c;
+
+	for (pp = &s->held; (c = *pp) != NULL; pp = &c->next)
+		if (strcmp(c->node, node) == 0) {
+			*pp = c->next;
+			free(c);
+			return;
+		}
+}
+
+int store_etcd__cursor_get(es_store *st, const char *node, char *stream,
+			   size_t streamsz, int64_t *seq)
+{
+	ncur *c = held_find(st->impl, node);
+
+	if (!c || !c->mod)
+		return 0;
+	snprintf(stream, streamsz, "%s", c->stream);
+	*seq = c->seq;
+	return 1;
+}
+
+/* ---- writes ---- */
+
+static void cw_finish(cwop *op)
+{
+	est *s = op->s;
+	es_store_cursor_result *res = calloc(op->n ? op->n : 1, sizeof(*res));
+	cwop **pp;
+
+	for (pp = &s->cws; *pp && *pp != op; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = op->next;
+	/* The errors are the items' own: answer before freeing them. */
+	for (size_t i = 0; i < op->n; i++) {
+		if (res) {
+			res[op->it[i].idx] = op->it[i].res;
+			res[op->it[i].idx].error = op->it[i].error;
+		}
+		free(op->it[i].key);
+		free(op->it[i].value);
+	}
+	if (res)
+		op->cb(op->ud, res, op->n);
+	else
+		es_log_error("store", "out of memory answering cursor writes; their"
+			     " reports are not acknowledged", NULL, NULL);
+	free(res);
+	free(op->it);
+	free(op->chunks);
+	free(op);
+}
+
+static void item_done(cwitem *it, es_err rc, int64_t committed, const char *error)
+{
+	it->done = 1;
+	it->res.rc = rc;
+	it->res.committed = committed;
+	snprintf(it->error, sizeof(it->error), "%s", error ? error : "");
+}
+
+static void chunk_send(cwchunk *ch);
+
+static void chunk_end(cwchunk *ch)
+{
+	cwop *op = ch->op;
+
+	if (--op->open_chunks == 0)
+		cw_finish(op);
+}
+
+/* The committed write of it at mod: the held record moves. */
+static void item_committed(est *s, cwitem *it, int64_t mod)
+{
+	ncur *c = held_find(s, it->node);
+
+	if (c && it->seq >= c->seq) {
+		c->mod = mod;
+		c->seq = it->seq;
+		c->since = it->since;
+		snprintf(c->stream, sizeof(c->stream), "%s", it->stream);
+	}
+	item_done(it, ES_OK, it->seq, NULL);
+}
+
+/*
+ * What a read of it's key (kv, NULL: absent) says after its write did not
+ * hold or its outcome was unknown: written (our value), not written yet
+ * (the key is as expected, or holds our own newer or older write), or
+ * another controller's (lost). Returns 1 when it is to be sent again.
+ */
+static int item_settle(est *s, cwitem *it, const es_etcd_kv *kv)
+{
+	ncur *c = held_find(s, it->node);
+	int64_t committed = c ? c->seq : 0;
+	store_etcd__rec rec;
+	char msg[ES_NAME_MAX + 320];
+
+	if (kv && kv->value_len == strlen(it->value) &&
+	    memcmp(kv->value, it->value, kv->value_len) == 0) {
+		item_committed(s, it, kv->mod_revision);
+		return 0;
+	}
+	if ((kv ? kv->mod_revision : 0) == it->mod)
+		return 1; /* not applied: the key is as it was */
+	if (!kv) {
+		snprintf(msg, sizeof(msg), "the record of node %s was deleted from etcd",
+			 it->node);
+		item_done(it, ES_ERR_EXISTS, committed, msg);
+		return 0;
+	}
+	if (store_etcd__cursor_parse(kv->value, kv->value_len, &rec) == ES_OK &&
+	    strcmp(rec.controller, s->id) == 0) {
+		/* Our own write, answered out of order: the cursor never goes
+		 * back, so a newer one covers this. */
+		if (c && kv->mod_revision > c->mod && rec.seq >= c->seq) {
+			c->mod = kv->mod_revision;
+			c->seq = rec.seq;
+		}
+		it->mod = kv->mod_revision;
+		if (rec.seq >= it->seq && strcmp(rec.stream, it->stream) == 0) {
+			item_done(it, ES_OK, it->seq, NULL);
+			return 0;
+		}
+		return 1;
+	}
+	snprintf(msg, sizeof(msg), "node %.100s is served by controller %.200s", it->node,
+		 rec.controller[0] ? rec.controller : "(unknown)");
+	item_done(it, ES_ERR_EXISTS, committed, msg);
+	return 0;
+}
+
+/* After a failed compare or a read-back: settles each item from the read
+ * of its key (resps[i] for item first + i), then sends what is left. */
+static void chunk_settle(cwchunk *ch, const es_etcd_resp *resps, size_t n_resps)
+{
+	cwop *op = ch->op;
+	int again = 0;
+
+	for (size_t i = 0; i < ch->n; i++) {
+		cwitem *it = &op->it[ch->first + i];
+		const es_etcd_resp *rr = i < n_resps ? &resps[i] : NULL;
+
+		if (it->done)
+			continue;
+		again |= item_settle(op->s, it, rr && rr->n_kvs ? &rr->kvs[0] : NULL);
+	}
+	if (again && ++ch->attempts < CW_ATTEMPTS) {
+		chunk_send(ch);
+		return;
+	}
+	for (size_t i = 0; i < ch->n; i++)
+		if (!op->it[ch->first + i].done)
+			item_done(&op->it[ch->first + i], ES_ERR_IO, 0,
+				  "the node's record kept changing under the write");
+	chunk_end(ch);
+}
+
+static void chunk_fail(cwchunk *ch, const char *error)
+{
+	for (size_t i = 0; i < ch->n; i++)
+		if (!ch->op->it[ch->first + i].done)
+			item_done(&ch->op->it[ch->first + i], ES_ERR_IO, 0, error);
+	chunk_end(ch);
+}
+
+static void on_readback(void *ud, const es_etcd_result *r)
+{
+	cwchunk *ch = ud;
+
+	if (r->rc != ES_OK) {
+		chunk_fail(ch, r->error);
+		return;
+	}
+	chunk_settle(ch, r->resp->ops, r->resp->n_ops);
+}
+
+/* A write whose outcome is unknown: one txn reading every key settles it. */
+static void chunk_readback(cwchunk *ch)
+{
+	cwop *op = ch->op;
+	es_etcd_txn t;
+	es_err rc = es_etcd_txn_init(&t);
+
+	/* Every item of the chunk gets a range, so the answer lines up. */
+	for (size_t i = 0; rc == ES_OK && i < ch->n; i++)
+		rc = es_etcd_txn_range(&t, 1, op->it[ch->first + i].key,
+				       op->it[ch->first + i].klen, NULL, 0);
+	if (rc == ES_OK)
+		rc = es_etcd_txn_send(op->s->e, &t, on_readback, ch);
+	es_etcd_txn_free(&t);
+	if (rc != ES_OK)
+		chunk_fail(ch, es_strerror(rc));
+}
+
+static void on_chunk(void *ud, const es_etcd_result *r)
+{
+	cwchunk *ch = ud;
+	cwop *op = ch->op;
+
+	if (r->rc != ES_OK && r->unknown) {
+		chunk_readback(ch);
+		return;
+	}
+	if (r->rc != ES_OK) {
+		chunk_fail(ch, r->error);
+		return;
+	}
+	if (r->resp->succeeded) {
+		for (size_t i = 0; i < ch->n; i++)
+			if (!op->it[ch->first + i].done)
+				item_committed(op->s, &op->it[ch->first + i], r->resp->revision);
+		chunk_end(ch);
+		return;
+	}
+	chunk_settle(ch, r->resp->ops, r->resp->n_ops);
+}
+
+/* The chunk's items not done yet, as one txn. */
+static void chunk_send(cwchunk *ch)
+{
+	cwop *op = ch->op;
+	char *keys[STORE_ETCD_TXN_NODES], *values[STORE_ETCD_TXN_NODES];
+	size_t klens[STORE_ETCD_TXN_NODES], n = 0;
+	int64_t mods[STORE_ETCD_TXN_NODES];
+	es_etcd_txn t;
+	es_err rc;
+
+	for (size_t i = 0; i < ch->n; i++) {
+		cwitem *it = &op->it[ch->first + i];
+
+		if (it->done)
+			continue;
+		keys[n] = it->key;
+		klens[n] = it->klen;
+		mods[n] = it->mod;
+		values[n] = it->value;
+		n++;
+	}
+	if (n == 0) {
+		chunk_end(ch);
+		return;
+	}
+	/* The answer's failure ops line up with the items not done: move
+	 * those first. */
+	if (n != ch->n) {
+		size_t j = 0;
+
+		for (size_t i = 0; i < ch->n; i++)
+			if (!op->it[ch->first + i].done) {
+				cwitem tmp = op->it[ch->first + j];
+
+				op->it[ch->first + j] = op->it[ch->first + i];
+				op->it[ch->first + i] = tmp;
+				j++;
+			}
+		for (size_t i = 0; i < n; i++) {
+			keys[i] = op->it[ch->first + i].key;
+			klens[i] = op->it[ch->first + i].klen;
+			mods[i] = op->it[ch->first + i].mod;
+			values[i] = op->it[ch->first + i].value;
+		}
+		ch->n = n;
+	}
+	rc = store_etcd__cursor_txn(&t, keys, klens, mods, values, n);
+	if (rc == ES_OK)
+		rc = es_etcd_txn_send(op->s->e, &t, on_chunk, ch);
+	es_etcd_txn_free(&t);
+	if (rc != ES_OK)
+		chunk_fail(ch, es_strerror(rc));
+}
+
+es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t n,
+			       es_store_cursors_cb cb, void *ud)
+{
+	est *s = st->impl;
+	cwop *op = calloc(1, sizeof(*op));
+	size_t nch = (n + STORE_ETCD_TXN_NODES - 1) / STORE_ETCD_TXN_NODES;
+
+	if (!op || !(op->it = calloc(n ? n : 1, sizeof(*op->it))) ||
+	    !(op->chunks = calloc(nch ? nch : 1, sizeof(*op->chunks)))) {
+		if (op)
+			free(op->it);
+		free(op);
+		return ES_ERR_NOMEM;
+	}
+	op->s = s;
+	op->n = n;
+	op->cb = cb;
+	op->ud = ud;
+	for (size_t i = 0; i < n; i++) {
+		cwitem *it = &op->it[i];
+		ncur *c = held_find(s, cur[i].node);
+		const char *stream = cur[i].stream ? cur[i].stream : "";
+
+		it->idx = i;
+		snprintf(it->node, sizeof(it->node), "%s", cur[i].node);
+		snprintf(it->stream, sizeof(it->stream), "%s", stream);
+		it->seq = cur[i].seq;
+		if (!c) {
+			item_done(it, ES_ERR_EXISTS, 0, "this controller does not hold the"
+				  " node's session");
+			continue;
+		}
+		it->mod = c->mod;
+		/* A new stream starts a new tenure from nothing. */
+		it->since = strcmp(c->stream, stream) == 0 ? c->since : 0;
+		if (!(it->key = store_etcd__node_key(s, it->node, &it->klen)) ||
+		    !(it->value = store_etcd__cursor_value(s->id, s->file_id, &cur[i],
+							   it->since))) {
+			for (size_t j = 0; j <= i; j++) {
+				free(op->it[j].key);
+				free(op->it[j].value);
+			}
+			free(op->it);
+			free(op->chunks);
+			free(op);
+			return ES_ERR_NOMEM;
+		}
+	}
+	op->next = s->cws;
+	s->cws = op;
+	op->n_chunks = op->open_chunks = nch ? nch : 1;
+	if (nch == 0) {
+		op->chunks[0].op = op;
+		chunk_end(&op->chunks[0]);
+		return ES_OK;
+	}
+	for (size_t k = 0; k < nch; k++) {
+		op->chunks[k].op = op;
+		op->chunks[k].first = k * STORE_ETCD_TXN_NODES;
+		op->chunks[k].n = n - op->chunks[k].first < STORE_ETCD_TXN_NODES ?
+				  n - op->chunks[k].first : STORE_ETCD_TXN_NODES;
+	}
+	for (size_t k = 0; k < nch; k++)
+		chunk_send(&op->chunks[k]);
+	return ES_OK;
+}
+
+/* ---- other controllers' nodes: list and watch ---- */
+
+static nseen *seen_get(est *s, const char *node, int make)
+{
+	nseen *n;
+
+	for (n = s->seen; n; n = n->next)
+		if (strcmp(n->node, node) == 0)
+			return n;
+	if (!make || !(n = calloc(1, sizeof(*n))))
+		return NULL;
+	snprintf(n->node, sizeof(n->node), "%s", node);
+	n->since = -1;
+	n->next = s->seen;
+	s->seen = n;
+	return n;
+}
+
+/*
+ * A record of node read from etcd (a list or the watch). When another
+ * controller's tenure began (or, listing, whatever it is): this
+ * controller's reports of the node above what it committed are
+ * provisional and go. Its own tenure's record (this file's controller
+ * before a restart) bounds them at its cursor, another's at its start.
+ */
+static void node_record(est *s, const char *node, const char *value, size_t len)
+{
+	store_etcd__rec rec;
+	nseen *n;
+	int64_t dropped = 0, bound;
+	char d[24];
+
+	if (store_etcd__cursor_parse(value, len, &rec) != ES_OK ||
+	    strcmp(rec.controller, s->id) == 0)
+		return;
+	if (!(n = seen_get(s, node, 1)))
+		return;
+	if (n->since == rec.since && strcmp(n->controller, rec.controller) == 0)
+		return; /* the same tenure: nothing new for this controller */
+	n->since = rec.since;
+	snprintf(n->controller, sizeof(n->controller), "%s", rec.controller);
+	bound = rec.file == s->file_id ? rec.seq : rec.since;
+	if (es_db_node_cursor_set(s->db, node, rec.stream, bound, 1, &dropped) == ES_OK &&
+	    dropped > 0) {
+		snprintf(d, sizeof(d), "%" PRId64, dropped);
+		es_log_info("store", "provisional reports dropped: another controller"
+			    " stored the node's reports from there", "node", node,
+			    "controller", rec.controller, "reports", d, NULL);
+	}
+}
+
+static const char *node_of_key(const est *s, const es_etcd_kv *kv)
+{
+	if (kv->key_len <= s->nplen || memcmp(kv->key, s->npfx, s->nplen) != 0 ||
+	    kv->key_len - s->nplen > ES_NAME_MAX)
+		return NULL;
+	return kv->key + s->nplen;
+}
+
+static void nrelist(est *s);
+
+static void on_nwatch(void *ud, const es_etcd_watch_ev *ev)
+{
+	est *s = ud;
+	const char *node;
+
+	switch (ev->kind) {
+	case ES_ETCD_WATCH_EVENTS:
+		for (size_t i = 0; i < ev->n_events; i++)
+			if (ev->events[i].type == ES_ETCD_EV_PUT &&
+			    (node = node_of_key(s, &ev->events[i].kv)) != NULL)
+				node_record(s, node, ev->events[i].kv.value,
+					    ev->events[i].kv.value_len);
+		break;
+	case ES_ETCD_WATCH_COMPACTED:
+	case ES_ETCD_WATCH_FAILED:
+		s->nrelist_owed = 1;
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_nlist(void *ud, const es_etcd_result *r)
+{
+	est *s = ud;
+	const char *node;
+
+	s->nlisting = 0;
+	if (r->rc != ES_OK) {
+		es_log_warn("store", "etcd list of node records failed; trying again",
+			    "error", r->error, NULL);
+		s->nrelist_owed = 1;
+		return;
+	}
+	for (size_t i = 0; i < r->resp->n_kvs; i++)
+		if ((node = node_of_key(s, &r->resp->kvs[i])) != NULL)
+			node_record(s, node, r->resp->kvs[i].value, r->resp->kvs[i].value_len);
+	if (es_etcd_watch_start(s->e, s->npfx, s->nplen, s->npend, s->npendlen,
+				r->resp->revision + 1, on_nwatch, s, &s->nw) != ES_OK)
+		s->nrelist_owed = 1;
+}
+
+static void nrelist(est *s)
+{
+	s->nrelist_owed = 0;
+	es_etcd_watch_cancel(s->nw);
+	s->nw = NULL;
+	s->nlisting = 1;
+	if (es_etcd_range(s->e, s->npfx, s->nplen, s->npend, s->npendlen, 0, 0, on_nlist,
+			  s) != ES_OK) {
+		s->nlisting = 0;
+		s->nrelist_owed = 1;
+	}
+}
+
+void store_etcd__cursor_tick(est *s)
+{
+	if (s->nrelist_owed && !s->nlisting)
+		nrelist(s);
+}
+
+es_err store_etcd__cursor_start(est *s)
+{
+	es_err rc;
+
+	if (s->plen + sizeof("nodes/") > sizeof(s->npend))
+		return ES_ERR_INVAL;
+	if (!(s->npfx = malloc(s->plen + sizeof("nodes/"))))
+		return ES_ERR_NOMEM;
+	s->nplen = (size_t)sprintf(s->npfx, "%snodes/", s->prefix);
+	s->npendlen = es_etcd_prefix_end(s->npfx, s->nplen, s->npend);
+	if ((rc = es_db_mirror_file_id(s->db, &s->file_id)) != ES_OK)
+		return rc;
+	nrelist(s);
+	return ES_OK;
+}
+
+void store_etcd__cursor_close(est *s)
+{
+	ncur *c;
+	nseen *n;
+
+	while (s->cws) {
+		cwop *op = s->cws;
+
+		for (size_t i = 0; i < op->n; i++)
+			if (!op->it[i].done)
+				item_done(&op->it[i], ES_ERR_IO, 0, "the controller is stopping");
+		cw_finish(op);
+	}
+	while ((c = s->held) != NULL) {
+		s->held = c->next;
+		free(c);
+	}
+	while ((n = s->seen) != NULL) {
+		s->seen = n->next;
+		free(n);
+	}
+	free(s->npfx);
+	s->npfx = NULL;
+}
