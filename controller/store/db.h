@@ -288,9 +288,9 @@ es_err es_db_node_cursor_set(es_db *db, const char *node, const char *stream,
 es_err es_db_node_cursor_get(es_db *db, const char *node, char *stream,
 			     size_t streamsz, int64_t *seq, int64_t *desired_ack);
 
-/* A copy of the node's reported status.conditions when its state is held
- * in memory (caller owns *out; NULL: none or not held; nothing is loaded).
- * Errors: ES_ERR_NOMEM. */
+/* The node's reported status.conditions, read from its state rows alone
+ * (caller owns *out; NULL: the node has reported none).
+ * Errors: ES_ERR_DB, ES_ERR_NOMEM. */
 es_err es_db_node_conditions(es_db *db, const char *node, cJSON **out);
 
 /*

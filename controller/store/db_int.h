@@ -163,6 +163,13 @@ es_err db__rows_apply(es_db *db, const char *node, int64_t *state_seq,
  * it has none). Errors: ES_ERR_DB (a corrupt row), ES_ERR_NOMEM. */
 es_err db__rows_get(es_db *db, const char *node, cJSON **out);
 
+/* The value of member name of the container at cpath ("" the Node,
+ * "status", ...) assembled from its rows, reading only those under it
+ * (caller owns *out; NULL when the node has no such member).
+ * Errors: ES_ERR_DB (a corrupt row), ES_ERR_NOMEM. */
+es_err db__rows_member(es_db *db, const char *node, const char *cpath,
+		       const char *name, cJSON **out);
+
 /* Replaces the node's rows with those of state (an object, borrowed;
  * NULL: removes them), inside the caller's transaction.
  * Errors: ES_ERR_INVAL (state not an object), ES_ERR_DB, ES_ERR_NOMEM. */

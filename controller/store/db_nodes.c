@@ -700,8 +700,6 @@ es_err es_db_node_cursor_set(es_db *db, const char *node, const char *stream,
 		return ES_ERR_INVAL;
 	if ((rc = db__begin(db)) != ES_OK)
 		return rc;
-	if ((rc = db__state_drop(db, node, 1)) != ES_OK)
-		goto cleanup;
 	if ((rc = node_row(db, "SELECT coalesce(stream_id, '') FROM nodes WHERE name = ?1",
 			   node, &st, "node cursor")) != ES_OK ||
 	    strcmp((const char *)sqlite3_column_text(st, 0), stream) != 0) {
@@ -750,16 +748,18 @@ cleanup:
 
 es_err es_db_node_conditions(es_db *db, const char *node, cJSON **out)
 {
-	db_state *e;
-	const cJSON *conds;
+	cJSON *conds = NULL;
+	es_err rc;
 
 	*out = NULL;
-	if (!node || !(e = db__state_peek(db, node)))
-		return ES_OK; /* not held: not loaded for this */
-	conds = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(e->state, "status"), "conditions");
-	if (cJSON_IsArray(conds) && !(*out = cJSON_Duplicate(conds, 1)))
-		return ES_ERR_NOMEM;
+	if (!node)
+		return ES_OK;
+	if ((rc = db__rows_member(db, node, "status", "conditions", &conds)) != ES_OK)
+		return rc;
+	if (cJSON_IsArray(conds))
+		*out = conds;
+	else
+		cJSON_Delete(conds);
 	return ES_OK;
 }
 

@@ -631,6 +631,18 @@ static es_err member_value(es_db *db, const char *node, const char *cpath,
 	return rc;
 }
 
+es_err db__rows_member(es_db *db, const char *node, const char *cpath,
+		       const char *name, cJSON **out)
+{
+	srow r;
+	es_err rc = row_get(db, node, cpath, name, &r, NULL);
+
+	*out = NULL;
+	if (rc != ES_OK || !r.kind)
+		return rc;
+	return member_value(db, node, cpath, name, &r, out);
+}
+
 static es_err has_state(es_db *db, const char *node, int *has)
 {
 	srow r;
