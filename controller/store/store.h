@@ -45,6 +45,8 @@ typedef void (*es_store_cb)(void *ud, const es_store_result *r);
 typedef void (*es_store_changed_fn)(void *ud, const cJSON *prev, const cJSON *cur);
 
 typedef struct es_store es_store;
+/* Joining's operations (store_enroll.h). */
+struct es_store_enroll_ops;
 
 /* One backend (a table of operations, docs/HACKING.md "Naming"). */
 typedef struct es_store_ops {
@@ -59,6 +61,8 @@ typedef struct es_store_ops {
 			       void *ud, void **token);
 	void (*session_cancel)(es_store *s, void *token);
 	void (*session_drop)(es_store *s, const char *node);
+	/* Joining (store_enroll.h); NULL: the db_enroll.h calls on db. */
+	const struct es_store_enroll_ops *enroll;
 } es_store_ops;
 
 struct es_store {

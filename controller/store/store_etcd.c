@@ -9,6 +9,7 @@
 
 #include "store/store_etcd.h"
 #include "store/store_etcd_int.h"
+#include "store/store_enroll.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_proto.h"
@@ -588,6 +589,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
 		relist(s);
 	ops_release(s, es_time_mono_us());
 	store_etcd__session_tick(s, es_time_mono_us());
+	store_etcd__enroll_tick(s);
 	schedule(s, s->relist_owed ? RELIST_RETRY_US : TICK_US);
 }
 
@@ -606,6 +608,7 @@ static void etcd_close(es_store *st)
 		return;
 	lws_sul_cancel(&s->sul);
 	es_etcd_watch_cancel(s->w);
+	store_etcd__enroll_close(s);
 	es_etcd_destroy(s->e); /* no callback runs after this */
 	store_etcd__session_close(s);
 	while (s->ops)
@@ -624,6 +627,7 @@ static const es_store_ops etcd_ops = {
 	.session_take = store_etcd__session_take,
 	.session_cancel = store_etcd__session_cancel,
 	.session_drop = store_etcd__session_drop,
+	.enroll = &store_etcd__enroll_ops,
 };
 
 es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
@@ -665,6 +669,10 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
 	if ((rc = es_etcd_new(ctx, &eo, &s->e, err, errsz)) != ES_OK)
 		goto fail;
 	if ((rc = store_etcd__session_start(s)) != ES_OK) {
+		es_errf(rc, err, errsz, "etcd store: out of memory");
+		goto fail;
+	}
+	if ((rc = store_etcd__enroll_start(s)) != ES_OK) {
 		es_errf(rc, err, errsz, "etcd store: out of memory");
 		goto fail;
 	}

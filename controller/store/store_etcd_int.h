@@ -14,6 +14,7 @@
 
 typedef struct wop wop;
 typedef struct sop sop;
+typedef struct store_etcd_enroll store_etcd_enroll; /* store_etcd_enroll.c */
 
 typedef struct est {
 	es_store *store;
@@ -38,6 +39,7 @@ typedef struct est {
 	int lease_busy;      /* a grant or keepalive in flight */
 	int64_t keepalive_due_us;
 	sop *takes;          /* session takes waiting for the lease or etcd */
+	store_etcd_enroll *enroll; /* store_etcd_enroll.c */
 } est;
 
 /* Starts the session half: the controller's id and its lease grant.
@@ -52,5 +54,14 @@ es_err store_etcd__session_take(es_store *st, const char *node, es_store_cb cb,
 				void *ud, void **token);
 void store_etcd__session_cancel(es_store *st, void *token);
 void store_etcd__session_drop(es_store *st, const char *node);
+
+/* store_etcd_enroll.c (store_etcd_enroll.h): joining's records. start
+ * lists them and watches; tick lists again when owed; close (before
+ * es_etcd_destroy) ends the watches and answers every call ES_ERR_IO.
+ * Errors: ES_ERR_NOMEM. */
+es_err store_etcd__enroll_start(est *s);
+void store_etcd__enroll_tick(est *s);
+void store_etcd__enroll_close(est *s);
+extern const struct es_store_enroll_ops store_etcd__enroll_ops;
 
 #endif
