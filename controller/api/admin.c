@@ -421,7 +421,8 @@ static es_err nodes(req *r, const char *path, const char *name, const char *sub,
 	int limit;
 
 	if (name && !sub && strcmp(r->method, "DELETE") == 0)
-		return admin__node_delete(r->db, r->hooks, name, r->who, r->resp);
+		return admin__node_delete(&(admin__enroll_ctx){ r->db, r->store, r->hooks,
+				r->who, r->done, r->done_ud }, name, r->resp);
 	if (strcmp(r->method, "GET") != 0)
 		return method_not_allowed(r, path);
 	if (!name) {
@@ -492,8 +493,9 @@ static es_err route(req *r, const char *path, const char *query,
 		seg[n++] = tok;
 	}
 	if (n && n < 3 && strcmp(seg[0], "bootstraptokens") == 0)
-		return admin__tokens(r->db, r->hooks, r->method, path, seg[1], body, len,
-				     r->who, r->resp);
+		return admin__tokens(&(admin__enroll_ctx){ r->db, r->store, r->hooks, r->who,
+				     r->done, r->done_ud }, r->method, path, seg[1], body,
+				     len, r->resp);
 	kind = n ? es_obj_kind_from_plural(seg[0]) : ES_KIND_UNKNOWN;
 	if (kind == ES_KIND_UNKNOWN)
 		return fail_details(r, 404, NULL, "no such resource type: %s",

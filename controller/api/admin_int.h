@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include "api/admin.h"
 #include "store/db.h"
+#include "store/store.h"
 
 /*
  * Builds the describe view of a node (admin.h, nodes/NAME/describe): node is
@@ -36,23 +37,35 @@ es_err es_admin_describe_build(const cJSON *node, const cJSON *desired,
 #define ES_ADMIN_TOKEN_TTL_DEFAULT (24 * 3600)
 #define ES_ADMIN_TOKEN_USAGES_MAX 1000000
 
-/*
- * The bootstrap token paths (admin.h): id is the path segment after
- * bootstraptokens/ or NULL; hooks (may be NULL) give the CA hash and URL of
- * the join command a new token is shown with. Fills *resp for every outcome.
- * Errors: ES_ERR_NOMEM only.
- */
-es_err admin__tokens(es_db *db, const es_admin_hooks *hooks, const char *method,
-		     const char *path,
-		     const char *id, const char *body, size_t len, const char *who,
-		     es_admin_resp *resp);
+/* What the token and node-delete paths work with: reads from db, writes
+ * to store (store_enroll.h), and es_admin_handle_async's done for an
+ * answer the store gives later (NULL: es_admin_handle). Borrowed. */
+typedef struct admin__enroll_ctx {
+	es_db *db;
+	es_store *store;
+	const es_admin_hooks *hooks; /* may be NULL; must outlive a later answer */
+	const char *who;
+	es_admin_done_fn done;
+	void *done_ud;
+} admin__enroll_ctx;
 
 /*
- * DELETE nodes/NAME: revokes the node in the store (es_db_node_revoke),
- * then tells hooks->node_revoked. 404 when the store knows neither the
- * node nor a certificate of it. Fills *resp. Errors: ES_ERR_NOMEM only.
+ * The bootstrap token paths (admin.h): id is the path segment after
+ * bootstraptokens/ or NULL; x->hooks (may be NULL) give the CA hash and
+ * URL of the join command a new token is shown with. Fills *resp for every
+ * outcome, or leaves resp->status 0 when the store answers later through
+ * x->done (as es_admin_handle_async). Errors: ES_ERR_NOMEM only.
  */
-es_err admin__node_delete(es_db *db, const es_admin_hooks *hooks, const char *name,
-			  const char *who, es_admin_resp *resp);
+es_err admin__tokens(const admin__enroll_ctx *x, const char *method, const char *path,
+		     const char *id, const char *body, size_t len, es_admin_resp *resp);
+
+/*
+ * DELETE nodes/NAME: revokes the node in the store (es_store_node_revoke),
+ * then tells hooks->node_revoked. 404 when the store knows neither the
+ * node nor a certificate of it. Fills *resp, or answers later as
+ * admin__tokens. Errors: ES_ERR_NOMEM only.
+ */
+es_err admin__node_delete(const admin__enroll_ctx *x, const char *name,
+			  es_admin_resp *resp);
 
 #endif

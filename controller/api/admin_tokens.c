@@ -21,6 +21,7 @@
 #include "es_proto.h"
 #include "es_time.h"
 #include "store/db_enroll.h"
+#include "store/store_enroll.h"
 
 /* Longest name prefix: a node name's first DNS label is at most 63. */
 #define PREFIX_MAX 63
@@ -72,17 +73,157 @@ static int prefix_valid(const char *p)
 	return 1;
 }
 
-static es_err create(es_db *db, const es_admin_hooks *hooks, const char *body,
-		     size_t len, const char *who, es_admin_resp *resp)
+/* A token or node call handed to the store (store_enroll.h): answered
+ * from its callback, inside the call (sqlite) or later (etcd: through
+ * done). */
+typedef struct twait {
+	enum { TW_CREATE, TW_DELETE, TW_NODE } what;
+	es_store *store;
+	const es_admin_hooks *hooks;
+	es_admin_done_fn done;
+	void *done_ud;
+	int returned, completed, tries;
+	es_err rc;                /* filling resp ran out of memory */
+	es_admin_resp resp;
+	char who[ES_NAME_MAX + 1], name[ES_NAME_MAX + 1];
+	/* create */
+	char tok[ES_ENROLL_TOKEN_SZ], id[8];
+	cJSON *labels;
+	char prefix[PREFIX_MAX + 1];
+	int64_t ttl, usages;
+	time_t now;
+	/* node */
+	int node_known;
+} twait;
+
+static void twait_free(twait *w)
 {
-	char perr[512], tok[ES_ENROLL_TOKEN_SZ], id[8], secret[20], hex[ES_ENROLL_HEX_SZ];
+	explicit_bzero(w->tok, sizeof(w->tok));
+	cJSON_Delete(w->labels);
+	free(w);
+}
+
+/* The answer is in w->resp (w->rc): to the caller, or through done. */
+static void twait_complete(twait *w)
+{
+	w->completed = 1;
+	if (!w->returned)
+		return;
+	if (w->rc != ES_OK) {
+		free(w->resp.body);
+		memset(&w->resp, 0, sizeof(w->resp));
+	}
+	if (w->done)
+		w->done(w->done_ud, w->rc == ES_OK ? &w->resp : NULL);
+	else
+		free(w->resp.body);
+	twait_free(w);
+}
+
+/* Hands w to the store (rc: what the call returned) and answers. */
+static es_err twait_start(twait *w, es_err rc, es_admin_resp *resp)
+{
+	if (rc != ES_OK && !w->completed) {
+		twait_free(w);
+		return rc == ES_ERR_NOMEM ? rc :
+		       fail(resp, 500, "InternalError", "the store failed: %s", es_strerror(rc));
+	}
+	if (!w->completed) {
+		w->returned = 1; /* the callback frees w */
+		if (!w->done) {
+			w->done = NULL;
+			return fail(resp, 500, "InternalError", "the %s store answers later;"
+				    " the write goes on", es_store_backend(w->store));
+		}
+		return ES_OK; /* resp->status stays 0: answered through done */
+	}
+	*resp = w->resp;
+	rc = w->rc;
+	twait_free(w);
+	return rc;
+}
+
+static void on_token_created(void *ud, const es_store_enroll_result *r);
+
+/* One try at a new token id. Returns the store call's error. */
+static es_err token_try(twait *w)
+{
+	char perr[128], secret[20], hex[ES_ENROLL_HEX_SZ];
+	es_db_token t;
+	es_err rc;
+
+	if (es_enroll_token_new(w->tok) != ES_OK ||
+	    es_enroll_token_split(w->tok, w->id, secret, perr, sizeof(perr)) != ES_OK ||
+	    es_enroll_sha256_hex(secret, strlen(secret), hex) != ES_OK) {
+		explicit_bzero(secret, sizeof(secret));
+		w->rc = fail(&w->resp, 500, "InternalError", "no randomness for a token");
+		twait_complete(w);
+		return ES_OK;
+	}
+	explicit_bzero(secret, sizeof(secret));
+	t = (es_db_token){ w->id, hex, w->now + (time_t)w->ttl, w->usages, w->labels,
+			   w->prefix, w->now };
+	rc = es_store_token_create(w->store, &t, on_token_created, w);
+	return rc;
+}
+
+static void on_token_created(void *ud, const es_store_enroll_result *r)
+{
+	twait *w = ud;
 	char t1[ES_TIME_RFC3339_LEN], t2[ES_TIME_RFC3339_LEN];
-	cJSON *req = NULL, *out = NULL, *labels;
+	const es_admin_hooks *hooks = w->hooks;
+	cJSON *out = NULL;
+	es_err rc;
+
+	if (r->rc == ES_ERR_EXISTS && ++w->tries < ID_TRIES) {
+		if ((rc = token_try(w)) != ES_OK) {
+			w->rc = fail(&w->resp, 500, "InternalError", "storing the token"
+				     " failed: %s", es_strerror(rc));
+			twait_complete(w);
+		}
+		return;
+	}
+	if (r->rc != ES_OK) {
+		w->rc = fail(&w->resp, 500, "InternalError", "storing the token failed: %s",
+			     r->error);
+		twait_complete(w);
+		return;
+	}
+	es_log_info("admin", "bootstrap token created", "id", w->id, "expires",
+		    es_time_rfc3339(w->now + (time_t)w->ttl, t1), "by", w->who, NULL);
+	if (!(out = cJSON_CreateObject()) ||
+	    !cJSON_AddStringToObject(out, "apiVersion", ES_API_VERSION) ||
+	    !cJSON_AddStringToObject(out, "kind", "BootstrapToken") ||
+	    !cJSON_AddStringToObject(out, "id", w->id) ||
+	    !cJSON_AddStringToObject(out, "token", w->tok) ||
+	    !cJSON_AddStringToObject(out, "expires",
+				     es_time_rfc3339(w->now + (time_t)w->ttl, t1)) ||
+	    !es_json_add_int(out, "usages", w->usages) ||
+	    !es_json_add_int(out, "used", 0) ||
+	    !cJSON_AddItemToObject(out, "labels", cJSON_Duplicate(w->labels, 1)) ||
+	    !cJSON_AddStringToObject(out, "namePrefix", w->prefix) ||
+	    !cJSON_AddStringToObject(out, "creationTimestamp", es_time_rfc3339(w->now, t2)) ||
+	    (hooks && hooks->ca_pin &&
+	     !cJSON_AddStringToObject(out, "caHash", hooks->ca_pin)) ||
+	    (hooks && hooks->join_url &&
+	     !cJSON_AddStringToObject(out, "controllerURL", hooks->join_url))) {
+		cJSON_Delete(out);
+		w->rc = ES_ERR_NOMEM;
+	} else {
+		w->rc = answer(&w->resp, 201, out);
+	}
+	twait_complete(w);
+}
+
+static es_err create(const admin__enroll_ctx *x, const char *body, size_t len,
+		     es_admin_resp *resp)
+{
+	char perr[512];
+	cJSON *req = NULL, *labels;
 	const cJSON *it;
 	int64_t ttl = ES_ADMIN_TOKEN_TTL_DEFAULT, usages = 1;
 	const char *prefix = "";
-	time_t now = time(NULL);
-	es_db_token t;
+	twait *w = NULL;
 	es_err rc;
 
 	if (!body || len == 0 || len > ES_ADMIN_MAX_BODY)
@@ -128,68 +269,80 @@ static es_err create(es_db *db, const es_admin_hooks *hooks, const char *body,
 		rc = fail(resp, 422, "Invalid", "%s", perr);
 		goto cleanup;
 	}
-	if (!labels && !(labels = cJSON_AddObjectToObject(req, "labels"))) {
+	if (!(w = calloc(1, sizeof(*w))) ||
+	    !(w->labels = labels ? cJSON_Duplicate(labels, 1) : cJSON_CreateObject())) {
+		free(w);
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
-	for (int i = 0; i < ID_TRIES; i++) {
-		if (es_enroll_token_new(tok) != ES_OK ||
-		    es_enroll_token_split(tok, id, secret, perr, sizeof(perr)) != ES_OK ||
-		    es_enroll_sha256_hex(secret, strlen(secret), hex) != ES_OK) {
-			rc = fail(resp, 500, "InternalError", "no randomness for a token");
-			goto cleanup;
-		}
-		t = (es_db_token){ id, hex, now + (time_t)ttl, usages, labels, prefix, now };
-		rc = es_db_token_create(db, &t);
-		if (rc != ES_ERR_EXISTS)
-			break;
-	}
-	if (rc != ES_OK) {
-		rc = fail(resp, 500, "InternalError", "storing the token failed: %s",
-			  es_strerror(rc));
-		goto cleanup;
-	}
-	es_log_info("admin", "bootstrap token created", "id", id, "expires",
-		    es_time_rfc3339(now + (time_t)ttl, t1), "by", who, NULL);
-	if (!(out = cJSON_CreateObject()) ||
-	    !cJSON_AddStringToObject(out, "apiVersion", ES_API_VERSION) ||
-	    !cJSON_AddStringToObject(out, "kind", "BootstrapToken") ||
-	    !cJSON_AddStringToObject(out, "id", id) ||
-	    !cJSON_AddStringToObject(out, "token", tok) ||
-	    !cJSON_AddStringToObject(out, "expires", es_time_rfc3339(now + (time_t)ttl, t1)) ||
-	    !es_json_add_int(out, "usages", usages) ||
-	    !es_json_add_int(out, "used", 0) ||
-	    !cJSON_AddItemToObject(out, "labels", cJSON_Duplicate(labels, 1)) ||
-	    !cJSON_AddStringToObject(out, "namePrefix", prefix) ||
-	    !cJSON_AddStringToObject(out, "creationTimestamp", es_time_rfc3339(now, t2)) ||
-	    (hooks && hooks->ca_pin &&
-	     !cJSON_AddStringToObject(out, "caHash", hooks->ca_pin)) ||
-	    (hooks && hooks->join_url &&
-	     !cJSON_AddStringToObject(out, "controllerURL", hooks->join_url))) {
-		cJSON_Delete(out);
-		rc = ES_ERR_NOMEM;
-		goto cleanup;
-	}
-	rc = answer(resp, 201, out);
+	w->what = TW_CREATE;
+	w->store = x->store;
+	w->hooks = x->hooks;
+	w->done = x->done;
+	w->done_ud = x->done_ud;
+	snprintf(w->who, sizeof(w->who), "%s", x->who);
+	snprintf(w->prefix, sizeof(w->prefix), "%s", prefix);
+	w->ttl = ttl;
+	w->usages = usages;
+	w->now = time(NULL);
+	rc = twait_start(w, token_try(w), resp);
 cleanup:
-	explicit_bzero(tok, sizeof(tok));
-	explicit_bzero(secret, sizeof(secret));
 	cJSON_Delete(req);
 	return rc;
 }
 
-es_err admin__tokens(es_db *db, const es_admin_hooks *hooks, const char *method,
-		     const char *path,
-		     const char *id, const char *body, size_t len, const char *who,
-		     es_admin_resp *resp)
+static void on_token_deleted(void *ud, const es_store_enroll_result *r)
+{
+	twait *w = ud;
+	cJSON *l;
+
+	if (r->rc == ES_ERR_NOTFOUND) {
+		w->rc = fail(&w->resp, 404, "NotFound", "bootstraptokens \"%s\" not found",
+			     w->name);
+	} else if (r->rc != ES_OK) {
+		w->rc = fail(&w->resp, 500, "InternalError", "token delete: %s", r->error);
+	} else {
+		es_log_info("admin", "bootstrap token deleted", "id", w->name, "by", w->who,
+			    NULL);
+		if (!(l = cJSON_CreateObject()) ||
+		    !cJSON_AddStringToObject(l, "kind", "BootstrapToken") ||
+		    !cJSON_AddStringToObject(l, "id", w->name)) {
+			cJSON_Delete(l);
+			w->rc = ES_ERR_NOMEM;
+		} else {
+			w->rc = answer(&w->resp, 200, l);
+		}
+	}
+	twait_complete(w);
+}
+
+static twait *twait_new(const admin__enroll_ctx *x, int what, const char *name)
+{
+	twait *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->what = what;
+	w->store = x->store;
+	w->hooks = x->hooks;
+	w->done = x->done;
+	w->done_ud = x->done_ud;
+	snprintf(w->who, sizeof(w->who), "%s", x->who);
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	return w;
+}
+
+es_err admin__tokens(const admin__enroll_ctx *x, const char *method, const char *path,
+		     const char *id, const char *body, size_t len, es_admin_resp *resp)
 {
 	cJSON *items = NULL, *l;
+	twait *w;
 	es_err rc;
 
 	if (!id && !strcmp(method, "POST"))
-		return create(db, hooks, body, len, who, resp);
+		return create(x, body, len, resp);
 	if (!id && !strcmp(method, "GET")) {
-		if ((rc = es_db_token_list(db, &items)) != ES_OK)
+		if ((rc = es_db_token_list(x->db, &items)) != ES_OK)
 			return rc == ES_ERR_NOMEM ? rc :
 			       fail(resp, 500, "InternalError", "token list: %s",
 				    es_strerror(rc));
@@ -207,62 +360,69 @@ es_err admin__tokens(es_db *db, const es_admin_hooks *hooks, const char *method,
 		if (!es_enroll_token_id_valid(id))
 			return fail(resp, 404, "NotFound", "bootstraptokens \"%.16s\" not "
 				    "found (an id is 6 of [a-z0-9])", id);
-		rc = es_db_token_delete(db, id);
-		if (rc == ES_ERR_NOTFOUND)
-			return fail(resp, 404, "NotFound", "bootstraptokens \"%s\" not found",
-				    id);
-		if (rc != ES_OK)
-			return fail(resp, 500, "InternalError", "token delete: %s",
-				    es_strerror(rc));
-		es_log_info("admin", "bootstrap token deleted", "id", id, "by", who, NULL);
-		if (!(l = cJSON_CreateObject()) ||
-		    !cJSON_AddStringToObject(l, "kind", "BootstrapToken") ||
-		    !cJSON_AddStringToObject(l, "id", id)) {
-			cJSON_Delete(l);
+		if (!(w = twait_new(x, TW_DELETE, id)))
 			return ES_ERR_NOMEM;
-		}
-		return answer(resp, 200, l);
+		return twait_start(w, es_store_token_delete(x->store, id, on_token_deleted, w),
+				   resp);
 	}
 	return fail(resp, 405, "MethodNotAllowed", "method %s is not allowed on %s",
 		    method, path);
 }
 
-es_err admin__node_delete(es_db *db, const es_admin_hooks *hooks, const char *name,
-			  const char *who, es_admin_resp *resp)
+static void on_node_revoked(void *ud, const es_store_enroll_result *r)
 {
-	cJSON *node = NULL, *out;
-	int64_t n = 0;
+	twait *w = ud;
+	const es_admin_hooks *hooks = w->hooks;
+	const char *name = w->name;
 	char cnt[24];
-	es_err rc = es_db_node_get(db, name, &node);
+	cJSON *out, *d;
 
-	if (rc == ES_ERR_NOMEM)
-		return rc;
-	if (rc != ES_OK && rc != ES_ERR_NOTFOUND)
-		return fail(resp, 500, "InternalError", "node get: %s", es_strerror(rc));
-	rc = es_db_node_revoke(db, name, NULL, time(NULL), &n);
-	if (rc != ES_OK) {
-		cJSON_Delete(node);
-		return fail(resp, 500, "InternalError", "revoke: %s", es_strerror(rc));
+	if (r->rc != ES_OK) {
+		w->rc = fail(&w->resp, 500, "InternalError", "revoke: %s", r->error);
+		twait_complete(w);
+		return;
 	}
-	if (!node && n == 0)
-		return fail(resp, 404, "NotFound", "nodes \"%s\" not found", name);
-	snprintf(cnt, sizeof(cnt), "%lld", (long long)n);
+	if (!w->node_known && r->count == 0) {
+		w->rc = fail(&w->resp, 404, "NotFound", "nodes \"%s\" not found", name);
+		twait_complete(w);
+		return;
+	}
+	snprintf(cnt, sizeof(cnt), "%lld", (long long)r->count);
 	es_log_info("admin", "node deleted: certificates revoked", "node", name,
-		    "certificates", cnt, "by", who, NULL);
+		    "certificates", cnt, "by", w->who, NULL);
 	if (hooks && hooks->node_revoked)
 		hooks->node_revoked(hooks->ud, name);
 	if (!(out = cJSON_CreateObject()) ||
 	    !cJSON_AddStringToObject(out, "kind", "Status") ||
 	    !cJSON_AddStringToObject(out, "apiVersion", "v1") ||
 	    !cJSON_AddStringToObject(out, "status", "Success") ||
-	    !cJSON_AddItemToObject(out, "details", cJSON_CreateObject()) ||
-	    !cJSON_AddStringToObject(cJSON_GetObjectItem(out, "details"), "name", name) ||
-	    !cJSON_AddStringToObject(cJSON_GetObjectItem(out, "details"), "kind", "nodes") ||
-	    !es_json_add_int(cJSON_GetObjectItem(out, "details"), "certificatesRevoked", n)) {
+	    !(d = cJSON_AddObjectToObject(out, "details")) ||
+	    !cJSON_AddStringToObject(d, "name", name) ||
+	    !cJSON_AddStringToObject(d, "kind", "nodes") ||
+	    !es_json_add_int(d, "certificatesRevoked", r->count)) {
 		cJSON_Delete(out);
-		cJSON_Delete(node);
-		return ES_ERR_NOMEM;
+		w->rc = ES_ERR_NOMEM;
+	} else {
+		w->rc = answer(&w->resp, 200, out);
 	}
+	twait_complete(w);
+}
+
+es_err admin__node_delete(const admin__enroll_ctx *x, const char *name,
+			  es_admin_resp *resp)
+{
+	cJSON *node = NULL;
+	twait *w;
+	es_err rc = es_db_node_get(x->db, name, &node);
+
+	if (rc == ES_ERR_NOMEM)
+		return rc;
+	if (rc != ES_OK && rc != ES_ERR_NOTFOUND)
+		return fail(resp, 500, "InternalError", "node get: %s", es_strerror(rc));
 	cJSON_Delete(node);
-	return answer(resp, 200, out);
+	if (!(w = twait_new(x, TW_NODE, name)))
+		return ES_ERR_NOMEM;
+	w->node_known = rc == ES_OK;
+	return twait_start(w, es_store_node_revoke(x->store, name, NULL, time(NULL),
+						   on_node_revoked, w), resp);
 }

@@ -259,6 +259,7 @@ static void conn_release(conn *c)
 		s->n_ready--;
 	server__batch_forget(c);
 	server__session_release(c);
+	server__renew_forget(c);
 	if (c->helloed && !c->replaced &&
 	    es_db_node_disconnected(s->db, c->node, time(NULL)) != ES_OK)
 		es_log_error("server", "could not record the disconnection",

@@ -4,6 +4,7 @@
  * (admin.h), /metrics and Kubernetes Status error responses.
  */
 #include "net/server_int.h"
+#include "store/store_enroll.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,8 @@ static void on_admin_done(void *ud, es_admin_resp *resp)
 void es_server_set_store(es_server *srv, es_store *store)
 {
 	srv->store = store;
+	/* Revocations made on other controllers close sessions here. */
+	es_store_on_revoked(store, es_server_node_revoked, srv);
 }
 
 static int dispatch(struct lws *wsi, es_server *s, http_req *r)

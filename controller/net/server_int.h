@@ -55,6 +55,7 @@ typedef struct conn {
 	int cursor_wait;      /* entries in cursor groups (server_sync.c) */
 	char serial[41];      /* its certificate's serial, hex (server_join.c) */
 	int renewed;          /* a certificateRequest was answered with a certificate */
+	struct renew_wait *renew_wait; /* one the store has not answered yet (etcd) */
 	/* server_session.c: the node's session in the store. */
 	void *session_wait;   /* a take in flight (es_store_session_take) */
 	cJSON *hello_msg;     /* ... and the hello it holds back */
@@ -192,6 +193,8 @@ typedef struct join_req {
 	es_buf body;
 	char *resp;
 	size_t resp_len, resp_off;
+	struct join_wait *wait; /* the store's answer is awaited (etcd) */
+	int owed_status;        /* that answer came: headers owed (status) */
 } join_req;
 
 /* Creates the "join" vhost on o->join_host:o->join_port: HTTPS with the
@@ -199,6 +202,10 @@ typedef struct join_req {
  * "Joining"). Errors: ES_ERR_TLS (err names the address). */
 es_err server__join_vhost(es_server *s, const es_server_opts *o, char *err,
 			  size_t errsz);
+
+/* The store joining's writes go to (store_enroll.h): the server's, or
+ * the SQLite backend over its file made in *local. */
+es_store *server__enroll_store(es_server *s, es_store *local);
 
 /* At hello: reads c's certificate serial into c->serial and refuses (an
  * IdentityMismatch error, then the close) a revoked one or one the store
@@ -212,6 +219,9 @@ int server__enroll_check(conn *c);
 es_err server__enroll_labels(conn *c);
 
 /* ---- server_renew.c (PROTOCOL.md "Renewal") ---- */
+
+/* c is going away: the store's answer to a renewal in flight is dropped. */
+void server__renew_forget(conn *c);
 
 /* At hello, on the welcome w being built: when c's certificate is one the
  * signing CA issued to c's node (c->serial set by server__enroll_check),

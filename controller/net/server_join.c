@@ -32,13 +32,27 @@
 #include "es_time.h"
 #include "es_ws.h"
 #include "store/db_enroll.h"
+#include "store/store_enroll.h"
 
 /* Largest join request: a certificate request and little else. */
 #define JOIN_MAX_BODY (ES_ENROLL_CSR_MAX + 4096)
 
 
+/* A join or renewal the store answers (store_enroll.h): freed by its
+ * callback; r NULL once the connection went away. */
+typedef struct join_wait {
+	es_server *s;
+	struct lws *wsi;
+	join_req *r;
+	int is_renew, returned, answered, rc;
+	es_ca_issued iss;
+	char name[254], id[8], peer[64], old_serial[41];
+} join_wait;
+
 static void req_reset(join_req *r)
 {
+	if (r->wait)
+		r->wait->r = NULL; /* its callback frees it */
 	es_buf_free(&r->body);
 	free(r->resp);
 	memset(r, 0, sizeof(*r));
@@ -61,14 +75,57 @@ static int respond(struct lws *wsi, join_req *r, int status, const char *ctype,
 	return 0;
 }
 
-static int respond_status(struct lws *wsi, join_req *r, int code,
-			  const char *reason, const char *message)
+static char *status_body(int code, const char *reason, const char *message)
 {
 	cJSON *st = es_admin_status(code, reason, message);
 	char *b = st ? es_json_print(st) : NULL;
 
 	cJSON_Delete(st);
-	return respond(wsi, r, code, "application/json", b);
+	return b;
+}
+
+static int respond_status(struct lws *wsi, join_req *r, int code,
+			  const char *reason, const char *message)
+{
+	return respond(wsi, r, code, "application/json",
+		       status_body(code, reason, message));
+}
+
+/* The store's answer to w's request: written at once when the store
+ * answered inside the call (w->rc is what the lws callback returns),
+ * else headers from the next LWS_CALLBACK_HTTP_WRITEABLE. body taken. */
+static void deliver(join_wait *w, int status, char *body)
+{
+	join_req *r = w->r;
+
+	w->answered = 1;
+	if (!w->returned) {
+		w->rc = respond(w->wsi, r, status, "application/json", body);
+		return;
+	}
+	if (!r) {
+		free(body);
+		return;
+	}
+	r->wait = NULL;
+	free(r->resp);
+	if (!body)
+		body = status_body(500, "InternalError", "out of memory");
+	r->resp = body;
+	r->resp_len = body ? strlen(body) : 0;
+	r->owed_status = body ? status : 0;
+	if (body)
+		lws_callback_on_writable(w->wsi);
+	else
+		lws_set_timeout(w->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
+}
+
+es_store *server__enroll_store(es_server *s, es_store *local)
+{
+	if (s->store)
+		return s->store;
+	es_store_sqlite_init(local, s->db, NULL, NULL);
+	return local;
 }
 
 /* The reason and message a refused join is answered with (403). */
@@ -80,17 +137,73 @@ static const struct { const char *reason, *message; } refusals[] = {
 	[ES_DB_JOIN_NAME_TAKEN] = { "NameTaken", "the node name is enrolled with another key; delete the node first (edgesyncctl delete node NAME)" },
 };
 
-static int answer_issued(struct lws *wsi, es_server *s, join_req *r,
-			 const es_ca_issued *iss, cJSON *labels);
+static char *issued_body(es_server *s, const es_ca_issued *iss, const cJSON *labels);
+static void finish_wait(join_wait *w);
+
+static void on_join_done(void *ud, const es_store_enroll_result *res)
+{
+	join_wait *w = ud;
+	int status = 200;
+	char *body;
+
+	if (res->rc != ES_OK) {
+		es_log_error("server", "join: the store failed", "peer", w->peer, "node",
+			     w->name, "error", res->error, NULL);
+		status = 500;
+		body = status_body(500, "InternalError", "the store failed");
+	} else if (res->outcome != ES_DB_JOIN_OK) {
+		es_log_warn("server", "join refused", "peer", w->peer, "node", w->name,
+			    "token", w->id, "reason", refusals[res->outcome].reason, NULL);
+		status = 403;
+		body = status_body(403, refusals[res->outcome].reason,
+				   refusals[res->outcome].message);
+	} else {
+		es_log_info("server", "node joined", "peer", w->peer, "node", w->name,
+			    "token", w->id, "serial", w->iss.serial, NULL);
+		body = issued_body(w->s, &w->iss, res->labels);
+	}
+	deliver(w, status, body);
+	finish_wait(w);
+}
+
+/* Frees w unless the store answered inside the call (the caller frees). */
+static void finish_wait(join_wait *w)
+{
+	if (!w->returned)
+		return;
+	es_ca_issued_free(&w->iss);
+	free(w);
+}
+
+/* Hands the recorded issue to the store and answers. */
+static int store_call(struct lws *wsi, join_req *r, join_wait *w, es_err rc)
+{
+	int out;
+
+	if (rc != ES_OK) {
+		es_ca_issued_free(&w->iss);
+		free(w);
+		return respond_status(wsi, r, 500, "InternalError", "the store failed");
+	}
+	if (w->answered) { /* answered inside the call (sqlite) */
+		out = w->rc;
+		es_ca_issued_free(&w->iss);
+		free(w);
+		return out;
+	}
+	w->returned = 1;
+	r->wait = w;
+	return 0;
+}
 
 static int join(struct lws *wsi, es_server *s, join_req *r)
 {
-	char perr[512], id[8], secret[20], hex[ES_ENROLL_HEX_SZ], msg[768];
+	char perr[512], id[8], secret[20], hex[ES_ENROLL_HEX_SZ];
 	const char *token = NULL, *name = NULL, *csr = NULL;
-	cJSON *req = NULL, *labels = NULL;
-	es_ca_issued iss = { 0 };
-	es_db_join_result res = ES_DB_JOIN_TOKEN_UNKNOWN;
+	cJSON *req = NULL;
+	join_wait *w = NULL;
 	es_db_join j;
+	es_store local, *st = server__enroll_store(s, &local);
 	time_t now = time(NULL);
 	int rc;
 
@@ -108,33 +221,30 @@ static int join(struct lws *wsi, es_server *s, join_req *r)
 		rc = respond_status(wsi, r, 400, "BadRequest", perr);
 		goto cleanup;
 	}
+	if (!(w = calloc(1, sizeof(*w)))) {
+		rc = respond_status(wsi, r, 500, "InternalError", "out of memory");
+		goto cleanup;
+	}
 	if (es_enroll_sha256_hex(secret, strlen(secret), hex) != ES_OK ||
-	    es_ca_sign(s->ca, csr, s->trust_domain, name, s->cert_lifetime, now, &iss,
+	    es_ca_sign(s->ca, csr, s->trust_domain, name, s->cert_lifetime, now, &w->iss,
 		       perr, sizeof(perr)) != ES_OK) {
+		es_ca_issued_free(&w->iss);
+		free(w);
 		rc = respond_status(wsi, r, 422, "Invalid", perr);
 		goto cleanup;
 	}
-	j = (es_db_join){ id, hex, name, iss.key_pin, iss.serial, iss.not_after };
-	if (es_db_join_record(s->db, &j, now, &res, &labels) != ES_OK) {
-		rc = respond_status(wsi, r, 500, "InternalError", "the store failed");
-		goto cleanup;
-	}
-	if (res != ES_DB_JOIN_OK) {
-		es_log_warn("server", "join refused", "peer", r->peer, "node", name,
-			    "token", id, "reason", refusals[res].reason, NULL);
-		snprintf(msg, sizeof(msg), "%s", refusals[res].message);
-		rc = respond_status(wsi, r, 403, refusals[res].reason, msg);
-		goto cleanup;
-	}
-	es_log_info("server", "node joined", "peer", r->peer, "node", name, "token", id,
-		    "serial", iss.serial, NULL);
-	rc = answer_issued(wsi, s, r, &iss, labels);
-	labels = NULL;
+	w->s = s;
+	w->wsi = wsi;
+	w->r = r;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	snprintf(w->id, sizeof(w->id), "%s", id);
+	snprintf(w->peer, sizeof(w->peer), "%s", r->peer);
+	j = (es_db_join){ id, hex, name, w->iss.key_pin, w->iss.serial, w->iss.not_after };
+	rc = store_call(wsi, r, w, es_store_join(st, &j, now, on_join_done, w));
 cleanup:
 	explicit_bzero(secret, sizeof(secret));
+	explicit_bzero(hex, sizeof(hex));
 	cJSON_Delete(req);
-	cJSON_Delete(labels);
-	es_ca_issued_free(&iss);
 	return rc;
 }
 
@@ -148,26 +258,50 @@ static const struct { const char *reason, *message; } renew_refusals[] = {
 				       "another key than the request's" },
 };
 
-/* The 200 answer of a join or a renewal: the certificate and the bundles. */
-static int answer_issued(struct lws *wsi, es_server *s, join_req *r,
-			 const es_ca_issued *iss, cJSON *labels)
+/* The 200 answer of a join or a renewal: the certificate and the bundles
+ * (labels borrowed, NULL: none). NULL when memory ran out. */
+static char *issued_body(es_server *s, const es_ca_issued *iss, const cJSON *labels)
 {
 	cJSON *out = cJSON_CreateObject();
-	int rc = -1;
+	char *b = NULL;
 
 	if (out && cJSON_AddStringToObject(out, "certificate", iss->cert_pem) &&
 	    cJSON_AddStringToObject(out, "caBundle", s->trust_bundle ? s->trust_bundle :
 				    es_ca_cert_pem(s->ca)) &&
 	    cJSON_AddStringToObject(out, "clientCA", es_ca_cert_pem(s->ca)) &&
-	    cJSON_AddStringToObject(out, "serial", iss->serial)) {
-		if (labels)
-			cJSON_AddItemToObject(out, "labels", labels);
-		labels = NULL;
-		rc = respond(wsi, r, 200, "application/json", es_json_print(out));
-	}
-	cJSON_Delete(labels);
+	    cJSON_AddStringToObject(out, "serial", iss->serial) &&
+	    (!labels || cJSON_AddItemToObject(out, "labels", cJSON_Duplicate(labels, 1))))
+		b = es_json_print(out);
 	cJSON_Delete(out);
-	return rc;
+	return b;
+}
+
+static void on_renew_done(void *ud, const es_store_enroll_result *res)
+{
+	join_wait *w = ud;
+	int status = 200;
+	char *body;
+
+	if (res->rc != ES_OK) {
+		es_log_error("server", "renewal: the store failed", "peer", w->peer, "node",
+			     w->name, "error", res->error, NULL);
+		status = 500;
+		body = status_body(500, "InternalError", "the store failed");
+	} else if (res->outcome != ES_DB_RENEW_OK) {
+		es_log_warn("server", "renewal refused", "peer", w->peer, "node", w->name,
+			    "serial", w->old_serial, "reason",
+			    renew_refusals[res->outcome].reason, NULL);
+		status = 403;
+		body = status_body(403, renew_refusals[res->outcome].reason,
+				   renew_refusals[res->outcome].message);
+	} else {
+		es_log_info("server", "node renewed an expired certificate", "peer", w->peer,
+			    "node", w->name, "old", w->old_serial, "serial", w->iss.serial,
+			    NULL);
+		body = issued_body(w->s, &w->iss, NULL);
+	}
+	deliver(w, status, body);
+	finish_wait(w);
 }
 
 /* POST /v1/join/renew (PROTOCOL.md "Renewal of an expired certificate"). */
@@ -177,8 +311,8 @@ static int renew(struct lws *wsi, es_server *s, join_req *r)
 	const char *cert = NULL, *csr = NULL;
 	cJSON *req = NULL;
 	es_ca_presented p;
-	es_ca_issued iss = { 0 };
-	es_db_renew_result res = ES_DB_RENEW_NOT_ISSUED;
+	join_wait *w = NULL;
+	es_store local, *st = server__enroll_store(s, &local);
 	es_db_renew rn;
 	time_t now = time(NULL);
 	int rc;
@@ -232,29 +366,28 @@ static int renew(struct lws *wsi, es_server *s, join_req *r)
 		rc = respond_status(wsi, r, 403, "GraceExpired", msg);
 		goto cleanup;
 	}
-	if (es_ca_sign(s->ca, csr, s->trust_domain, p.node, s->cert_lifetime, now, &iss,
+	if (!(w = calloc(1, sizeof(*w)))) {
+		rc = respond_status(wsi, r, 500, "InternalError", "out of memory");
+		goto cleanup;
+	}
+	if (es_ca_sign(s->ca, csr, s->trust_domain, p.node, s->cert_lifetime, now, &w->iss,
 		       perr, sizeof(perr)) != ES_OK) {
+		es_ca_issued_free(&w->iss);
+		free(w);
 		rc = respond_status(wsi, r, 422, "Invalid", perr);
 		goto cleanup;
 	}
-	rn = (es_db_renew){ p.node, p.serial, p.key_pin, iss.serial, iss.not_after };
-	if (es_db_renew_record(s->db, &rn, now, &res) != ES_OK) {
-		rc = respond_status(wsi, r, 500, "InternalError", "the store failed");
-		goto cleanup;
-	}
-	if (res != ES_DB_RENEW_OK) {
-		es_log_warn("server", "renewal refused", "peer", r->peer, "node", p.node,
-			    "serial", p.serial, "reason", renew_refusals[res].reason, NULL);
-		rc = respond_status(wsi, r, 403, renew_refusals[res].reason,
-				    renew_refusals[res].message);
-		goto cleanup;
-	}
-	es_log_info("server", "node renewed an expired certificate", "peer", r->peer,
-		    "node", p.node, "old", p.serial, "serial", iss.serial, NULL);
-	rc = answer_issued(wsi, s, r, &iss, NULL);
+	w->s = s;
+	w->wsi = wsi;
+	w->r = r;
+	w->is_renew = 1;
+	snprintf(w->name, sizeof(w->name), "%s", p.node);
+	snprintf(w->peer, sizeof(w->peer), "%s", r->peer);
+	snprintf(w->old_serial, sizeof(w->old_serial), "%s", p.serial);
+	rn = (es_db_renew){ p.node, p.serial, p.key_pin, w->iss.serial, w->iss.not_after };
+	rc = store_call(wsi, r, w, es_store_renew(st, &rn, now, on_renew_done, w));
 cleanup:
 	cJSON_Delete(req);
-	es_ca_issued_free(&iss);
 	return rc;
 }
 
@@ -336,6 +469,14 @@ static int on_writeable(struct lws *wsi, es_server *s, join_req *r)
 {
 	int n;
 
+	if (r->owed_status) {
+		char *body = r->resp;
+		int status = r->owed_status;
+
+		r->owed_status = 0;
+		r->resp = NULL;
+		return respond(wsi, r, status, "application/json", body);
+	}
 	if (!r->responding)
 		return 0;
 	n = server__http_write_body(wsi, s, r->resp, r->resp_len, &r->resp_off);
@@ -473,18 +614,43 @@ int server__enroll_check(conn *c)
 	return 0;
 }
 
+/* The answer to recording a revoked session's serial (no one waits). */
+static void on_serial_revoked(void *ud, const es_store_enroll_result *r)
+{
+	char *node = ud;
+
+	if (r->rc != ES_OK)
+		es_log_error("server", "could not record a revoked serial", "node", node,
+			     "error", r->error, NULL);
+	free(node);
+}
+
 void es_server_node_revoked(void *ud, const char *node)
 {
 	es_server *s = ud;
-	int64_t n = 0;
+	es_store local, *st = server__enroll_store(s, &local);
+	es_db_cert_status cs;
+	char *copy;
 
 	for (conn *c = s->conns; c; c = c->next) {
 		if (strcmp(c->node, node) != 0 || c->state == CS_CLOSING)
 			continue;
-		if (c->serial[0] &&
-		    es_db_node_revoke(s->db, node, c->serial, time(NULL), &n) != ES_OK)
+		cs = ES_DB_CERT_UNKNOWN;
+		if (c->serial[0] && es_db_cert_state(s->db, c->serial, node, &cs) != ES_OK)
+			cs = ES_DB_CERT_UNKNOWN;
+		/* A certificate issued after the revocation (the node joined
+		 * again, told late by etcd) stays. */
+		if (cs == ES_DB_CERT_VALID)
+			continue;
+		/* One the signing CA did not issue is recorded revoked too. */
+		if (c->serial[0] && cs == ES_DB_CERT_UNKNOWN &&
+		    (!(copy = strdup(node)) ||
+		     es_store_node_revoke(st, node, c->serial, time(NULL), on_serial_revoked,
+					  copy) != ES_OK)) {
+			free(copy);
 			es_log_error("server", "could not record a revoked serial", "node",
 				     node, "serial", c->serial, NULL);
+		}
 		es_log_info("server", "closing the session of a deleted node", "node",
 			    node, NULL);
 		server__queue_clear(c);

@@ -9,6 +9,7 @@
 #include "net/server_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -17,6 +18,7 @@
 #include "es_log.h"
 #include "es_time.h"
 #include "store/db_enroll.h"
+#include "store/store_enroll.h"
 
 /* retryAfterSeconds of a refusal the agent may ask again after (the
  * store failed, or the session renewed already). */
@@ -68,14 +70,65 @@ static void refuse(conn *c, const char *reason, const char *message, int retry_s
 		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
 }
 
+/* A renewal the store answers (store_enroll.h): c NULL once the
+ * connection went away. */
+typedef struct renew_wait {
+	conn *c;
+	int returned;
+	es_ca_issued iss;
+} renew_wait;
+
+void server__renew_forget(conn *c)
+{
+	if (c->renew_wait)
+		c->renew_wait->c = NULL;
+	c->renew_wait = NULL;
+}
+
+static void on_renewed(void *ud, const es_store_enroll_result *res)
+{
+	renew_wait *w = ud;
+	conn *c = w->c;
+	char until[ES_TIME_RFC3339_LEN];
+
+	if (!c)
+		goto done;
+	c->renew_wait = NULL;
+	if (res->rc != ES_OK) {
+		refuse(c, "Internal", "the controller's store failed", RENEW_RETRY_S);
+		goto done;
+	}
+	if (res->outcome != ES_DB_CERT_VALID) {
+		refuse(c, "Revoked", "the session's certificate is revoked", 0);
+		goto done;
+	}
+	c->renewed = 1;
+	es_log_info("server", "certificate renewed", "node", c->node, "serial",
+		    c->serial, "newSerial", w->iss.serial, "notAfter",
+		    es_time_rfc3339(w->iss.not_after, until), NULL);
+	if (server__queue_msg(c, es_proto_certificate(w->iss.cert_pem, trust_bundle(c->srv),
+						      w->iss.serial, until)) != ES_OK)
+		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
+done:
+	if (w->returned) {
+		es_ca_issued_free(&w->iss);
+		free(w);
+	} else {
+		w->returned = -1; /* answered inside the call: the caller frees */
+	}
+}
+
 void server__on_cert_request(conn *c, const cJSON *msg)
 {
 	es_server *s = c->srv;
 	const char *csr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "csr"));
-	es_ca_issued iss = { 0 };
-	es_db_cert_status st = ES_DB_CERT_UNKNOWN;
-	char perr[512], until[ES_TIME_RFC3339_LEN];
+	es_store local, *st = server__enroll_store(s, &local);
+	es_db_cert_status st_was = ES_DB_CERT_UNKNOWN;
+	es_db_renew rn;
+	renew_wait *w;
+	char perr[512];
 	time_t now = time(NULL);
+	es_err rc;
 	int ok;
 
 	if (!s->ca) {
@@ -83,13 +136,13 @@ void server__on_cert_request(conn *c, const cJSON *msg)
 		       "ca-cert): renew the certificate where it came from", 0);
 		return;
 	}
-	ok = renewable(c, &st);
+	ok = renewable(c, &st_was);
 	if (ok < 0) {
 		refuse(c, "Internal", "the controller's store failed", RENEW_RETRY_S);
 		return;
 	}
 	if (!ok) {
-		if (st == ES_DB_CERT_REVOKED)
+		if (st_was == ES_DB_CERT_REVOKED)
 			refuse(c, "Revoked", "the session's certificate is revoked", 0);
 		else
 			refuse(c, "NotIssuedHere", "the session's certificate was not "
@@ -100,7 +153,7 @@ void server__on_cert_request(conn *c, const cJSON *msg)
 	/* One certificate per session: the agent reconnects with it, so a
 	 * second request is a misbehaving client, and each would add a
 	 * certificate to the store. */
-	if (c->renewed) {
+	if (c->renewed || c->renew_wait) {
 		refuse(c, "AlreadyRenewed", "this session renewed its certificate "
 		       "already: reconnect with the new one", RENEW_RETRY_S);
 		return;
@@ -111,29 +164,30 @@ void server__on_cert_request(conn *c, const cJSON *msg)
 		refuse(c, "Invalid", perr, 0);
 		return;
 	}
-	if (es_ca_sign(s->ca, csr, s->trust_domain, c->node, s->cert_lifetime, now,
-		       &iss, perr, sizeof(perr)) != ES_OK) {
-		refuse(c, "Invalid", perr, 0);
-		goto cleanup;
+	if (!(w = calloc(1, sizeof(*w)))) {
+		refuse(c, "Internal", "out of memory", RENEW_RETRY_S);
+		return;
 	}
+	if (es_ca_sign(s->ca, csr, s->trust_domain, c->node, s->cert_lifetime, now,
+		       &w->iss, perr, sizeof(perr)) != ES_OK) {
+		refuse(c, "Invalid", perr, 0);
+		es_ca_issued_free(&w->iss);
+		free(w);
+		return;
+	}
+	w->c = c;
 	/* Recorded before the answer: a certificate the store does not know
 	 * would be "not issued here" at its first hello. */
-	if (es_db_cert_renew(s->db, c->node, c->serial, iss.serial, iss.key_pin,
-			     iss.not_after, now, &st) != ES_OK) {
-		refuse(c, "Internal", "the controller's store failed", RENEW_RETRY_S);
-		goto cleanup;
+	rn = (es_db_renew){ c->node, c->serial, w->iss.key_pin, w->iss.serial,
+			    w->iss.not_after };
+	rc = es_store_cert_renew(st, &rn, now, on_renewed, w);
+	if (rc != ES_OK || w->returned == -1) {
+		if (rc != ES_OK)
+			refuse(c, "Internal", "the controller's store failed", RENEW_RETRY_S);
+		es_ca_issued_free(&w->iss);
+		free(w);
+		return;
 	}
-	if (st != ES_DB_CERT_VALID) {
-		refuse(c, "Revoked", "the session's certificate is revoked", 0);
-		goto cleanup;
-	}
-	c->renewed = 1;
-	es_log_info("server", "certificate renewed", "node", c->node, "serial",
-		    c->serial, "newSerial", iss.serial, "notAfter",
-		    es_time_rfc3339(iss.not_after, until), NULL);
-	if (server__queue_msg(c, es_proto_certificate(iss.cert_pem, trust_bundle(s),
-						      iss.serial, until)) != ES_OK)
-		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
-cleanup:
-	es_ca_issued_free(&iss);
+	w->returned = 1;
+	c->renew_wait = w;
 }

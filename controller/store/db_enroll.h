@@ -140,4 +140,29 @@ es_err es_db_node_revoke(es_db *db, const char *node, const char *extra_serial,
  * the node did not join with a token). Errors: ES_ERR_DB, ES_ERR_NOMEM. */
 es_err es_db_enroll_labels(es_db *db, const char *node, cJSON **out);
 
+/* ---- the mirror of enrollment on an etcd store (store_etcd_enroll.h) ----
+ * With store = etcd the tables above are a copy of etcd's records, fed by
+ * watches and written by nothing else; the reads above work on it as on a
+ * SQLite store. Each call is its own transaction. Errors: ES_ERR_DB,
+ * ES_ERR_NOMEM. */
+
+/* Empties the tokens, certificates and enrollments (before a full list). */
+es_err es_db_enroll_mirror_clear(es_db *db);
+/* Creates or replaces a token with its use count. */
+es_err es_db_enroll_mirror_token(es_db *db, const es_db_token *t, int64_t used);
+/* Removes a token (none: no error). */
+es_err es_db_enroll_mirror_token_delete(es_db *db, const char *id);
+/* Records a certificate; a revocation recorded before stays. */
+es_err es_db_enroll_mirror_cert(es_db *db, const char *serial, const char *node,
+				const char *key_pin, time_t not_after, time_t issued);
+/* Marks serial revoked (recorded for node when it was unknown). */
+es_err es_db_enroll_mirror_revoked(es_db *db, const char *serial, const char *node,
+				   time_t when);
+/* Creates or replaces node's enrollment (labels borrowed, NULL: none). */
+es_err es_db_enroll_mirror_node(es_db *db, const char *node, const char *key_pin,
+				const char *token_id, const cJSON *labels,
+				time_t enrolled);
+/* Removes node's enrollment (none: no error). */
+es_err es_db_enroll_mirror_node_delete(es_db *db, const char *node);
+
 #endif

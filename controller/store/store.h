@@ -48,6 +48,8 @@ typedef void (*es_store_cb)(void *ud, const es_store_result *r);
 typedef void (*es_store_changed_fn)(void *ud, const cJSON *prev, const cJSON *cur);
 
 typedef struct es_store es_store;
+/* Joining's operations (store_enroll.h). */
+struct es_store_enroll_ops;
 
 /* One node's report cursor and status as es_store_cursors_put writes it
  * (every member borrowed for the call only). */
@@ -96,6 +98,8 @@ typedef struct es_store_ops {
 			      es_store_cursors_cb cb, void *ud);
 	int (*cursor_get)(es_store *s, const char *node, char *stream,
 			  size_t streamsz, int64_t *seq);
+	/* Joining (store_enroll.h); NULL: the db_enroll.h calls on db. */
+	const struct es_store_enroll_ops *enroll;
 } es_store_ops;
 
 struct es_store {

@@ -9,6 +9,7 @@
 
 #include "store/store_etcd.h"
 #include "store/store_etcd_int.h"
+#include "store/store_enroll.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_proto.h"
@@ -589,6 +590,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
 	ops_release(s, es_time_mono_us());
 	store_etcd__session_tick(s, es_time_mono_us());
 	store_etcd__cursor_tick(s);
+	store_etcd__enroll_tick(s);
 	schedule(s, s->relist_owed ? RELIST_RETRY_US : TICK_US);
 }
 
@@ -608,6 +610,7 @@ static void etcd_close(es_store *st)
 	lws_sul_cancel(&s->sul);
 	es_etcd_watch_cancel(s->w);
 	es_etcd_watch_cancel(s->nw);
+	store_etcd__enroll_close(s);
 	es_etcd_destroy(s->e); /* no callback runs after this */
 	store_etcd__session_close(s);
 	store_etcd__cursor_close(s);
@@ -629,6 +632,7 @@ static const es_store_ops etcd_ops = {
 	.session_drop = store_etcd__session_drop,
 	.cursors_put = store_etcd__cursors_put,
 	.cursor_get = store_etcd__cursor_get,
+	.enroll = &store_etcd__enroll_ops,
 };
 
 es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
@@ -677,6 +681,10 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
 	if ((rc = store_etcd__cursor_start(s)) != ES_OK) {
 		es_errf(rc, err, errsz, "etcd store: the node records could not be set up"
 			" (%s)", es_strerror(rc));
+		goto fail;
+	}
+	if ((rc = store_etcd__enroll_start(s)) != ES_OK) {
+		es_errf(rc, err, errsz, "etcd store: out of memory");
 		goto fail;
 	}
 	if ((rc = es_db_mirror_state(db, &following, &s->rev)) != ES_OK) {

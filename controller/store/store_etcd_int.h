@@ -22,6 +22,7 @@ typedef struct cwop cwop;
 /* Most nodes in one cursor txn: etcd's --max-txn-ops (128 by default)
  * bounds the compares and each branch's ops, one of each per node. */
 #define STORE_ETCD_TXN_NODES 128
+typedef struct store_etcd_enroll store_etcd_enroll; /* store_etcd_enroll.c */
 
 typedef struct est {
 	es_store *store;
@@ -60,6 +61,7 @@ typedef struct est {
 	cwop *cws;           /* cursor writes in flight */
 	es_etcd_watch *nw;
 	int nlisting, nrelist_owed;
+	store_etcd_enroll *enroll; /* store_etcd_enroll.c */
 } est;
 
 /* A node's record <prefix>nodes/<node> as parsed. */
@@ -116,5 +118,14 @@ es_err store_etcd__session_take(es_store *st, const char *node, es_store_cb cb,
 				void *ud, void **token);
 void store_etcd__session_cancel(es_store *st, void *token);
 void store_etcd__session_drop(es_store *st, const char *node);
+
+/* store_etcd_enroll.c (store_etcd_enroll.h): joining's records. start
+ * lists them and watches; tick lists again when owed; close (before
+ * es_etcd_destroy) ends the watches and answers every call ES_ERR_IO.
+ * Errors: ES_ERR_NOMEM. */
+es_err store_etcd__enroll_start(est *s);
+void store_etcd__enroll_tick(est *s);
+void store_etcd__enroll_close(est *s);
+extern const struct es_store_enroll_ops store_etcd__enroll_ops;
 
 #endif

@@ -466,8 +466,8 @@ static es_err later_del(es_store *s, es_kind kind, const char *name,
 	return later_put(s, NULL, 0, cb, ud);
 }
 
-static const es_store_ops later_ops = { "later", later_put, later_del, NULL,
-					NULL, NULL, NULL, NULL, NULL };
+static const es_store_ops later_ops = { .name = "later", .put = later_put,
+					.del = later_del };
 
 typedef struct answer {
 	int n, status;
