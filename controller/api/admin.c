@@ -40,6 +40,7 @@ typedef struct pending {
 	es_err rc;                /* filling resp ran out of memory */
 	es_admin_done_fn done;
 	void *done_ud;
+	const char *backend;      /* es_store_backend's, static */
 } pending;
 
 static es_err respond(req *r, int status, const char *type, char *take_body)
@@ -70,6 +71,7 @@ static const char *reason_of(int code)
 	case 409: return "AlreadyExists";
 	case 413: return "RequestEntityTooLarge";
 	case 422: return "Invalid";
+	case 503: return "ServiceUnavailable";
 	default: return "InternalError";
 	}
 }
@@ -286,6 +288,17 @@ static void write_done(void *ud, const es_store_result *res)
 		d = details_of(p->name, plural);
 		p->rc = d ? fail_details(&r, 409, d, "%s \"%s\": %s; try again", plural,
 					 p->name, res->error) : ES_ERR_NOMEM;
+	} else if (res->rc == ES_ERR_IO) {
+		/* The store did not answer (etcd down or without a quorum):
+		 * nothing is acknowledged; the client may try again later. */
+		es_log_warn("admin", "store unavailable", "op", p->is_delete ? "delete" :
+			    "put", "kind", kn, "name", p->name, "error", res->error,
+			    "by", p->who, NULL);
+		d = details_of(p->name, plural);
+		p->rc = d ? fail_details(&r, 503, d, "%s %s \"%s\": the %s store is"
+					 " unavailable: %s", p->is_delete ? "delete" : "put",
+					 plural, p->name, p->backend, res->error) :
+			    ES_ERR_NOMEM;
 	} else if (res->rc != ES_OK) {
 		p->rc = store_failed(&r, res->rc, p->is_delete ? "delete" : "put");
 	} else if (p->is_delete) {
@@ -329,6 +342,7 @@ static es_err write_start(req *r, es_kind kind, const char *name, const cJSON *o
 	p->is_delete = obj == NULL;
 	p->done = r->done;
 	p->done_ud = r->done_ud;
+	p->backend = es_store_backend(r->store);
 	snprintf(p->who, sizeof(p->who), "%s", r->who);
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	rc = obj ? es_store_put(r->store, obj, create_only, write_done, p) :

@@ -24,7 +24,9 @@
  * status Failure, message, reason, code): 400 BadRequest (not JSON, name in
  * path and body differ), 404 NotFound, 405 MethodNotAllowed, 409
  * AlreadyExists, 413 RequestEntityTooLarge, 422 Invalid (validation; message
- * names the field), 500 InternalError.
+ * names the field), 500 InternalError, 503 ServiceUnavailable (a write the
+ * store could not make: etcd did not answer; the message names the store
+ * and what its client said).
  */
 #ifndef ES_CTRL_ADMIN_H
 #define ES_CTRL_ADMIN_H

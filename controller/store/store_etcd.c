@@ -22,6 +22,7 @@ struct wop {
 	est *s;
 	wop *next;
 	int is_delete, create_only, attempts, waiting;
+	int resends;         /* sent again after an unknown outcome */
 	es_kind kind;
 	char name[ES_NAME_MAX + 1];
 	char *key;
@@ -208,9 +209,14 @@ static void on_readback(void *ud, const es_etcd_result *r)
 {
 	wop *op = ud;
 	const es_etcd_kv *kv;
+	char msg[400];
+	es_err rc;
 
 	if (r->rc != ES_OK) {
-		op_finish(op, ES_ERR_IO, r->error);
+		snprintf(msg, sizeof(msg), "etcd answered neither a write nor the read"
+			 " that settles it, so it may or may not be applied: %.300s",
+			 r->error);
+		op_finish(op, ES_ERR_IO, msg);
 		return;
 	}
 	kv = r->resp->n_kvs ? &r->resp->kvs[0] : NULL;
@@ -222,6 +228,18 @@ static void on_readback(void *ud, const es_etcd_result *r)
 			return;
 		}
 		op_committed(op, op->is_delete ? r->resp->revision : kv->mod_revision);
+		return;
+	}
+	/* Not applied (a proposal etcd dropped, as while it elects a leader):
+	 * send it again from what the key holds. The txn's compare keeps it to
+	 * one commit should the first one still land. */
+	if (op->resends < ES_STORE_ETCD_RESENDS) {
+		op->resends++;
+		if ((rc = op_take_current(op, r->resp)) != ES_OK) {
+			op_finish(op, rc, NULL);
+			return;
+		}
+		op_step(op);
 		return;
 	}
 	op_finish(op, ES_ERR_IO, "etcd did not answer a write, and the key does not"

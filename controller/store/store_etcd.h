@@ -18,7 +18,8 @@
  * one last known (the mirror's; 0: absent), writes on success and reads
  * the key back on failure, then tries again from what it read (at most 8
  * times: ES_ERR_CONFLICT). A txn whose outcome is unknown (sent, then no
- * answer) is settled by reading the key. A write that committed is
+ * answer) is settled by reading the key: not applied, it is sent again
+ * (ES_STORE_ETCD_RESENDS times, then ES_ERR_IO). A write that committed is
  * answered once the mirror holds its revision (a read after the answer
  * sees it), or after 3 s if the watch lags (the write stands).
  *
@@ -39,6 +40,9 @@
 
 /* Attempts of one write against concurrent writers of the same key. */
 #define ES_STORE_ETCD_ATTEMPTS 8
+/* Times a write whose outcome was unknown and that the key shows not
+ * applied is sent again before it fails. */
+#define ES_STORE_ETCD_RESENDS 2
 /* How long a committed write waits for the mirror before it is answered. */
 #define ES_STORE_ETCD_WAIT_MS 3000
 /* Seconds of the controller's lease that node sessions are bound to: a

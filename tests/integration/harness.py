@@ -343,6 +343,25 @@ class Cluster:
         finally:
             conn.close()
 
+    def held(self, node=None):
+        """{name: (uid, resourceVersion)} of the objects node's agent holds
+        (its /v1/state), None when its endpoint does not answer."""
+        try:
+            st = self.agent_state(node)
+        except OSError:
+            return None
+        return {d["metadata"]["name"]: (d["metadata"]["uid"],
+                                        d["metadata"]["resourceVersion"])
+                for d in st.get("desired", [])}
+
+    def wait_held(self, node, want, what, timeout=60):
+        """Waits until held(node) == want; the failure shows both and the logs."""
+        try:
+            wait_for(what, lambda: self.held(node) == want, timeout=timeout)
+        except AssertionError as e:
+            raise AssertionError(f"{e}: held {self.held(node)}, want {want}\n"
+                                 f"{self.logs()}") from e
+
     def mkcert(self, out, cn, uri=None, dns=(), ca=True, not_before=None,
                not_after=None, ca_cert=None, ca_key=None, client=True,
                server=False, is_ca=False):

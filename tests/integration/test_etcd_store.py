@@ -66,21 +66,10 @@ class EtcdStoreTest(unittest.TestCase):
                               env=dict(os.environ, ETCDCTL_API="3")).stdout
 
     def held(self, node):
-        """{name: (uid, resourceVersion)} of the agent's desired objects."""
-        try:
-            st = self.c.agent_state(node)
-        except OSError:
-            return None
-        return {d["metadata"]["name"]: (d["metadata"]["uid"],
-                                        d["metadata"]["resourceVersion"])
-                for d in st.get("desired", [])}
+        return self.c.held(node)
 
     def wait_held(self, node, want, what):
-        try:
-            wait_for(what, lambda: self.held(node) == want, timeout=60)
-        except AssertionError as e:
-            raise AssertionError(f"{e}: held {self.held(node)}, want {want}\n"
-                                 f"{self.c.logs()}") from e
+        self.c.wait_held(node, want, what)
 
     def test_two_controllers_one_etcd(self):
         self.c.start_agent("node-a")

@@ -533,7 +533,10 @@ static void test_async_store(void **state)
 	r.error = "no endpoint answered";
 	l.cb(l.ud, &r);
 	assert_int_equal(a.n, 3);
-	assert_int_equal(a.status, 500);
+	assert_int_equal(a.status, 503);
+	assert_non_null(strstr(a.body, "\"reason\":\"ServiceUnavailable\""));
+	assert_non_null(strstr(a.body, "delete collectorconfigs \\\"x\\\": the later store is"
+			       " unavailable: no endpoint answered"));
 	/* a read answers at once */
 	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET",
 					       API "collectorconfigs", NULL, NULL, 0,
