@@ -34,6 +34,10 @@ prints:
   bytes_received of each connection: TLS records with WebSocket frames,
   without TCP/IP headers).
 
+The simulated nodes are split over several simulator processes (--procs;
+by default enough that each holds at most 2 500), their figures merged:
+counters summed, percentiles over the union of their samples.
+
 The simulator and the controller share this machine (its cores and the
 load average at the start of each N are printed): the figures are for
 both together. Run it alone, inside
@@ -41,7 +45,7 @@ both together. Run it alone, inside
 Bounded: every phase has a timeout, and every process it started is
 stopped at the end.
 
-Usage: bench/fleet.py [--build DIR] [--nodes 1000,10000] [--protocol 1|2]
+Usage: bench/fleet.py [--build DIR] [--nodes 1000,10000] [--procs K] [--protocol 1|2]
        [--interval S] [--ramp R] [--window S] [--controller-arg ARG]...
        [--json FILE] [--keep]
 """
@@ -62,6 +66,7 @@ from benchlib import Owner, db_ro, harness, proc_status, respawn, use_build
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+PER_PROC = 2500  # simulated nodes per simulator process by default
 
 
 def raise_nofile(need):
@@ -104,9 +109,16 @@ class Sim:
 
     def summary(self, timeout=60.0):
         """Asks for a summary (SIGUSR1) and returns it."""
+        self.ask()
+        return self.collect(timeout)
+
+    def ask(self):
+        """Asks for a summary (SIGUSR1); collect() returns it."""
         while not self.lines.empty():
             self.lines.get_nowait()
         self.p.send_signal(signal.SIGUSR1)
+
+    def collect(self, timeout=60.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -144,6 +156,104 @@ class Sim:
                 self.p.kill()
                 self.p.wait()
         self.log.close()
+
+
+def dist(samples):
+    """{n, p50, p99, max} of a list of milliseconds (nearest rank, as the
+    simulator prints them)."""
+    v = sorted(samples)
+    if not v:
+        return {"n": 0}
+
+    def rank(p):
+        i = (len(v) * p + 99) // 100
+        return v[i - 1 if i else 0]
+    return {"n": len(v), "p50": rank(50), "p99": rank(99), "max": v[-1]}
+
+
+SUMMED = ("nodes", "ready", "dials", "dialFailures", "welcomes", "reconnects",
+          "disconnects", "reportsSent", "snapshotsSent", "reportsAcked", "resyncs",
+          "desiredReceived", "desiredAcks", "errorsReceived", "overloadedReceived",
+          "eventsSent", "sessionsV2", "sessionsDeflate")
+
+
+def merge(parts):
+    """One summary of the fleet from the summaries of its simulator
+    processes (run with --samples): counters and bytes summed,
+    percentiles over the union of their samples, the last node connected
+    and the arrivals after the marker over all of them."""
+    m = {"type": "summary", "procs": len(parts), "t": max(p["t"] for p in parts)}
+    for k in SUMMED:
+        m[k] = sum(p.get(k, 0) for p in parts)
+    alls = [p["connectAllSeconds"] for p in parts]
+    m["connectAllSeconds"] = None if None in alls else max(alls)
+    m["bytes"] = {k: sum(p["bytes"][k] for p in parts) for k in parts[0]["bytes"]}
+    samples = {k: [x for p in parts for x in p["samples"][k]]
+               for k in ("connectMs", "ackMs", "fanoutMs")}
+    m["connectMs"] = dist(samples["connectMs"])
+    m["window"] = {"seconds": max(p["window"]["seconds"] for p in parts),
+                   "reportsAcked": sum(p["window"]["reportsAcked"] for p in parts),
+                   "ackMs": dist(samples["ackMs"])}
+    marks = [p["marker"] for p in parts]
+    if None in marks:
+        m["marker"] = None
+    else:
+        firsts = [k["firstWelcomeSeconds"] for k in marks if k["welcomes"]]
+        lasts = [k["lastWelcomeSeconds"] for k in marks if k["welcomes"]]
+        m["marker"] = {"secondsAgo": max(k["secondsAgo"] for k in marks),
+                       "fanoutMs": dist(samples["fanoutMs"]),
+                       "welcomes": sum(k["welcomes"] for k in marks),
+                       "firstWelcomeSeconds": min(firsts) if firsts else None,
+                       "lastWelcomeSeconds": max(lasts) if lasts else None}
+    return m
+
+
+class Fleet:
+    """N simulated nodes split over K edgesync-fleetsim processes (nodes
+    [i*N/K, (i+1)*N/K) in process i, each with --first and its share of the
+    ramp): libwebsockets keeps the pending timeouts of a process in one
+    sorted list, so one process of 10 000 connections dialling at once
+    spends its time walking it, where real agents have one each. Same
+    interface as Sim; summary() merges the processes' summaries."""
+
+    def __init__(self, argv, n, procs, ramp, log_dir, nodes_out):
+        self.sims = []
+        self.outs = []
+        for i in range(procs):
+            lo, hi = n * i // procs, n * (i + 1) // procs
+            out = f"{nodes_out}.{i}"
+            self.outs.append(out)
+            self.sims.append(Sim(argv + ["--first", str(lo), "--nodes", str(hi - lo),
+                                         "--ramp", str(ramp / procs), "--samples",
+                                         "--nodes-out", out],
+                                 os.path.join(log_dir, f"fleetsim-{i}.log")))
+
+    def first(self, mtype, timeout):
+        return [s.first(mtype, timeout) for s in self.sims]
+
+    def summary(self, timeout=60.0):
+        for s in self.sims:
+            s.ask()
+        return merge([s.collect(timeout) for s in self.sims])
+
+    def mark(self):
+        for s in self.sims:
+            s.mark()
+
+    def stop(self):
+        for s in self.sims:
+            s.stop()
+
+    def nodes(self):
+        """The per-node lines of every process (--nodes-out), after stop()."""
+        out = []
+        for path in self.outs:
+            try:
+                with open(path) as f:
+                    out += [json.loads(line) for line in f if line.strip()]
+            except OSError:
+                pass
+        return out
 
 
 def wait_until(what, pred, timeout, interval=1.0):
@@ -222,17 +332,17 @@ def run_one(a, n):
         ctl_pid = c.controller.p.pid
         time.sleep(1)
         rss0 = proc_status(ctl_pid, "VmRSS")
-        out = os.path.join(c.dir, "fleetsim-nodes.jsonl")
         argv = [os.path.join(a.build, "bin", "edgesync-fleetsim"),
                 "--port", str(c.port), "--ca-cert", os.path.join(c.dev, "ca.crt"),
                 "--ca-key", os.path.join(c.dev, "ca.key"),
                 "--cert-dir", os.path.join(a.cache, "nodes"),
-                "--nodes", str(n), "--interval", str(a.interval),
-                "--ramp", str(a.ramp), "--duration", "7200", "--nodes-out", out,
+                "--interval", str(a.interval), "--duration", "7200",
                 "--protocol", str(a.protocol)]
-        sim = Sim(argv, os.path.join(c.dir, "fleetsim.log"))
-        certs = sim.first("certs", timeout=3600)
-        fig["certsIssued"] = certs["issued"]
+        procs = sim_procs(a, n)
+        fig["simProcs"] = procs
+        sim = Fleet(argv, n, procs, a.ramp, c.dir,
+                    os.path.join(c.dir, "fleetsim-nodes.jsonl"))
+        fig["certsIssued"] = sum(m["issued"] for m in sim.first("certs", timeout=3600))
         t_connect = n / a.ramp * 3 + 120
         s = wait_until("all connected", lambda: (lambda m: m if m["ready"] == n else None)(
             sim.summary()), t_connect, 2)
@@ -311,6 +421,7 @@ def run_one(a, n):
             back["allBackSeconds"] = mk["lastWelcomeSeconds"] if k["ready"] >= ready else None
             span = mk["lastWelcomeSeconds"] - mk["firstWelcomeSeconds"]
             back["arrivalsPerSecond"] = round(mk["welcomes"] / span, 1) if span > 0 else None
+        back["loadavg"] = list(os.getloadavg())
         fig["restart"] = back
         try:
             fig["restartHandshakes"] = {
@@ -330,6 +441,12 @@ def run_one(a, n):
     return fig
 
 
+def sim_procs(a, n):
+    """Simulator processes for n nodes: --procs, else enough that each
+    holds at most PER_PROC."""
+    return max(1, min(n, a.procs or -(-n // PER_PROC)))
+
+
 def fmt_dist(d):
     if not d or not d.get("n"):
         return "-"
@@ -342,7 +459,8 @@ def report(fig):
     la = " ".join(f"{x:.1f}" for x in fig.get("loadavgSteady") or fig.get("loadavg", []))
     hs = fig.get("restartHandshakes") or {}
     lines = [
-        f"N = {fig['nodes']}, protocol {fig.get('protocol')}  (simulator and controller share"
+        f"N = {fig['nodes']}, protocol {fig.get('protocol')}, {fig.get('simProcs')} simulator"
+        f" process(es)  (simulator and controller share"
         f" this {os.cpu_count()}-core machine; load average at steady state {la})",
         f"  connect all: {fig.get('connectAllSeconds')} s  (dial->welcome {fmt_dist(fig.get('connectMs'))})",
         f"  steady state: controller RSS {st.get('rssKiB', 0) / 1024:.0f} MiB, "
@@ -353,7 +471,8 @@ def report(fig):
         f" {fig.get('fanoutNodes')} nodes got it)",
         f"  SIGKILL + restart: all back after {rs.get('allBackSeconds')} s, "
         f"{rs.get('arrivalsPerSecond')} arrivals/s ({rs.get('welcomes')} welcomes;"
-        f" TLS handshakes after the restart: {hs.get('true')} resumed, {hs.get('false')} full)",
+        f" TLS handshakes after the restart: {hs.get('true')} resumed, {hs.get('false')} full;"
+        f" load average then {' '.join(f'{x:.1f}' for x in rs.get('loadavg', []))})",
         f"  wire (socket bytes): up {st.get('upBytesPerNodePerSecond')} B/s, "
         f"down {st.get('downBytesPerNodePerSecond')} B/s per node",
     ]
@@ -371,6 +490,8 @@ def main():
                     help="seconds between a node's reports, version 1 (the agent's"
                     " default); version 2: the settling time is 1.5 times it")
     ap.add_argument("--ramp", type=float, default=500.0, help="first dials per second")
+    ap.add_argument("--procs", type=int, default=0,
+                    help=f"simulator processes [enough for at most {PER_PROC} nodes each]")
     ap.add_argument("--window", type=float, default=60.0,
                     help="seconds of steady state measured")
     ap.add_argument("--fanout-timeout", type=float, default=120.0)

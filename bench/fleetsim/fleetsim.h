@@ -51,7 +51,11 @@ typedef struct fsim_node {
 	int64_t next_dial_ms;    /* FS_IDLE: when to dial; 0 = not yet allowed */
 	int64_t dial_ms;         /* when the current dial started */
 	int64_t up_ms;           /* when the current session got its welcome */
+	int64_t est_ms;          /* when its WebSocket was established, 0: not */
 	int attempt;             /* consecutive failed dials (backoff) */
+	int64_t retry_after_ms;  /* Overloaded: come back after this, 0: none */
+	int session_acked;       /* a report of this session was acknowledged */
+	int url;                 /* index of the controller it dials (o.urls) */
 	int welcomes;
 	/* reports */
 	int64_t next_seq;        /* seq of the next report to create */
@@ -79,9 +83,21 @@ typedef struct fsim_node {
 	int64_t rv_pending;      /* a split full list's version, until its last part */
 } fsim_node;
 
+/* One controller: its agent listener. */
+typedef struct fsim_url {
+	char host[256];          /* address, e.g. 127.0.0.1 */
+	int port;
+} fsim_url;
+
+#define FSIM_MAX_URLS 16
+
 typedef struct fsim_opts {
 	const char *url_host;    /* controller address, e.g. 127.0.0.1 */
 	int port;
+	fsim_url urls[FSIM_MAX_URLS]; /* --controller, in order; else host:port */
+	int nurls;
+	int first;               /* index of the first node (names, certificates) */
+	int samples;             /* summaries carry every sample (--samples) */
 	const char *server_name; /* host name checked against its certificate */
 	const char *ca_cert;     /* CA certificate file (verifies the controller, signs nodes) */
 	const char *ca_key;      /* CA key file (signs node certificates) */
