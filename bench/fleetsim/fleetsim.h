@@ -35,8 +35,18 @@ typedef struct fsim_out {
 	struct fsim_out *next;
 	size_t len;             /* bytes of the message */
 	int report;             /* 1: the state report in flight, 2: an event */
+	int64_t seq;            /* a report's seq */
 	unsigned char *buf;     /* LWS_PRE bytes, then the message */
 } fsim_out;
+
+/* A report written to a session (--nodes-out lists them). */
+typedef struct fsim_wrote {
+	int64_t seq;
+	int session;             /* the node's welcomes count when written */
+	int acked;               /* an ack of that same session covered it */
+} fsim_wrote;
+
+#define FSIM_WROTE_MAX 4096  /* per node; more are counted, not listed */
 
 typedef struct fsim_node {
 	struct fsim *sim;
@@ -81,6 +91,10 @@ typedef struct fsim_node {
 	/* desired state */
 	int64_t rv;              /* resourceVersion held */
 	int64_t rv_pending;      /* a split full list's version, until its last part */
+	/* every report written, for the check that none acknowledged is lost */
+	fsim_wrote *wrote;
+	int nwrote, capwrote;
+	int64_t wrote_dropped;   /* written past FSIM_WROTE_MAX */
 } fsim_node;
 
 /* One controller: its agent listener. */

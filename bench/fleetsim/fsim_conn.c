@@ -146,6 +146,7 @@ static void send_state(fsim *s, fsim_node *n, long rec)
 			n->state_seq, n->name);
 	if (msg_queue(n, &b, 1) != 0)
 		return;
+	n->qtail->seq = n->next_seq;
 	n->unacked_seq = n->next_seq++;
 	n->unacked_sent_ms = 0;
 	n->need_snapshot = 0;
@@ -163,6 +164,7 @@ static void resend_state(fsim *s, fsim_node *n)
 	fsim_msg_report(&b, &s->replay.snapshot, n->unacked_seq, "snapshot", 0, n->name);
 	if (msg_queue(n, &b, 1) != 0)
 		return;
+	n->qtail->seq = n->unacked_seq;
 	n->unacked_sent_ms = 0;
 	n->need_snapshot = 0;
 	s->st.reports_sent++;
@@ -206,6 +208,7 @@ static void send_rec(fsim *s, fsim_node *n, int64_t now)
 		msg_begin(&b);
 		fsim_msg_report(&b, &s->replay.recs[i].body, n->next_seq, "event", 0, n->name);
 		if (msg_queue(n, &b, 2) == 0) {
+			n->qtail->seq = n->next_seq;
 			n->ev_seq = n->next_seq++;
 			s->st.reports_sent++;
 			s->st.events_sent++;
@@ -276,6 +279,10 @@ static void on_ack(fsim *s, fsim_node *n, int64_t seq)
 		fsim_samples_add(&s->st.ack, fsim_now_msf() - n->ev_sent_ms);
 		n->ev_sent_ms = 0;
 	}
+	/* the reports this session wrote up to seq are stored */
+	for (int i = n->nwrote - 1; i >= 0 && n->wrote[i].session == n->welcomes; i--)
+		if (n->wrote[i].seq <= seq)
+			n->wrote[i].acked = 1;
 	if (!n->unacked_seq || seq < n->unacked_seq)
 		return;
 	if (n->unacked_sent_ms > 0)
@@ -475,6 +482,27 @@ static void dial(fsim *s, fsim_node *n, int64_t now)
 		n->wsi = w;
 }
 
+/* Records that report seq went out on the node's session (a resend of a
+ * seq under the same session is one entry). */
+static void note_written(fsim_node *n, int64_t seq)
+{
+	if (n->nwrote && n->wrote[n->nwrote - 1].seq == seq &&
+	    n->wrote[n->nwrote - 1].session == n->welcomes)
+		return;
+	if (n->nwrote == n->capwrote) {
+		int cap = n->capwrote ? n->capwrote * 2 : 16;
+		fsim_wrote *w;
+
+		if (cap > FSIM_WROTE_MAX || !(w = realloc(n->wrote, (size_t)cap * sizeof(*w)))) {
+			n->wrote_dropped++;
+			return;
+		}
+		n->wrote = w;
+		n->capwrote = cap;
+	}
+	n->wrote[n->nwrote++] = (fsim_wrote){ seq, n->welcomes, 0 };
+}
+
 static int on_writeable(fsim *s, fsim_node *n, struct lws *wsi)
 {
 	fsim_out *o = n->qhead;
@@ -493,6 +521,8 @@ static int on_writeable(fsim *s, fsim_node *n, struct lws *wsi)
 	}
 	s->st.msgs_tx++;
 	s->st.ws_tx_bytes += (int64_t)o->len;
+	if (o->report)
+		note_written(n, o->seq);
 	if (o->report == 1)
 		n->unacked_sent_ms = fsim_now_msf();
 	else if (o->report == 2)
@@ -639,5 +669,6 @@ void fsim_conn_free(fsim *s)
 	for (int i = 0; s->nodes && i < s->o.nodes; i++) {
 		queue_clear(&s->nodes[i]);
 		es_ws_rx_free(&s->nodes[i].rx);
+		free(s->nodes[i].wrote);
 	}
 }

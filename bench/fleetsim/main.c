@@ -78,7 +78,9 @@ static const char usage[] =
 	"  --interval S         version 1: seconds between state reports [10]\n"
 	"  --jitter F           report interval jitter, fraction of it (0..1) [0.1]\n"
 	"  --ramp R             first connections per second [200]\n"
-	"  --nodes-out FILE     at exit, one JSON line per node (seq, acks, rv)\n"
+	"  --nodes-out FILE     at exit, one JSON line per node (seq, acks, rv, the\n"
+	"                       reports written: ackedSeqs, acknowledged on the\n"
+	"                       session that wrote them, and unackedSeqs)\n"
 	"  --certs-only         issue the missing node certificates, then exit\n"
 	"\n"
 	"Raises its open-file limit to the hard limit; needs --nodes + 64\n"
@@ -285,10 +287,23 @@ static void write_nodes(fsim *s)
 
 		fprintf(f, "{\"node\":\"%s\",\"streamId\":\"%s\",\"ready\":%s,"
 			"\"welcomes\":%d,\"nextSeq\":%lld,\"ackedSeq\":%lld,"
-			"\"unackedSeq\":%lld,\"resourceVersion\":%lld}\n", n->name,
+			"\"unackedSeq\":%lld,\"resourceVersion\":%lld,", n->name,
 			n->stream_id, n->state == FS_READY ? "true" : "false", n->welcomes,
 			(long long)n->next_seq, (long long)n->acked_seq,
 			(long long)n->unacked_seq, (long long)n->rv);
+		/* the reports written, by whether an ack of their session
+		 * covered them */
+		for (int a = 1; a >= 0; a--) {
+			int k = 0;
+
+			fprintf(f, "\"%s\":[", a ? "ackedSeqs" : "unackedSeqs");
+			for (int j = 0; j < n->nwrote; j++)
+				if (n->wrote[j].acked == a)
+					fprintf(f, k++ ? ",%lld" : "%lld",
+						(long long)n->wrote[j].seq);
+			fputs("],", f);
+		}
+		fprintf(f, "\"writtenNotListed\":%lld}\n", (long long)n->wrote_dropped);
 	}
 	fclose(f);
 }
