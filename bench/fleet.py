@@ -34,6 +34,28 @@ prints:
   bytes_received of each connection: TLS records with WebSocket frames,
   without TCP/IP headers).
 
+With --controllers C (above 1) it measures several controllers sharing
+etcd instead: it starts an etcd cluster of --etcd-members members on
+loopback (a static cluster, plain http, temporary data directories,
+periodic auto-compaction every 5 minutes), C controllers with store =
+etcd (the first in --dev mode, the others with its certificates, one
+CA; each given every etcd member, starting at a different one), and the
+fleet with every controller's URL (node i starting at controller i mod
+C; as the agent, each redial goes to the next), and prints: time to
+connect all and the sessions per controller; reports stored per second
+and report->ack; etcd's work per stored report over the window (the
+growth of etcd_server_proposals_committed_total and of the
+etcd_debugging_mvcc_* counters at the member where they grew most,
+divided by the reports acknowledged); the fan-out of one apply made on
+the first controller to every node and the time until every desiredAck
+is stored (in the controllers' databases together); after a SIGKILL of
+the last controller, the time until as many sessions as it held got
+their welcome again from the others, and then, three intervals later,
+every report the simulator saw acknowledged on the session that wrote it
+looked up in the controllers' databases (read-only; report-bytes-kept =
+0 so none is pruned): how many are in none (lost) and how many are
+stored by two controllers (node, stream and seq in two databases).
+
 The simulated nodes are split over several simulator processes (--procs;
 by default enough that each holds at most 2 500), their figures merged:
 counters summed, percentiles over the union of their samples.
@@ -46,7 +68,8 @@ Bounded: every phase has a timeout, and every process it started is
 stopped at the end.
 
 Usage: bench/fleet.py [--build DIR] [--nodes 1000,10000] [--procs K] [--protocol 1|2]
-       [--interval S] [--ramp R] [--window S] [--controller-arg ARG]...
+       [--interval S] [--ramp R] [--window S] [--connect-timeout S]
+       [--controllers C [--etcd-members M]] [--controller-arg ARG]...
        [--json FILE] [--keep]
 """
 
