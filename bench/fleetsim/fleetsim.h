@@ -1,8 +1,9 @@
 /*
  * fleetsim.h - the fleet simulator's shared state: one process holding N
- * simulated agents, each a mutual-TLS WebSocket connection to a controller
- * with its own certificate, speaking protocol version 1 or 2
- * (proto/PROTOCOL.md).
+ * simulated agents (nodes --first .. --first + N - 1 of a fleet that
+ * several processes may share), each a mutual-TLS WebSocket connection to
+ * one of a list of controllers with its own certificate, speaking protocol
+ * version 1 or 2 (proto/PROTOCOL.md).
  *
  * Parts: main.c (flags, the loop, signals), fsim_conn.c (connections and
  * the protocol state machine), fsim_certs.c (per-node certificates and
