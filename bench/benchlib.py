@@ -10,6 +10,7 @@ or fails.
 import argparse
 import http.client
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -204,3 +205,66 @@ def fault_args(ap):
     if args.keep:
         os.environ["ES_KEEP_TMP"] = "1"
     return args
+
+
+# -- an etcd cluster of the benchmark's own (bench/fleet.py --etcd-members) --
+
+class EtcdCluster:
+    """members etcd members on loopback, a static cluster (each its own
+    temporary data directory under dir, free ports, plain http: the
+    benchmark measures the store's work, not etcd's TLS), with periodic
+    auto-compaction. endpoints() are the client URLs; metrics(i) the
+    Prometheus text of member i's /metrics (served at its client URL).
+    Uses the etcd binary of Debian's etcd-server; stop() stops every
+    member."""
+
+    def __init__(self, dir, members, compaction="5m"):
+        self.dir = dir
+        self.etcd = shutil.which("etcd") or "/usr/bin/etcd"
+        if not os.access(self.etcd, os.X_OK):
+            raise RuntimeError("etcd is not installed (Debian package etcd-server)")
+        self.client = [harness.free_port() for _ in range(members)]
+        self.peer = [harness.free_port() for _ in range(members)]
+        cluster = ",".join(f"m{i}=http://127.0.0.1:{p}" for i, p in enumerate(self.peer))
+        self.procs = []
+        for i in range(members):
+            url = f"http://127.0.0.1:{self.client[i]}"
+            peer = f"http://127.0.0.1:{self.peer[i]}"
+            argv = [self.etcd, "--name", f"m{i}",
+                    "--data-dir", os.path.join(dir, f"etcd-m{i}"),
+                    "--listen-client-urls", url, "--advertise-client-urls", url,
+                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                    "--initial-cluster", cluster, "--initial-cluster-state", "new",
+                    "--initial-cluster-token", "edgesync-fleet-bench",
+                    "--auto-compaction-mode", "periodic",
+                    "--auto-compaction-retention", compaction,
+                    "--log-level", "warn"]
+            self.procs.append(harness.Proc(f"etcd-m{i}", argv,
+                                           os.path.join(dir, f"etcd-m{i}.log")))
+        harness.wait_for("every etcd member healthy",
+                         lambda: all(self._healthy(i) for i in range(members)), timeout=60)
+
+    def endpoints(self):
+        return [f"http://127.0.0.1:{p}" for p in self.client]
+
+    def _healthy(self, i):
+        if not self.procs[i].alive():
+            raise RuntimeError(f"etcd member {i} exited:\n" + self.procs[i].output()[-3000:])
+        st, body = http_get(self.client[i], "/health")
+        return st == 200 and '"true"' in body
+
+    def metrics(self, i):
+        """{sample: value} of member i's /metrics."""
+        return parse_metrics(http_get(self.client[i], "/metrics")[1])
+
+    def stop(self):
+        for p in self.procs:
+            if p.alive():
+                p.p.terminate()
+        for p in self.procs:
+            try:
+                p.p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.p.kill()
+                p.p.wait()
+            p.log.close()

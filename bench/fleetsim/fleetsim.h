@@ -1,8 +1,9 @@
 /*
  * fleetsim.h - the fleet simulator's shared state: one process holding N
- * simulated agents, each a mutual-TLS WebSocket connection to a controller
- * with its own certificate, speaking protocol version 1 or 2
- * (proto/PROTOCOL.md).
+ * simulated agents (nodes --first .. --first + N - 1 of a fleet that
+ * several processes may share), each a mutual-TLS WebSocket connection to
+ * one of a list of controllers with its own certificate, speaking protocol
+ * version 1 or 2 (proto/PROTOCOL.md).
  *
  * Parts: main.c (flags, the loop, signals), fsim_conn.c (connections and
  * the protocol state machine), fsim_certs.c (per-node certificates and
@@ -35,8 +36,18 @@ typedef struct fsim_out {
 	struct fsim_out *next;
 	size_t len;             /* bytes of the message */
 	int report;             /* 1: the state report in flight, 2: an event */
+	int64_t seq;            /* a report's seq */
 	unsigned char *buf;     /* LWS_PRE bytes, then the message */
 } fsim_out;
+
+/* A report written to a session (--nodes-out lists them). */
+typedef struct fsim_wrote {
+	int64_t seq;
+	int session;             /* the node's welcomes count when written */
+	int acked;               /* an ack of that same session covered it */
+} fsim_wrote;
+
+#define FSIM_WROTE_MAX 4096  /* per node; more are counted, not listed */
 
 typedef struct fsim_node {
 	struct fsim *sim;
@@ -51,7 +62,11 @@ typedef struct fsim_node {
 	int64_t next_dial_ms;    /* FS_IDLE: when to dial; 0 = not yet allowed */
 	int64_t dial_ms;         /* when the current dial started */
 	int64_t up_ms;           /* when the current session got its welcome */
+	int64_t est_ms;          /* when its WebSocket was established, 0: not */
 	int attempt;             /* consecutive failed dials (backoff) */
+	int64_t retry_after_ms;  /* Overloaded: come back after this, 0: none */
+	int session_acked;       /* a report of this session was acknowledged */
+	int url;                 /* index of the controller it dials (o.urls) */
 	int welcomes;
 	/* reports */
 	int64_t next_seq;        /* seq of the next report to create */
@@ -77,11 +92,27 @@ typedef struct fsim_node {
 	/* desired state */
 	int64_t rv;              /* resourceVersion held */
 	int64_t rv_pending;      /* a split full list's version, until its last part */
+	/* every report written, for the check that none acknowledged is lost */
+	fsim_wrote *wrote;
+	int nwrote, capwrote;
+	int64_t wrote_dropped;   /* written past FSIM_WROTE_MAX */
 } fsim_node;
+
+/* One controller: its agent listener. */
+typedef struct fsim_url {
+	char host[256];          /* address, e.g. 127.0.0.1 */
+	int port;
+} fsim_url;
+
+#define FSIM_MAX_URLS 16
 
 typedef struct fsim_opts {
 	const char *url_host;    /* controller address, e.g. 127.0.0.1 */
 	int port;
+	fsim_url urls[FSIM_MAX_URLS]; /* --controller, in order; else host:port */
+	int nurls;
+	int first;               /* index of the first node (names, certificates) */
+	int samples;             /* summaries carry every sample (--samples) */
 	const char *server_name; /* host name checked against its certificate */
 	const char *ca_cert;     /* CA certificate file (verifies the controller, signs nodes) */
 	const char *ca_key;      /* CA key file (signs node certificates) */

@@ -128,7 +128,7 @@ static es_err ensure_node(const char *dir, const char *name, const char *td,
 }
 
 es_err fsim_certs_ensure(const char *cache_dir, const char *ca_crt, const char *ca_key,
-			 const char *trust_domain, const char *prefix, int n,
+			 const char *trust_domain, const char *prefix, int first, int n,
 			 char *dir_out, size_t dirsz, int *issued, char *err,
 			 size_t errsz)
 {
@@ -143,7 +143,7 @@ es_err fsim_certs_ensure(const char *cache_dir, const char *ca_crt, const char *
 	if ((rc = ca_dir(cache_dir, ca_pem, dir_out, dirsz, err, errsz)) != ES_OK)
 		goto cleanup;
 	for (int i = 0; i < n; i++) {
-		fsim_node_name(prefix, i, name, sizeof(name));
+		fsim_node_name(prefix, first + i, name, sizeof(name));
 		rc = ensure_node(dir_out, name, trust_domain, ca_pem, key_pem, &made, err,
 				 errsz);
 		if (rc != ES_OK)

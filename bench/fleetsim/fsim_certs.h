@@ -16,7 +16,7 @@ void fsim_node_name(const char *prefix, int idx, char *out, size_t outsz);
 
 /*
  * Makes sure cache_dir/<CA>/<name>.crt and .key exist for the nodes
- * 0..n-1, where <CA> is the first 16 hex digits of the SHA-256 of the CA
+ * first..first+n-1, where <CA> is the first 16 hex digits of the SHA-256 of the CA
  * certificate file (a new CA gets new certificates; old ones stay). Issues
  * the missing ones with the CA at ca_crt/ca_key (PEM files), valid for 10
  * years, clientAuth. Sets dir_out to the certificate directory and
@@ -27,7 +27,7 @@ void fsim_node_name(const char *prefix, int idx, char *out, size_t outsz);
  * es_pki_issue.
  */
 es_err fsim_certs_ensure(const char *cache_dir, const char *ca_crt, const char *ca_key,
-			 const char *trust_domain, const char *prefix, int n,
+			 const char *trust_domain, const char *prefix, int first, int n,
 			 char *dir_out, size_t dirsz, int *issued, char *err,
 			 size_t errsz);
 

@@ -18,8 +18,13 @@
 #include "fleetsim.h"
 #include "fsim_certs.h"
 
-/* The agent's redial backoff (PROTOCOL.md "Errors"): full jitter, base 1 s,
- * cap 60 s, reset by a session that stayed up 60 s. */
+/* The agent's redial backoff (PROTOCOL.md "Errors", agent/sync/backoff.c):
+ * the n-th consecutive failure waits a uniformly random time in
+ * [0, min(cap, base * 2^n)], base 1 s, cap 60 s; n is reset by a session
+ * that stayed up 60 s or got its welcome and an acknowledged report. A
+ * come-back-later (Overloaded, retryAfterSeconds R) waits a uniformly
+ * random time in [R, 2R] instead and n does not grow. Every redial goes
+ * to the next controller of the list. */
 #define BACKOFF_BASE_MS 1000
 #define BACKOFF_CAP_MS 60000
 #define BACKOFF_RESET_MS 60000
@@ -141,6 +146,7 @@ static void send_state(fsim *s, fsim_node *n, long rec)
 			n->state_seq, n->name);
 	if (msg_queue(n, &b, 1) != 0)
 		return;
+	n->qtail->seq = n->next_seq;
 	n->unacked_seq = n->next_seq++;
 	n->unacked_sent_ms = 0;
 	n->need_snapshot = 0;
@@ -158,6 +164,7 @@ static void resend_state(fsim *s, fsim_node *n)
 	fsim_msg_report(&b, &s->replay.snapshot, n->unacked_seq, "snapshot", 0, n->name);
 	if (msg_queue(n, &b, 1) != 0)
 		return;
+	n->qtail->seq = n->unacked_seq;
 	n->unacked_sent_ms = 0;
 	n->need_snapshot = 0;
 	s->st.reports_sent++;
@@ -201,6 +208,7 @@ static void send_rec(fsim *s, fsim_node *n, int64_t now)
 		msg_begin(&b);
 		fsim_msg_report(&b, &s->replay.recs[i].body, n->next_seq, "event", 0, n->name);
 		if (msg_queue(n, &b, 2) == 0) {
+			n->qtail->seq = n->next_seq;
 			n->ev_seq = n->next_seq++;
 			s->st.reports_sent++;
 			s->st.events_sent++;
@@ -255,6 +263,8 @@ static void on_welcome(fsim *s, fsim_node *n, const fsim_in *m, int64_t now)
 static void on_ack(fsim *s, fsim_node *n, int64_t seq)
 {
 	/* an ack covers every report up to seq; the numbers are consecutive */
+	if (!n->session_acked)
+		n->attempt = 0;
 	if (seq > n->acked_seq) {
 		int64_t newly = (seq < n->next_seq ? seq : n->next_seq - 1) - n->acked_seq;
 
@@ -264,10 +274,15 @@ static void on_ack(fsim *s, fsim_node *n, int64_t seq)
 		}
 		n->acked_seq = seq;
 	}
+	n->session_acked = 1; /* the agent: this session worked (backoff reset) */
 	if (n->ev_sent_ms > 0 && seq >= n->ev_seq) {
 		fsim_samples_add(&s->st.ack, fsim_now_msf() - n->ev_sent_ms);
 		n->ev_sent_ms = 0;
 	}
+	/* the reports this session wrote up to seq are stored */
+	for (int i = n->nwrote - 1; i >= 0 && n->wrote[i].session == n->welcomes; i--)
+		if (n->wrote[i].seq <= seq)
+			n->wrote[i].acked = 1;
 	if (!n->unacked_seq || seq < n->unacked_seq)
 		return;
 	if (n->unacked_sent_ms > 0)
@@ -336,6 +351,16 @@ static void on_message(fsim *s, fsim_node *n, const char *text, size_t len)
 		break;
 	case FSIM_IN_ERROR:
 		s->st.errors_rx++;
+		if (strcmp(m.code, "Overloaded") == 0) {
+			/* as the agent: 1 s when absent or out of range */
+			int64_t r = m.retry_after_s;
+
+			if (r < 1 || r > ES_PROTO_RETRY_AFTER_MAX_S)
+				r = 1;
+			n->retry_after_ms = r * 1000;
+			s->st.overloaded_rx++;
+			break;
+		}
 		if (s->st.errors_rx <= 20)
 			fprintf(stderr, "fleetsim: %s: controller error %s\n", n->name, m.text);
 		break;
@@ -357,11 +382,13 @@ static void conn_down(fsim *s, fsim_node *n, int64_t now)
 	if (n->state == FS_READY) {
 		s->ready--;
 		s->st.disconnects++;
-		if (now - n->up_ms >= BACKOFF_RESET_MS)
-			n->attempt = 0;
 	} else {
 		s->st.dial_failures++;
 	}
+	if (n->est_ms && now - n->est_ms >= BACKOFF_RESET_MS)
+		n->attempt = 0;
+	n->est_ms = 0;
+	n->session_acked = 0;
 	n->state = FS_IDLE;
 	n->wsi = NULL;
 	queue_clear(n);
@@ -373,11 +400,20 @@ static void conn_down(fsim *s, fsim_node *n, int64_t now)
 	n->pending_rec = -1;
 	if (s->stopping)
 		return;
-	bound = BACKOFF_BASE_MS * (double)(1LL << (n->attempt < 16 ? n->attempt : 16));
+	n->url = (n->url + 1) % s->o.nurls;
+	if (n->retry_after_ms > 0) {
+		int64_t r = n->retry_after_ms;
+
+		n->retry_after_ms = 0;
+		n->next_dial_ms = now + r + (int64_t)((double)(r + 1) * rnd01());
+		return;
+	}
+	if (n->attempt < 16)
+		n->attempt++;
+	bound = BACKOFF_BASE_MS * (double)(1LL << n->attempt);
 	if (bound > BACKOFF_CAP_MS)
 		bound = BACKOFF_CAP_MS;
-	n->attempt++;
-	n->next_dial_ms = now + 1 + (int64_t)(bound * rnd01());
+	n->next_dial_ms = now + 1 + (int64_t)((bound + 1) * rnd01());
 }
 
 static struct lws_vhost *node_vhost(fsim *s, fsim_node *n)
@@ -419,8 +455,8 @@ static void dial(fsim *s, fsim_node *n, int64_t now)
 	memset(&i, 0, sizeof(i));
 	i.context = s->ctx;
 	i.vhost = n->vh;
-	i.address = s->o.url_host;
-	i.port = s->o.port;
+	i.address = s->o.urls[n->url].host;
+	i.port = s->o.urls[n->url].port;
 	i.path = ES_PROTO_PATH;
 	i.host = s->o.server_name;
 	i.origin = s->o.server_name;
@@ -429,7 +465,7 @@ static void dial(fsim *s, fsim_node *n, int64_t now)
 	i.local_protocol_name = ES_PROTO_SUBPROTOCOL;
 	i.ietf_version_or_minus_one = -1;
 	i.opaque_user_data = n;
-	if (s->o.nodes > CONNS_PER_SOURCE && strncmp(s->o.url_host, "127.", 4) == 0) {
+	if (s->o.nodes > CONNS_PER_SOURCE && strncmp(i.address, "127.", 4) == 0) {
 		snprintf(src, sizeof(src), "127.0.%d.%d", 1 + n->idx / CONNS_PER_SOURCE / 250,
 			 1 + (n->idx / CONNS_PER_SOURCE) % 250);
 		i.iface = src;
@@ -444,6 +480,27 @@ static void dial(fsim *s, fsim_node *n, int64_t now)
 		conn_down(s, n, now);
 	else if (n->state == FS_DIALING)
 		n->wsi = w;
+}
+
+/* Records that report seq went out on the node's session (a resend of a
+ * seq under the same session is one entry). */
+static void note_written(fsim_node *n, int64_t seq)
+{
+	if (n->nwrote && n->wrote[n->nwrote - 1].seq == seq &&
+	    n->wrote[n->nwrote - 1].session == n->welcomes)
+		return;
+	if (n->nwrote == n->capwrote) {
+		int cap = n->capwrote ? n->capwrote * 2 : 16;
+		fsim_wrote *w;
+
+		if (cap > FSIM_WROTE_MAX || !(w = realloc(n->wrote, (size_t)cap * sizeof(*w)))) {
+			n->wrote_dropped++;
+			return;
+		}
+		n->wrote = w;
+		n->capwrote = cap;
+	}
+	n->wrote[n->nwrote++] = (fsim_wrote){ seq, n->welcomes, 0 };
 }
 
 static int on_writeable(fsim *s, fsim_node *n, struct lws *wsi)
@@ -464,6 +521,8 @@ static int on_writeable(fsim *s, fsim_node *n, struct lws *wsi)
 	}
 	s->st.msgs_tx++;
 	s->st.ws_tx_bytes += (int64_t)o->len;
+	if (o->report)
+		note_written(n, o->seq);
 	if (o->report == 1)
 		n->unacked_sent_ms = fsim_now_msf();
 	else if (o->report == 2)
@@ -503,6 +562,7 @@ static int sim_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		break;
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		n->state = FS_HELLO;
+		n->est_ms = now;
 		n->last_rx_ms = now;
 		msg_begin(&b);
 		if (s->o.protocol == 2)
@@ -609,5 +669,6 @@ void fsim_conn_free(fsim *s)
 	for (int i = 0; s->nodes && i < s->o.nodes; i++) {
 		queue_clear(&s->nodes[i]);
 		es_ws_rx_free(&s->nodes[i].rx);
+		free(s->nodes[i].wrote);
 	}
 }

@@ -389,6 +389,11 @@ es_err fsim_msg_parse(const char *text, size_t len, fsim_in *out, char *err,
 		snprintf(out->text, sizeof(out->text), "%s: %s",
 			 (s = get_str(m, "code")) ? s : "?",
 			 get_str(m, "message") ? get_str(m, "message") : "");
+		snprintf(out->code, sizeof(out->code), "%s",
+			 (s = get_str(m, "code")) ? s : "");
+		if (!get_int(m, "retryAfterSeconds", &out->retry_after_s) ||
+		    out->retry_after_s < 0)
+			out->retry_after_s = 0;
 		break;
 	default:
 		break;

@@ -103,6 +103,8 @@ typedef struct fsim_in {
 	int full, more;         /* desired.full, desired.more */
 	char time[40];          /* ping.time */
 	char text[160];         /* error: "code: message" */
+	char code[40];          /* error.code ("" when absent) */
+	int64_t retry_after_s;  /* error.retryAfterSeconds (0: absent) */
 } fsim_in;
 
 /*

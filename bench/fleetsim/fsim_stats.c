@@ -94,14 +94,24 @@ static double secs(int64_t from, int64_t to)
 	return (double)(to - from) / 1000.0;
 }
 
+/* Prints "key":[v,...] of s (sorted by print_dist before). */
+static void print_all(FILE *f, const char *key, const fsim_samples *s)
+{
+	fprintf(f, "\"%s\":[", key);
+	for (size_t i = 0; i < s->n; i++)
+		fprintf(f, i ? ",%.2f" : "%.2f", s->v[i]);
+	fputc(']', f);
+}
+
 void fsim_stats_print(fsim_stats *st, FILE *f, const char *why, const fsim_gauges *g,
-		      int64_t now)
+		      int64_t now, int samples)
 {
 	fprintf(f, "{\"type\":\"summary\",\"why\":\"%s\",\"t\":%.3f,\"nodes\":%d,"
 		"\"ready\":%d,\"dials\":%lld,\"dialFailures\":%lld,\"welcomes\":%lld,"
 		"\"reconnects\":%lld,\"disconnects\":%lld,\"reportsSent\":%lld,"
 		"\"snapshotsSent\":%lld,\"reportsAcked\":%lld,\"resyncs\":%lld,"
 		"\"desiredReceived\":%lld,\"desiredAcks\":%lld,\"errorsReceived\":%lld,"
+		"\"overloadedReceived\":%lld,"
 		"\"eventsSent\":%lld,\"sessionsV2\":%lld,\"sessionsDeflate\":%lld,",
 		why, secs(st->start_ms, now), g->nodes, g->ready, (long long)st->dials,
 		(long long)st->dial_failures, (long long)st->welcomes,
@@ -109,7 +119,8 @@ void fsim_stats_print(fsim_stats *st, FILE *f, const char *why, const fsim_gauge
 		(long long)st->reports_sent, (long long)st->snapshots_sent,
 		(long long)st->reports_acked, (long long)st->resyncs,
 		(long long)st->desired_rx, (long long)st->desired_acks,
-		(long long)st->errors_rx, (long long)st->events_sent,
+		(long long)st->errors_rx, (long long)st->overloaded_rx,
+		(long long)st->events_sent,
 		(long long)st->sessions_v2, (long long)st->sessions_deflate);
 	if (st->all_ready_ms >= 0)
 		fprintf(f, "\"connectAllSeconds\":%.3f,", secs(st->start_ms, st->all_ready_ms));
@@ -135,11 +146,25 @@ void fsim_stats_print(fsim_stats *st, FILE *f, const char *why, const fsim_gauge
 	}
 	fprintf(f, ",\"bytes\":{\"wsTx\":%lld,\"wsRx\":%lld,\"msgsTx\":%lld,\"msgsRx\":%lld,"
 		"\"tcpTxOpen\":%lld,\"tcpRxOpen\":%lld,\"tcpTxClosed\":%lld,"
-		"\"tcpRxClosed\":%lld}}\n",
+		"\"tcpRxClosed\":%lld}",
 		(long long)st->ws_tx_bytes, (long long)st->ws_rx_bytes,
 		(long long)st->msgs_tx, (long long)st->msgs_rx, (long long)g->tcp_tx,
 		(long long)g->tcp_rx, (long long)g->tcp_tx_closed,
 		(long long)g->tcp_rx_closed);
+	if (samples) {
+		/* each sorted by print_dist above (fan-out: when a marker is set) */
+		fputs(",\"samples\":{", f);
+		print_all(f, "connectMs", &st->connect);
+		fputc(',', f);
+		print_all(f, "ackMs", &st->ack);
+		fputc(',', f);
+		if (st->marker_ms >= 0)
+			print_all(f, "fanoutMs", &st->fanout);
+		else
+			fputs("\"fanoutMs\":[]", f);
+		fputc('}', f);
+	}
+	fputs("}\n", f);
 	fflush(f);
 	st->window_ms = now;
 	st->ack.n = 0;

@@ -25,6 +25,7 @@ typedef struct fsim_stats {
 	int64_t events_sent;     /* event reports (version 2) */
 	int64_t sessions_v2, sessions_deflate; /* welcomes of version 2, with deflate */
 	int64_t desired_rx, desired_acks, errors_rx;
+	int64_t overloaded_rx;   /* Overloaded errors (come back later) */
 	int64_t ws_tx_bytes, ws_rx_bytes, msgs_tx, msgs_rx;
 	int64_t all_ready_ms;    /* first time every node was ready, -1: not yet */
 	/* the current window (reset by each summary) */
@@ -68,10 +69,13 @@ void fsim_stats_welcome(fsim_stats *st, int64_t now);
  * "ackMs" {n,p50,p99,max}}, "marker" {secondsAgo, fanoutMs {n,p50,p99,max},
  * welcomes, firstWelcomeSeconds, lastWelcomeSeconds}, "bytes" {wsTx, wsRx,
  * tcpTxOpen, tcpRxOpen, tcpTxClosed, tcpRxClosed}}, then starts a new
- * window at now.
+ * window at now. With samples set, also "samples" {connectMs, ackMs,
+ * fanoutMs}: every sample of those three (milliseconds, sorted), so that
+ * the summaries of several simulator processes can be merged into
+ * percentiles of their union.
  */
 void fsim_stats_print(fsim_stats *st, FILE *f, const char *why, const fsim_gauges *g,
-		      int64_t now);
+		      int64_t now, int samples);
 
 /* Adds the bytes the kernel counts on TCP socket fd (TCP_INFO: bytes
  * acknowledged by the peer, bytes received; RFC 4898 names) to *tx and

@@ -46,12 +46,20 @@ static const char usage[] =
 	"(with jitter; --interval unused), replayed from --data/v2\n"
 	"(snapshot.json, reports.jsonl), compressed when the controller agrees.\n"
 	"Like the agent it asks for 4096-byte TLS records and resumes its TLS\n"
-	"session (ticket) on the next dial. Prints JSON lines on stdout:\n"
+	"session (ticket) on the next dial, and redials as the agent does: full\n"
+	"jitter backoff (base 1 s, cap 60 s), a come-back-later (Overloaded,\n"
+	"retryAfterSeconds R) after a random time in [R, 2R], each redial to the\n"
+	"next controller of the list. Prints JSON lines on stdout:\n"
 	"a summary on SIGUSR1 and at the end; SIGUSR2 sets the marker that\n"
 	"fan-out (desired received) and arrival (welcome) times count from.\n"
 	"\n"
 	"  --host ADDR          controller address [127.0.0.1]\n"
 	"  --port N             controller agent port [7443]\n"
+	"  --controller URL     a controller, wss://ADDR:PORT (repeat it, or a\n"
+	"                       comma-separated list; replaces --host/--port): as\n"
+	"                       the agent's controller-url list, each redial goes to\n"
+	"                       the next; node i starts at URL (first + i) mod count\n"
+	"                       (a fleet spread over them)\n"
 	"  --server-name NAME   name its certificate must carry [localhost]\n"
 	"  --ca-cert FILE       CA certificate: signs nodes, verifies the controller\n"
 	"  --ca-key FILE        CA private key\n"
@@ -60,6 +68,9 @@ static const char usage[] =
 	"  --data DIR           report fixture [the source tree's bench/fleetsim/data]\n"
 	"  --prefix P           node name prefix [sim]\n"
 	"  --nodes N            simulated nodes (1..200000) [100]\n"
+	"  --first I            index of the first node: nodes I..I+N-1 (several\n"
+	"                       simulator processes share one fleet) [0]\n"
+	"  --samples            summaries carry every latency sample (merging)\n"
 	"  --duration S         seconds to run, then print the summary and exit [60]\n"
 	"  --protocol V         protocol version offered, 1 or 2 [2]\n"
 	"  --no-compress        version 2: do not offer compressed messages\n"
@@ -67,7 +78,9 @@ static const char usage[] =
 	"  --interval S         version 1: seconds between state reports [10]\n"
 	"  --jitter F           report interval jitter, fraction of it (0..1) [0.1]\n"
 	"  --ramp R             first connections per second [200]\n"
-	"  --nodes-out FILE     at exit, one JSON line per node (seq, acks, rv)\n"
+	"  --nodes-out FILE     at exit, one JSON line per node (seq, acks, rv, the\n"
+	"                       reports written: ackedSeqs, acknowledged on the\n"
+	"                       session that wrote them, and unackedSeqs)\n"
 	"  --certs-only         issue the missing node certificates, then exit\n"
 	"\n"
 	"Raises its open-file limit to the hard limit; needs --nodes + 64\n"
@@ -89,6 +102,49 @@ static int parse_num(const char *flag, const char *v, double lo, double hi, doub
 	return 0;
 }
 
+/* Appends the controllers of list (comma-separated wss://ADDR:PORT, or
+ * ADDR:PORT) to o->urls. Returns 0, or -1 with the reason printed. */
+static int parse_urls(const char *list, fsim_opts *o)
+{
+	const char *p = list;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		char one[300], *colon, *end;
+		const char *h;
+		long port;
+
+		if (len == 0 || len >= sizeof(one))
+			goto bad;
+		memcpy(one, p, len);
+		one[len] = 0;
+		h = strncmp(one, "wss://", 6) == 0 ? one + 6 : one;
+		colon = strrchr(h, ':');
+		if (!colon || colon == h || strchr(colon, '/'))
+			goto bad;
+		*colon = 0;
+		port = strtol(colon + 1, &end, 10);
+		if (*end || port < 1 || port > 65535 || strlen(h) >= sizeof(o->urls[0].host))
+			goto bad;
+		if (o->nurls == FSIM_MAX_URLS) {
+			fprintf(stderr, PROG ": --controller: more than %d controllers\n",
+				FSIM_MAX_URLS);
+			return -1;
+		}
+		snprintf(o->urls[o->nurls].host, sizeof(o->urls[0].host), "%s", h);
+		o->urls[o->nurls++].port = (int)port;
+		p += len;
+		if (*p == ',')
+			p++;
+		continue;
+bad:
+		fprintf(stderr, PROG ": --controller: \"%.*s\" is not wss://ADDR:PORT\n",
+			(int)len, p);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_flags(int argc, char **argv, fsim_opts *o)
 {
 	static const struct option lo[] = {
@@ -102,6 +158,8 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 		{ "nodes-out", 1, 0, 'O' }, { "certs-only", 0, 0, 'X' },
 		{ "protocol", 1, 0, 'V' }, { "no-compress", 0, 0, 'Z' },
 		{ "speedup", 1, 0, 'U' },
+		{ "controller", 1, 0, 'L' }, { "first", 1, 0, 'F' },
+		{ "samples", 0, 0, 'A' },
 		{ "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -121,6 +179,16 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 		case 'O': o->nodes_out = optarg; break;
 		case 'X': o->certs_only = 1; break;
 		case 'Z': o->compress = 0; break;
+		case 'A': o->samples = 1; break;
+		case 'L':
+			if (parse_urls(optarg, o) != 0)
+				return -1;
+			break;
+		case 'F':
+			if (parse_num("--first", optarg, 0, 1000000, &v))
+				return -1;
+			o->first = (int)v;
+			break;
 		case 'U':
 			if (parse_num("--speedup", optarg, 0.01, 1000, &o->speedup))
 				return -1;
@@ -168,6 +236,11 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 		fprintf(stderr, PROG ": unexpected argument \"%s\"\n", argv[optind]);
 		return -1;
 	}
+	if (o->nurls == 0) {
+		snprintf(o->urls[0].host, sizeof(o->urls[0].host), "%s", o->url_host);
+		o->urls[0].port = o->port;
+		o->nurls = 1;
+	}
 	if (!o->ca_cert || !o->ca_key || !o->cert_dir) {
 		fprintf(stderr, PROG ": --ca-cert, --ca-key and --cert-dir are required\n");
 		return -1;
@@ -198,7 +271,7 @@ static void summary(fsim *s, const char *why)
 	fsim_gauges g = { s->o.nodes, s->ready, 0, 0, s->tcp_tx_closed, s->tcp_rx_closed };
 
 	fsim_conn_tcp_bytes(s, &g.tcp_tx, &g.tcp_rx);
-	fsim_stats_print(&s->st, stdout, why, &g, es_time_mono_ms());
+	fsim_stats_print(&s->st, stdout, why, &g, es_time_mono_ms(), s->o.samples);
 }
 
 static void write_nodes(fsim *s)
@@ -214,10 +287,23 @@ static void write_nodes(fsim *s)
 
 		fprintf(f, "{\"node\":\"%s\",\"streamId\":\"%s\",\"ready\":%s,"
 			"\"welcomes\":%d,\"nextSeq\":%lld,\"ackedSeq\":%lld,"
-			"\"unackedSeq\":%lld,\"resourceVersion\":%lld}\n", n->name,
+			"\"unackedSeq\":%lld,\"resourceVersion\":%lld,", n->name,
 			n->stream_id, n->state == FS_READY ? "true" : "false", n->welcomes,
 			(long long)n->next_seq, (long long)n->acked_seq,
 			(long long)n->unacked_seq, (long long)n->rv);
+		/* the reports written, by whether an ack of their session
+		 * covered them */
+		for (int a = 1; a >= 0; a--) {
+			int k = 0;
+
+			fprintf(f, "\"%s\":[", a ? "ackedSeqs" : "unackedSeqs");
+			for (int j = 0; j < n->nwrote; j++)
+				if (n->wrote[j].acked == a)
+					fprintf(f, k++ ? ",%lld" : "%lld",
+						(long long)n->wrote[j].seq);
+			fputs("],", f);
+		}
+		fprintf(f, "\"writtenNotListed\":%lld}\n", (long long)n->wrote_dropped);
 	}
 	fclose(f);
 }
@@ -280,7 +366,7 @@ int main(int argc, char **argv)
 	}
 	t0 = fsim_now_msf();
 	if (fsim_certs_ensure(s->o.cert_dir, s->o.ca_cert, s->o.ca_key, s->o.trust_domain,
-			      s->o.prefix, s->o.nodes, s->cert_dir, sizeof(s->cert_dir),
+			      s->o.prefix, s->o.first, s->o.nodes, s->cert_dir, sizeof(s->cert_dir),
 			      &issued, err, sizeof(err)) != ES_OK) {
 		fprintf(stderr, PROG ": certificates: %s\n", err);
 		goto cleanup;
@@ -314,8 +400,10 @@ int main(int argc, char **argv)
 		n->idx = i;
 		n->next_seq = 1;
 		n->pending_rec = -1;
-		fsim_node_name(s->o.prefix, i, n->name, sizeof(n->name));
-		snprintf(n->stream_id, sizeof(n->stream_id), "fleetsim-%s-%d", stream, i);
+		n->url = (s->o.first + i) % s->o.nurls;
+		fsim_node_name(s->o.prefix, s->o.first + i, n->name, sizeof(n->name));
+		snprintf(n->stream_id, sizeof(n->stream_id), "fleetsim-%s-%d", stream,
+			 s->o.first + i);
 	}
 
 	lws_set_log_level(LLL_ERR, NULL);

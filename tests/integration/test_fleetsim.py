@@ -165,5 +165,36 @@ class FleetSimTest(unittest.TestCase):
                             f"{name}: no Ready condition stored")
 
 
+class FleetSimOverloadTest(unittest.TestCase):
+    """The simulator honours a come-back-later as the agent does."""
+
+    start_sim = FleetSimTest.start_sim
+    finish = FleetSimTest.finish
+
+    def setUp(self):
+        if not os.path.exists(SIM):
+            self.skipTest(f"{SIM} is not built")
+        self.c = Cluster(self)
+        self.c.start_controller(extra=["--log-level", "info", "--max-sessions", "5",
+                                       "--overload-retry-seconds", "3"])
+        self.out = os.path.join(self.c.dir, "fleetsim-nodes.jsonl")
+        self.log = open(os.path.join(self.c.dir, "fleetsim.log"), "ab")
+        self.addCleanup(self.log.close)
+
+    def test_overloaded_nodes_come_back_after_retry_after(self):
+        # 10 nodes, 5 sessions allowed: 5 are told to come back after 3 s,
+        # and each comes back after 3 to 6 s (PROTOCOL.md "Errors"), so in
+        # 7 s it is refused at most 3 times (at t, t + 3, t + 6).
+        p = self.start_sim(duration=7, nodes=10)
+        self.finish(p)
+        with open(self.summary_path) as f:
+            end = [j for j in map(json.loads, f) if j.get("type") == "summary"][-1]
+        self.assertEqual(end["ready"], 5, end)
+        self.assertGreaterEqual(end["overloadedReceived"], 5, end)
+        self.assertLessEqual(end["overloadedReceived"], 15,
+                             f"a refused node came back before retryAfterSeconds: {end}")
+        self.assertLessEqual(end["dials"], 10 + 2 * 5, end)
+
+
 if __name__ == "__main__":
     main()
