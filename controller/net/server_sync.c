@@ -28,6 +28,9 @@
  */
 #define BATCH_WINDOW_US 2000
 #define BATCH_MAX_REPORTS 1024
+/* A batch whose report cursors etcd did not take waits this long (µs)
+ * before they are sent again (its acks wait with it). */
+#define CURSOR_RETRY_US (1000 * LWS_US_PER_MS)
 /* Debug setting (README, "Debugging"): exit at once after the Nth commit
  * of a batch that holds reports, before their acks are sent, like a
  * SIGKILL there. */
@@ -252,6 +255,7 @@ typedef struct cursor_wait {
 typedef struct cursor_group {
 	struct cursor_group *next;
 	es_server *s;
+	lws_sorted_usec_list_t retry; /* etcd did not answer: sent again */
 	cursor_wait *w;
 	size_t n_w;
 	es_store_cursor *cur;
@@ -267,6 +271,7 @@ static void group_free(cursor_group *g)
 
 	if (!g)
 		return;
+	lws_sul_cancel(&g->retry);
 	for (pp = &g->s->cursor_groups; *pp && *pp != g; pp = &(*pp)->next)
 		;
 	if (*pp)
@@ -293,11 +298,14 @@ static void owe_answer(conn *c, int64_t seq, int resync, es_err rc)
 		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
 }
 
+static void cursors_retry(lws_sorted_usec_list_t *sul);
+
 static void on_cursors(void *ud, const es_store_cursor_result *res, size_t n)
 {
 	cursor_group *g = ud;
 	es_server *s = g->s;
 	int64_t dropped = 0;
+	size_t kept = 0;
 	char d[24];
 
 	for (size_t i = 0; i < n && i < g->n_cur; i++) {
@@ -320,6 +328,17 @@ static void on_cursors(void *ud, const es_store_cursor_result *res, size_t n)
 
 		if (!c)
 			continue;
+		if (r && r->rc == ES_ERR_IO && !s->stop) {
+			/* etcd did not answer (or kept failing): the session
+			 * stays, its reports wait as provisional rows and
+			 * unacknowledged, and the cursors go again. */
+			if (!kept)
+				es_log_warn("server", "report cursors not committed to etcd;"
+					    " the acks wait and the write goes again",
+					    "node", c->node, "error", r->error, NULL);
+			g->w[kept++] = g->w[i];
+			continue;
+		}
 		c->cursor_wait--;
 		if (r && r->rc == ES_ERR_EXISTS) {
 			es_ctrl_metrics_refused(s->metrics, "Overloaded");
@@ -336,6 +355,42 @@ static void on_cursors(void *ud, const es_store_cursor_result *res, size_t n)
 				     "error", r->error, NULL);
 		owe_answer(c, g->w[i].seq, g->w[i].resync, r ? r->rc : ES_ERR_IO);
 	}
+	if (kept) {
+		g->n_w = kept;
+		lws_sul_schedule(s->ctx, 0, &g->retry, cursors_retry, CURSOR_RETRY_US);
+		return;
+	}
+	group_free(g);
+}
+
+/* The group's cursors sent again, each node's as the file holds it now
+ * (later batches may have moved it: never a cursor older than theirs). */
+static void cursors_retry(lws_sorted_usec_list_t *sul)
+{
+	cursor_group *g = lws_container_of(sul, cursor_group, retry);
+	es_server *s = g->s;
+	es_err rc = s->stop ? ES_ERR_IO : ES_OK;
+
+	for (size_t k = 0; rc == ES_OK && k < g->n_cur; k++) {
+		es_store_cursor *e = &g->cur[k];
+
+		cJSON_Delete(g->conds[k]);
+		g->conds[k] = NULL;
+		rc = es_db_node_cursor_get(s->db, g->names[k], g->streams[k],
+					   sizeof(g->streams[k]), &e->seq, &e->desired_ack);
+		if (rc == ES_OK)
+			rc = es_db_node_conditions(s->db, g->names[k], &g->conds[k]);
+		e->conditions = g->conds[k];
+	}
+	if (rc == ES_OK)
+		rc = es_store_cursors_put(s->store, g->cur, g->n_cur, on_cursors, g);
+	if (rc == ES_OK)
+		return;
+	for (size_t i = 0; i < g->n_w; i++)
+		if (g->w[i].c) {
+			g->w[i].c->cursor_wait--;
+			owe_answer(g->w[i].c, g->w[i].seq, g->w[i].resync, rc);
+		}
 	group_free(g);
 }
 
