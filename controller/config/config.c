@@ -332,14 +332,20 @@ static es_err check_dev_nodes(const char *list, char *err, size_t errsz)
 
 /* The etcd settings of store = etcd: endpoints (es_urllist_split's
  * rules, http:// or https://, https needing etcd-ca), etcd-cert and
- * etcd-key together, a prefix ending in '/'. */
+ * etcd-key together, a prefix ending in '/'; with another store,
+ * etcd-endpoints refused. */
 static es_err check_etcd(const es_ccfg *cfg, char *err, size_t errsz)
 {
 	es_urllist l;
 	es_err rc;
 
 	if (cfg->store != ES_CCFG_STORE_ETCD)
-		return ES_OK;
+		/* An operator who set etcd-endpoints and forgot store = etcd
+		 * would run cut off from the shared objects, unwarned. */
+		return cfg->etcd_endpoints && *cfg->etcd_endpoints ?
+			es_errf(ES_ERR_INVAL, err, errsz, "etcd-endpoints: set, but"
+				" store is sqlite; set store = etcd to use etcd, or"
+				" remove etcd-endpoints") : ES_OK;
 	if (!cfg->etcd_endpoints || !*cfg->etcd_endpoints)
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "etcd-endpoints: required with store = etcd");

@@ -248,6 +248,12 @@ static void test_etcd_store_settings(void **state)
 		assert_non_null(strstr(err, bad[i].key));
 		es_ccfg_free(&c);
 	}
+	/* etcd-endpoints without store = etcd: refused, not ignored. */
+	err[0] = '\0';
+	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--etcd-endpoints",
+			      "http://e:2379", NULL), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "store = etcd"));
+	es_ccfg_free(&c);
 	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--store", "mysql", NULL),
 			 ES_ERR_INVAL);
 	assert_non_null(strstr(err, "store"));
