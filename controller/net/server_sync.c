@@ -422,8 +422,14 @@ void server__batch_flush(es_server *s)
 		_exit(DEBUG_EXIT_CODE);
 	}
 	s->batch_reports = 0;
+	/* Stopping with a store (closed by now): the cursors of this batch
+	 * never reach etcd, so it is not acknowledged; its reports are
+	 * provisional here and the agents send them again. */
+	if (s->stopping && s->store)
+		later = 1;
 	/* store = etcd: the acks wait for the nodes' cursors there too. */
-	if (rc == ES_OK && s->batch && s->store && (later = cursors_send(s, s->batch)) < 0)
+	else if (rc == ES_OK && s->batch && s->store &&
+		 (later = cursors_send(s, s->batch)) < 0)
 		rc = ES_ERR_NOMEM;
 	while ((c = s->batch) != NULL) {
 		int64_t seq = c->ack_owed;
