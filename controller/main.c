@@ -35,6 +35,9 @@
 #endif
 
 #define PROG "edgesync-controller"
+/* Stopping: how long the reports of the last batches may wait for their
+ * cursors on etcd, in milliseconds (es_server_drain). */
+#define DRAIN_MS 2000
 
 static es_server *g_server;
 
@@ -415,6 +418,9 @@ static int cmd_run(int argc, char **argv)
 cleanup:
 	if (g_server)
 		es_notify_stopping();
+	/* The open batch's cursors to etcd before the store closes: what
+	 * etcd did not commit is not acknowledged. */
+	es_server_drain(g_server, DRAIN_MS);
 	es_store_close(&store);
 	es_server_destroy(g_server);
 	es_tickets_shutdown();

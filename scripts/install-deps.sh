@@ -18,6 +18,9 @@
 # static trees leave it out (ES_CONTROLLER_LIBUV is off there), so it has
 # no :arm64 / :armhf entry below.
 #
+# uthash-dev: header-only hash tables of the controller's per-node state
+# (its etcd report cursors, a batch's nodes).
+#
 # etcd-server and etcd-client (etcd 3.4, not for `--build-only`) are for
 # the controller's etcd client tests, which start a one-member etcd of
 # their own on loopback; the package's own etcd.service is stopped and
@@ -41,6 +44,7 @@ PACKAGES=(
     iproute2 dpkg-dev prometheus nftables libnftables-dev
     libclang-rt-14-dev
     libuv1-dev
+    uthash-dev
 )
 if [[ ${build_only} == 0 ]]; then
     PACKAGES+=(podman runc mmdebstrap systemd-container)

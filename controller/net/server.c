@@ -595,12 +595,58 @@ void es_server_stop(es_server *s)
 		lws_cancel_service(s->ctx);
 }
 
+/* es_server_drain: how long the loop runs, in milliseconds, once etcd
+ * answered every cursor, to write the acks out. */
+#define DRAIN_WRITE_MS 100
+
+static void drain_timer(lws_sorted_usec_list_t *sul)
+{
+	(void)sul; /* only wakes the loop */
+}
+
+void es_server_drain(es_server *s, int bound_ms)
+{
+	lws_sorted_usec_list_t wake;
+	struct timespec now;
+	int64_t end;
+
+	if (!s || !s->ctx || !s->store)
+		return;
+	memset(&wake, 0, sizeof(wake));
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	end = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + bound_ms;
+	server__batch_flush(s);
+	/* The deadline wakes the loop should nothing else. */
+	lws_sul_schedule(s->ctx, 0, &wake, drain_timer, (lws_usec_t)bound_ms * LWS_US_PER_MS);
+	for (;;) {
+		int64_t ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+		if (ms >= end)
+			break;
+		/* All answered: a few more turns write the acks out. */
+		if (!s->cursor_groups && !es_db_batch_open(s->db) && end > ms + DRAIN_WRITE_MS) {
+			end = ms + DRAIN_WRITE_MS;
+			lws_sul_cancel(&wake);
+			lws_sul_schedule(s->ctx, 0, &wake, drain_timer,
+					 DRAIN_WRITE_MS * LWS_US_PER_MS);
+		}
+		if (s->uv_run_once)
+			s->uv_run_once(s->ctx);
+		else if (lws_service(s->ctx, 0) < 0)
+			break;
+	}
+	lws_sul_cancel(&wake);
+}
+
 void es_server_destroy(es_server *s)
 {
 	if (!s)
 		return;
 	if (s->ctx) {
 		lws_sul_cancel(&s->sweep);
+		s->stopping = 1;
 		server__batch_flush(s);
 		lws_context_destroy(s->ctx);
 		/* Under libuv the destroy is staged: the first call closes the

@@ -115,8 +115,21 @@ struct lws_context *es_server_context(es_server *srv);
  * watch). */
 void es_server_stop(es_server *srv);
 
+/*
+ * After es_server_run returned, before the store is closed: commits the
+ * open batch of reports and runs the loop until the store (etcd) answered
+ * the report cursors of every committed batch, or bound_ms (milliseconds)
+ * passed, so that those reports are acknowledged. What etcd has not
+ * answered by then is not acknowledged: es_store_close fails it, and the
+ * agents send those reports again (dedupe-safe; proto/PROTOCOL.md). Does
+ * nothing without a store or a context. NULL-safe.
+ */
+void es_server_drain(es_server *srv, int bound_ms);
+
 /* Closes every connection (agents are marked disconnected in the store)
- * and frees the server. NULL-safe. */
+ * and frees the server. A batch of reports still open is committed to the
+ * db but, with a store (es_server_set_store), not acknowledged: its
+ * cursors never reached the store (es_server_drain). NULL-safe. */
 void es_server_destroy(es_server *srv);
 
 /*

@@ -93,6 +93,8 @@ struct es_server {
 	struct cursor_group *cursor_groups; /* server_sync.c: batches committed
 					     * here whose cursors etcd has not
 					     * answered yet */
+	int stopping;          /* es_server_destroy: the open batch is
+				* committed but not acknowledged */
 	struct es_ca *ca;      /* es_server_opts.ca */
 	int64_t cert_lifetime; /* es_server_opts.cert_lifetime */
 	int64_t renewal_grace; /* es_server_opts.renewal_grace */

@@ -240,6 +240,18 @@ void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 
 /* ---- agents: batches of reports ---- */
 
+/* uthash (Debian uthash-dev) groups a batch's connections by node. */
+static int group_oom;
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (group_oom = 1)
+#include <uthash.h>
+
+/* A node of the batch being grouped: its index into the cursors. */
+typedef struct group_node {
+	UT_hash_handle hh;
+	size_t k;
+} group_node;
+
 /*
  * A batch committed to this controller's file whose report cursors the
  * store (etcd) is committing: its acks wait for that (docs/ARCHITECTURE.md,
@@ -402,11 +414,13 @@ static int cursors_send(es_server *s, conn *batch)
 	cursor_group *g = calloc(1, sizeof(*g));
 	size_t n = 0;
 	time_t now = time(NULL);
+	group_node *nodes, *byname = NULL;
 	es_err rc;
 
 	for (conn *c = batch; c; c = c->batch_next)
 		n++;
-	if (!g || !(g->w = calloc(n, sizeof(*g->w))) || !(g->cur = calloc(n, sizeof(*g->cur))) ||
+	nodes = calloc(n ? n : 1, sizeof(*nodes));
+	if (!g || !nodes || !(g->w = calloc(n, sizeof(*g->w))) || !(g->cur = calloc(n, sizeof(*g->cur))) ||
 	    !(g->names = calloc(n, sizeof(*g->names))) ||
 	    !(g->streams = calloc(n, sizeof(*g->streams))) ||
 	    !(g->conds = calloc(n, sizeof(*g->conds)))) {
@@ -417,24 +431,33 @@ static int cursors_send(es_server *s, conn *batch)
 			free(g->streams);
 		}
 		free(g);
+		free(nodes);
 		return -1;
 	}
 	g->s = s;
 	g->next = s->cursor_groups;
 	s->cursor_groups = g;
 	for (conn *c = batch; c; c = c->batch_next) {
-		size_t k;
+		size_t k = g->n_cur;
+		group_node *gn = NULL;
 
-		for (k = 0; k < g->n_cur && strcmp(g->names[k], c->node) != 0; k++)
-			;
-		if (k == g->n_cur) {
+		HASH_FIND(hh, byname, c->node, strlen(c->node), gn);
+		if (gn)
+			k = gn->k;
+		else {
 			es_store_cursor *e = &g->cur[k];
 
 			snprintf(g->names[k], sizeof(g->names[k]), "%s", c->node);
-			if (es_db_node_cursor_get(s->db, c->node, g->streams[k],
+			nodes[k].k = k;
+			group_oom = 0;
+			HASH_ADD_KEYPTR(hh, byname, g->names[k], strlen(g->names[k]), &nodes[k]);
+			if (group_oom ||
+			    es_db_node_cursor_get(s->db, c->node, g->streams[k],
 						  sizeof(g->streams[k]), &e->seq,
 						  &e->desired_ack) != ES_OK ||
 			    es_db_node_conditions(s->db, c->node, &g->conds[k]) != ES_OK) {
+				HASH_CLEAR(hh, byname);
+				free(nodes);
 				group_free(g);
 				return -1;
 			}
@@ -451,6 +474,8 @@ static int cursors_send(es_server *s, conn *batch)
 		g->n_w++;
 		c->cursor_wait++;
 	}
+	HASH_CLEAR(hh, byname);
+	free(nodes);
 	rc = es_store_cursors_put(s->store, g->cur, g->n_cur, on_cursors, g);
 	if (rc == ES_OK)
 		return 1;
@@ -477,8 +502,14 @@ void server__batch_flush(es_server *s)
 		_exit(DEBUG_EXIT_CODE);
 	}
 	s->batch_reports = 0;
+	/* Stopping with a store (closed by now): the cursors of this batch
+	 * never reach etcd, so it is not acknowledged; its reports are
+	 * provisional here and the agents send them again. */
+	if (s->stopping && s->store)
+		later = 1;
 	/* store = etcd: the acks wait for the nodes' cursors there too. */
-	if (rc == ES_OK && s->batch && s->store && (later = cursors_send(s, s->batch)) < 0)
+	else if (rc == ES_OK && s->batch && s->store &&
+		 (later = cursors_send(s, s->batch)) < 0)
 		rc = ES_ERR_NOMEM;
 	while ((c = s->batch) != NULL) {
 		int64_t seq = c->ack_owed;

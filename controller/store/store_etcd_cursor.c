@@ -11,6 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* uthash (Debian uthash-dev): the per-node tables are hash tables keyed by
+ * the node's name, so that a controller holds 10 000s of nodes. An
+ * allocation it fails is an error here, not an exit. */
+static int cursor_oom;
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (cursor_oom = 1)
+#include <uthash.h>
+
 #include "store/store_etcd_int.h"
 #include "es_json.h"
 #include "es_log.h"
@@ -24,7 +32,7 @@
 /* A node whose session this controller holds, and its record as last
  * written or read by this controller. */
 struct ncur {
-	ncur *next;
+	UT_hash_handle hh; /* est.held, by node */
 	char node[ES_NAME_MAX + 1];
 	char stream[ES_PROTO_STREAM_ID_MAX + 1];
 	int64_t mod;   /* the record's mod_revision; 0: no record */
@@ -34,7 +42,7 @@ struct ncur {
 
 /* Another controller's last record of a node (its tenure). */
 struct nseen {
-	nseen *next;
+	UT_hash_handle hh; /* est.seen, by node */
 	char node[ES_NAME_MAX + 1];
 	char controller[320];
 	int64_t since;
@@ -168,10 +176,10 @@ char *store_etcd__node_key(const est *s, const char *node, size_t *len)
 
 static ncur *held_find(est *s, const char *node)
 {
-	for (ncur *c = s->held; c; c = c->next)
-		if (strcmp(c->node, node) == 0)
-			return c;
-	return NULL;
+	ncur *c = NULL;
+
+	HASH_FIND_STR(s->held, node, c);
+	return c;
 }
 
 ncur *store_etcd__held_first(est *s)
@@ -181,7 +189,7 @@ ncur *store_etcd__held_first(est *s)
 
 ncur *store_etcd__held_next(ncur *c)
 {
-	return c ? c->next : NULL;
+	return c ? c->hh.next : NULL;
 }
 
 const char *store_etcd__held_node(const ncur *c)
@@ -206,8 +214,12 @@ es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_resp *rr)
 		if (!(c = calloc(1, sizeof(*c))))
 			return ES_ERR_NOMEM;
 		snprintf(c->node, sizeof(c->node), "%s", node);
-		c->next = s->held;
-		s->held = c;
+		cursor_oom = 0;
+		HASH_ADD_STR(s->held, node, c);
+		if (cursor_oom) {
+			free(c);
+			return ES_ERR_NOMEM;
+		}
 	}
 	c->mod = c->seq = c->since = 0;
 	c->stream[0] = '\0';
@@ -228,14 +240,12 @@ es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_resp *rr)
 
 void store_etcd__cursor_release(est *s, const char *node)
 {
-	ncur **pp, *c;
+	ncur *c = held_find(s, node);
 
-	for (pp = &s->held; (c = *pp) != NULL; pp = &c->next)
-		if (strcmp(c->node, node) == 0) {
-			*pp = c->next;
-			free(c);
-			return;
-		}
+	if (c) {
+		HASH_DEL(s->held, c);
+		free(c);
+	}
 }
 
 int store_etcd__cursor_get(es_store *st, const char *node, char *stream,
@@ -572,17 +582,19 @@ es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t 
 
 static nseen *seen_get(est *s, const char *node, int make)
 {
-	nseen *n;
+	nseen *n = NULL;
 
-	for (n = s->seen; n; n = n->next)
-		if (strcmp(n->node, node) == 0)
-			return n;
-	if (!make || !(n = calloc(1, sizeof(*n))))
-		return NULL;
+	HASH_FIND_STR(s->seen, node, n);
+	if (n || !make || !(n = calloc(1, sizeof(*n))))
+		return n;
 	snprintf(n->node, sizeof(n->node), "%s", node);
 	n->since = -1;
-	n->next = s->seen;
-	s->seen = n;
+	cursor_oom = 0;
+	HASH_ADD_STR(s->seen, node, n);
+	if (cursor_oom) {
+		free(n);
+		return NULL;
+	}
 	return n;
 }
 
@@ -708,8 +720,8 @@ es_err store_etcd__cursor_start(est *s)
 
 void store_etcd__cursor_close(est *s)
 {
-	ncur *c;
-	nseen *n;
+	ncur *c, *ctmp;
+	nseen *n, *ntmp;
 
 	while (s->cws) {
 		cwop *op = s->cws;
@@ -719,12 +731,12 @@ void store_etcd__cursor_close(est *s)
 				item_done(&op->it[i], ES_ERR_IO, 0, "the controller is stopping");
 		cw_finish(op);
 	}
-	while ((c = s->held) != NULL) {
-		s->held = c->next;
+	HASH_ITER(hh, s->held, c, ctmp) {
+		HASH_DEL(s->held, c);
 		free(c);
 	}
-	while ((n = s->seen) != NULL) {
-		s->seen = n->next;
+	HASH_ITER(hh, s->seen, n, ntmp) {
+		HASH_DEL(s->seen, n);
 		free(n);
 	}
 	free(s->npfx);

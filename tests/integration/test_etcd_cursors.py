@@ -11,6 +11,11 @@ TLS, skipped when etcd is not installed).
 - Two controllers store the same seq of one node (A's lease revoked, the
   node's session taken on B): exactly one of them acknowledges and keeps
   it.
+- A stopped (SIGTERM) while a node sends reports as fast as it can: every
+  seq A acknowledged is in etcd's cursor of the node (A waits for its
+  last batch's cursor or does not acknowledge it), and once the node moved
+  to B (sending again what A did not acknowledge) and A came back, every
+  acknowledged seq is stored exactly once across A and B.
 - A's lease revoked: A puts its sessions back under a new lease; the one
   B took meanwhile is closed on A (come back later), the other one goes on.
 """
@@ -223,6 +228,64 @@ class EtcdCursorsTest(unittest.TestCase):
         print(f"seq 2 of r1: stored by {'A' if got_a else 'B'} only")
         ws_a.close()
         ws_b.close()
+
+    def test_sigterm_acks_only_what_etcd_committed(self):
+        ws, acked = self.session(self.c.port, "r1", "s-r1")
+        self.assertEqual(acked, 0)
+        total, sent = 600, 50
+        for seq in range(1, sent + 1):
+            ws.send_json(snapshot("r1", seq))
+        self.assertTrue(self.acked(ws, sent))
+        for seq in range(sent + 1, total + 1):
+            if seq == total // 3:
+                self.c.controller.p.send_signal(signal.SIGTERM)
+            try:
+                ws.send_json(snapshot("r1", seq))
+                sent = seq
+            except OSError:
+                break
+        ws.s.settimeout(20)
+        msgs, _ = ws.recv_until_close(limit=10 * total)
+        acks = list(range(1, 51)) + [m["seq"] for m in msgs if m.get("type") == "ack"]
+        ws.close()
+        self.assertEqual(self.c.controller.p.wait(20), 0,
+                         self.c.controller.output()[-3000:])
+        self.c.controller.stop()
+        top = max(acks)
+        rec = self.record("r1")
+        self.assertIsNotNone(rec)
+        self.assertGreaterEqual(rec["seq"], top,
+                                f"A acknowledged seq {top}, etcd's cursor is {rec['seq']}")
+        # The node moves to B once A's session lease expired, sending what
+        # A did not acknowledge.
+        got = {}
+
+        def on_b():
+            try:
+                got["ws"], got["acked"] = self.session(self.b_port, "r1", "s-r1")
+                return True
+            except (AssertionError, EOFError, OSError):
+                return False
+        wait_for("r1's session on B", on_b, timeout=40, interval=1)
+        ws_b = got["ws"]
+        self.assertGreaterEqual(got["acked"], top)
+        for seq in range(top + 1, sent + 1):
+            ws_b.send_json(snapshot("r1", seq))
+        if sent > top:
+            self.assertTrue(self.acked(ws_b, sent, timeout=30))
+        ws_b.close()
+        self.c.start_controller(extra=self.etcd_flags())
+        wait_for("A to read etcd's node records", lambda: "etcd lease for node sessions"
+                 in self.c.controller.output(), timeout=30)
+        time.sleep(2)
+        a = [r["seq"] for r in self.reports(self.c.admin_port, "r1")]
+        b = [r["seq"] for r in self.reports(self.b_admin, "r1")]
+        both = sorted(a + b)
+        for seq in set(acks):
+            self.assertEqual(both.count(seq), 1,
+                             f"acknowledged seq {seq}: A {sorted(a)[-5:]} B {sorted(b)[:5]}")
+        print(f"r1: {sent} sent, A acknowledged up to {top} (cursor {rec['seq']}),"
+              f" stored A {len(a)} B {len(b)}")
 
     def test_lost_lease_puts_sessions_back(self):
         ws1, _ = self.session(self.c.port, "r1", "s-r1")
