@@ -648,6 +648,7 @@ void es_server_destroy(es_server *s)
 		lws_sul_cancel(&s->sweep);
 		s->stopping = 1;
 		server__batch_flush(s);
+		server__cursor_groups_free(s);
 		lws_context_destroy(s->ctx);
 		/* Under libuv the destroy is staged: the first call closes the
 		 * connections and runs the loop until libuv has closed their

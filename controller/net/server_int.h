@@ -157,6 +157,10 @@ void server__handle_message(conn *c, const char *buf, size_t len);
  * duplicates). */
 void server__batch_forget(conn *c);
 
+/* Frees the batches whose cursors etcd has not answered (at destroy: their
+ * acks are never sent; the agents send those reports again). */
+void server__cursor_groups_free(es_server *s);
+
 /* Commits the open batch now and sends what it owes (at shutdown). */
 void server__batch_flush(es_server *s);
 /* server_session.c: this controller lost node's session to another one

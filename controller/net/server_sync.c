@@ -312,6 +312,18 @@ static void owe_answer(conn *c, int64_t seq, int resync, es_err rc)
 
 static void cursors_retry(lws_sorted_usec_list_t *sul);
 
+void server__cursor_groups_free(es_server *s)
+{
+	while (s->cursor_groups) {
+		cursor_group *g = s->cursor_groups;
+
+		for (size_t i = 0; i < g->n_w; i++)
+			if (g->w[i].c)
+				g->w[i].c->cursor_wait--;
+		group_free(g); /* unlinks g */
+	}
+}
+
 static void on_cursors(void *ud, const es_store_cursor_result *res, size_t n)
 {
 	cursor_group *g = ud;
