@@ -99,6 +99,13 @@ cJSON *es_test_json(const char *text)
 	return v;
 }
 
+const char *es_test_str(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 void es_test_assert_line(const char *text, const char *line)
 {
 	char want[512];

@@ -47,6 +47,10 @@ void es_test_assert_file_bytes(const char *path, const char *want, size_t len);
  * Fails the test, naming the error, when text does not parse. */
 cJSON *es_test_json(const char *text);
 
+/* The string member name of o, or NULL when it is absent or not a
+ * string (borrowed from o). */
+const char *es_test_str(const cJSON *o, const char *name);
+
 /* Fails the test, printing text, unless text holds "\n" line "\n": line
  * as a whole line that is not the first one (line: up to 509 bytes, longer
  * is cut). For rendered text formats such as Prometheus exposition. */

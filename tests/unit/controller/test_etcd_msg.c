@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "etcd/etcd_msg.h"
+#include "testutil.h"
 
 #define K(s) (s), strlen(s)
 
@@ -25,13 +26,6 @@ static cJSON *parse(char *text)
 	return o;
 }
 
-static const char *str(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static void test_range_body(void **state)
 {
 	cJSON *o;
@@ -39,14 +33,14 @@ static void test_range_body(void **state)
 	(void)state;
 	/* "/es/" = L2VzLw==, "/es0" = L2VzMA== */
 	o = parse(es_etcd_msg_range(K("/es/"), "/es0", 4, 42, 10));
-	assert_string_equal(str(o, "key"), "L2VzLw==");
-	assert_string_equal(str(o, "range_end"), "L2VzMA==");
-	assert_string_equal(str(o, "revision"), "42");
-	assert_string_equal(str(o, "limit"), "10");
+	assert_string_equal(es_test_str(o, "key"), "L2VzLw==");
+	assert_string_equal(es_test_str(o, "range_end"), "L2VzMA==");
+	assert_string_equal(es_test_str(o, "revision"), "42");
+	assert_string_equal(es_test_str(o, "limit"), "10");
 	cJSON_Delete(o);
 	/* the latest revision, no limit, one key: nothing else is sent */
 	o = parse(es_etcd_msg_range(K("k"), NULL, 0, 0, 0));
-	assert_string_equal(str(o, "key"), "aw==");
+	assert_string_equal(es_test_str(o, "key"), "aw==");
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "range_end"));
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "revision"));
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "limit"));
@@ -59,20 +53,20 @@ static void test_put_and_lease_bodies(void **state)
 
 	(void)state;
 	o = parse(es_etcd_msg_put(K("k"), "\0\xff", 2, 7587861231234567890LL));
-	assert_string_equal(str(o, "value"), "AP8=");
+	assert_string_equal(es_test_str(o, "value"), "AP8=");
 	/* a 64-bit ID past 2^53 survives as a string */
-	assert_string_equal(str(o, "lease"), "7587861231234567890");
+	assert_string_equal(es_test_str(o, "lease"), "7587861231234567890");
 	cJSON_Delete(o);
 	o = parse(es_etcd_msg_put(K("k"), NULL, 0, 0));
-	assert_string_equal(str(o, "value"), "");
+	assert_string_equal(es_test_str(o, "value"), "");
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "lease"));
 	cJSON_Delete(o);
 	o = parse(es_etcd_msg_lease_grant(15, 0));
-	assert_string_equal(str(o, "TTL"), "15");
+	assert_string_equal(es_test_str(o, "TTL"), "15");
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "ID"));
 	cJSON_Delete(o);
 	o = parse(es_etcd_msg_lease_id(-5));
-	assert_string_equal(str(o, "ID"), "-5");
+	assert_string_equal(es_test_str(o, "ID"), "-5");
 	cJSON_Delete(o);
 }
 
@@ -84,8 +78,8 @@ static void test_watch_body(void **state)
 	o = parse(es_etcd_msg_watch_create(K("/es/"), "/es0", 4, 17));
 	c = cJSON_GetObjectItemCaseSensitive(o, "create_request");
 	assert_non_null(c);
-	assert_string_equal(str(c, "key"), "L2VzLw==");
-	assert_string_equal(str(c, "start_revision"), "17");
+	assert_string_equal(es_test_str(c, "key"), "L2VzLw==");
+	assert_string_equal(es_test_str(c, "start_revision"), "17");
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "progress_notify")));
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "prev_kv")));
 	cJSON_Delete(o);
@@ -109,18 +103,18 @@ static void test_txn_body(void **state)
 	o = parse(es_etcd_msg_txn_body(&t, &rc));
 	assert_int_equal(rc, ES_OK);
 	cmp = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "compare"), 0);
-	assert_string_equal(str(cmp, "target"), "MOD");
-	assert_string_equal(str(cmp, "result"), "EQUAL");
-	assert_string_equal(str(cmp, "mod_revision"), "9");
+	assert_string_equal(es_test_str(cmp, "target"), "MOD");
+	assert_string_equal(es_test_str(cmp, "result"), "EQUAL");
+	assert_string_equal(es_test_str(cmp, "mod_revision"), "9");
 	cmp = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "compare"), 1);
-	assert_string_equal(str(cmp, "target"), "VALUE");
-	assert_string_equal(str(cmp, "result"), "NOT_EQUAL");
-	assert_string_equal(str(cmp, "value"), "eA==");
+	assert_string_equal(es_test_str(cmp, "target"), "VALUE");
+	assert_string_equal(es_test_str(cmp, "result"), "NOT_EQUAL");
+	assert_string_equal(es_test_str(cmp, "value"), "eA==");
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "success")), 2);
 	op = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "success"), 1);
 	assert_non_null(cJSON_GetObjectItemCaseSensitive(op, "request_delete_range"));
 	op = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "failure"), 0);
-	assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(op, "request_range"), "key"),
+	assert_string_equal(es_test_str(cJSON_GetObjectItemCaseSensitive(op, "request_range"), "key"),
 			    "L2M=");
 	cJSON_Delete(o);
 

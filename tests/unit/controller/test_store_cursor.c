@@ -30,13 +30,6 @@ static cJSON *txn_json(es_etcd_txn *t)
 	return o;
 }
 
-static const char *str(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static void test_txn_two_nodes(void **state)
 {
 	char k0[] = "/es/nodes/a", k1[] = "/es/nodes/b", v0[] = "{}", v1[] = "{\"x\":1}";
@@ -58,16 +51,16 @@ static void test_txn_two_nodes(void **state)
 	/* A new node's key: create_revision 0; a known one: its mod_revision. */
 	c0 = cJSON_GetArrayItem(cmp, 0);
 	c1 = cJSON_GetArrayItem(cmp, 1);
-	assert_string_equal(str(c0, "target"), "CREATE");
-	assert_string_equal(str(c0, "create_revision"), "0");
-	assert_string_equal(str(c0, "result"), "EQUAL");
-	assert_string_equal(str(c1, "target"), "MOD");
-	assert_string_equal(str(c1, "mod_revision"), "42");
-	assert_string_equal(str(c1, "key"), "L2VzL25vZGVzL2I="); /* "/es/nodes/b" */
+	assert_string_equal(es_test_str(c0, "target"), "CREATE");
+	assert_string_equal(es_test_str(c0, "create_revision"), "0");
+	assert_string_equal(es_test_str(c0, "result"), "EQUAL");
+	assert_string_equal(es_test_str(c1, "target"), "MOD");
+	assert_string_equal(es_test_str(c1, "mod_revision"), "42");
+	assert_string_equal(es_test_str(c1, "key"), "L2VzL25vZGVzL2I="); /* "/es/nodes/b" */
 	/* Success: the puts; failure: a read of each key, in the same order. */
 	assert_non_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(succ, 1),
 							 "request_put"));
-	assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(fail, 0),
+	assert_string_equal(es_test_str(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(fail, 0),
 								 "request_range"), "key"),
 			    "L2VzL25vZGVzL2E=");
 	cJSON_Delete(o);
@@ -129,8 +122,8 @@ static void test_record_round_trip(void **state)
 	assert_int_equal(rec.desired_ack, 9);
 	assert_true(rec.file == INT64_MAX - 5); /* a string: no double rounding */
 	o = cJSON_Parse(v);
-	assert_string_equal(str(o, "lastReport"), "2026-01-01T00:00:00Z");
-	assert_string_equal(str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o,
+	assert_string_equal(es_test_str(o, "lastReport"), "2026-01-01T00:00:00Z");
+	assert_string_equal(es_test_str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o,
 				"conditions"), 0), "type"), "Ready");
 	cJSON_Delete(o);
 	free(v);
