@@ -66,6 +66,20 @@ def host_node_name():
     return socket.gethostname().split(".")[0].lower()
 
 
+def read_text(path):
+    """The whole text file at path."""
+    with open(path) as f:
+        return f.read()
+
+
+def cert_serial(path):
+    """The serial of the PEM certificate at path, in lower-case hex as
+    `openssl x509 -serial` prints it."""
+    out = subprocess.run(["openssl", "x509", "-noout", "-serial", "-in", path],
+                         capture_output=True, text=True, check=True).stdout
+    return out.strip().split("=", 1)[1].lower()
+
+
 def meminfo_total_bytes():
     """This host's MemTotal from /proc/meminfo, in bytes (the file says kB,
     meaning KiB): what the agent reports as capacity.memoryBytes."""

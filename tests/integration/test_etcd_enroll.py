@@ -15,21 +15,10 @@ import time
 import unittest
 
 from etcd_util import Etcd
-from harness import (API, BIN_DIR, Cluster, Proc, free_port, hello, https_json, main,
-                     wait_for)
+from harness import (API, BIN_DIR, Cluster, Proc, cert_serial, free_port, hello, https_json,
+                     main, read_text, wait_for)
 
 LIFETIME = 10  # seconds: cert-lifetime of both controllers
-
-
-def serial_of(path):
-    out = subprocess.run(["openssl", "x509", "-noout", "-serial", "-in", path],
-                         capture_output=True, text=True, check=True).stdout
-    return out.strip().split("=", 1)[1].lower()
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
 
 
 class EtcdEnrollTest(unittest.TestCase):
@@ -119,7 +108,7 @@ class EtcdEnrollTest(unittest.TestCase):
         return ssl.create_default_context(cafile=self.ca)
 
     def b_log(self):
-        return read(os.path.join(self.c.dir, "controller-b.log"))
+        return read_text(os.path.join(self.c.dir, "controller-b.log"))
 
     # -- tests -------------------------------------------------------------
 
@@ -181,11 +170,11 @@ class EtcdEnrollTest(unittest.TestCase):
         tok, ca_hash = self.token(self.c.admin_port)
         r = self.join_cmd("edge-r", tok, ca_hash, self.c.join_port, self.c.port)
         self.assertEqual(r.returncode, 0, r.stderr)
-        first = serial_of(self.pki("edge-r", "node.crt"))
+        first = cert_serial(self.pki("edge-r", "node.crt"))
         # /v1/join/renew at B with A's certificate and the same key.
         st, body = https_json("localhost", self.b_join, self.join_ctx(), "POST",
                               "/v1/join/renew",
-                              {"certificate": read(self.pki("edge-r", "node.crt")),
+                              {"certificate": read_text(self.pki("edge-r", "node.crt")),
                                "csr": self.csr(self.pki("edge-r", "node.key"))})
         self.assertEqual(st, 200, body)
         self.assertNotEqual(body["serial"], first)
@@ -194,7 +183,7 @@ class EtcdEnrollTest(unittest.TestCase):
         wait_for("edge-r connected to B", lambda: self.connected("edge-r"))
         wait_for("renewed over the session at B",
                  lambda: 'msg="certificate renewed"' in self.b_log()
-                 and serial_of(self.pki("edge-r", "node.crt")) != first,
+                 and cert_serial(self.pki("edge-r", "node.crt")) != first,
                  timeout=LIFETIME * 3)
         self.assertIn(first, self.b_log().split('msg="certificate renewed"')[1][:400])
         wait_for("edge-r connected with the new certificate",
@@ -224,7 +213,7 @@ class EtcdEnrollTest(unittest.TestCase):
         ws.close()
         st, body = https_json("localhost", self.b_join, self.join_ctx(), "POST",
                               "/v1/join/renew",
-                              {"certificate": read(cert), "csr": self.csr(key)})
+                              {"certificate": read_text(cert), "csr": self.csr(key)})
         self.assertEqual(st, 403, body)
         self.assertEqual(body["reason"], "CertificateRevoked")
 

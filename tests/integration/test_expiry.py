@@ -19,7 +19,8 @@ import subprocess
 import time
 import unittest
 
-from harness import BIN_DIR, Cluster, Proc, free_port, hello, https_json, main, wait_for
+from harness import (BIN_DIR, Cluster, Proc, cert_serial, free_port, hello, https_json, main,
+                     read_text, wait_for)
 
 LIFETIME = 12  # seconds: cert-lifetime of these controllers
 DIAL = re.compile(r'msg="?dialling\b')
@@ -29,17 +30,6 @@ kind: CollectorConfig
 metadata: {name: cached}
 spec: {intervalSeconds: 2, collectors: [cpu, memory]}
 """
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def serial_of(path):
-    out = subprocess.run(["openssl", "x509", "-noout", "-serial", "-in", path],
-                         capture_output=True, text=True, check=True).stdout
-    return out.strip().split("=", 1)[1].lower()
 
 
 class Base(unittest.TestCase):
@@ -116,7 +106,7 @@ class Base(unittest.TestCase):
         valid = self.cond(node)
         self.assertEqual(valid["status"], "True", valid)
         self.assertEqual(valid["reason"], "Valid")
-        old = serial_of(self.pki(node, "node.crt"))
+        old = cert_serial(self.pki(node, "node.crt"))
         self.c.stop_controller()
         x = wait_for("CertificateValid=False Expired", lambda: (
             lambda c: c if c and c["status"] == "False" and c["reason"] == "Expired"
@@ -138,13 +128,13 @@ class RenewTest(Base):
         self.run_agent("edge-1", ["--token", tok, "--ca-hash", ca_hash])
         wait_for("edge-1 connected", lambda: self.connected("edge-1"))
         old = self.expire_offline("edge-1")
-        key_before = read(self.pki("edge-1", "node.key"))
+        key_before = read_text(self.pki("edge-1", "node.key"))
         self.start_controller()
         wait_for("renewed and reconnected", lambda: self.connected("edge-1")
-                 and serial_of(self.pki("edge-1", "node.crt")) != old, timeout=120)
-        self.assertEqual(read(self.pki("edge-1", "node.key")), key_before,
+                 and cert_serial(self.pki("edge-1", "node.crt")) != old, timeout=120)
+        self.assertEqual(read_text(self.pki("edge-1", "node.key")), key_before,
                          "renewal changed the key")
-        new = serial_of(self.pki("edge-1", "node.crt"))
+        new = cert_serial(self.pki("edge-1", "node.crt"))
         self.assertIn("node renewed an expired certificate", self.ctl_log())
         self.assertRegex(self.ctl_log(), rf"old={old}\b.*serial={new}\b")
         # The token is not spent again: renewal is not a join.
@@ -173,7 +163,7 @@ class GraceOffTest(Base):
         self.assertEqual(x["status"], "False")
         self.assertIn("new bootstrap token", x["message"])
         self.assertIn("renewal-grace 0", x["message"])
-        self.assertEqual(serial_of(self.pki("edge-2", "node.crt")), old)
+        self.assertEqual(cert_serial(self.pki("edge-2", "node.crt")), old)
         self.assertFalse(self.connected("edge-2"))
         self.assertIn("reason=GraceExpired", self.ctl_log())
 
@@ -184,7 +174,7 @@ class GraceOffTest(Base):
         old = self.expire_offline("edge-3")
         self.start_controller()
         wait_for("joined again and reconnected", lambda: self.connected("edge-3")
-                 and serial_of(self.pki("edge-3", "node.crt")) != old, timeout=120)
+                 and cert_serial(self.pki("edge-3", "node.crt")) != old, timeout=120)
         self.assertIn("reason=GraceExpired", self.ctl_log())
         # One log for both controllers: the first join, and the one after
         # the refusal, with the same key.
@@ -229,7 +219,7 @@ class RevokeTest(Base):
         ctx = ssl.create_default_context(cafile=self.pki("edge-4", "ca.crt"))
         st, body = https_json("localhost", self.c.join_port, ctx, "POST",
                               "/v1/join/renew",
-                              {"certificate": read(cert), "csr": csr})
+                              {"certificate": read_text(cert), "csr": csr})
         self.assertEqual(st, 403, body)
         self.assertEqual(body["reason"], "CertificateRevoked")
         # The agent does not hammer: its next dial waits 30 to 60 s.

@@ -26,7 +26,7 @@ import subprocess
 import time
 import unittest
 
-from harness import BIN_DIR, Cluster, Proc, free_port, hello, main, wait_for
+from harness import BIN_DIR, Cluster, Proc, free_port, hello, main, read_text, wait_for
 
 CC = """apiVersion: edgesync.io/v1alpha1
 kind: CollectorConfig
@@ -43,13 +43,8 @@ def file_serial(path):
     return ssl._ssl._test_decode_cert(path)["serialNumber"].lower().lstrip("0")
 
 
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
 def log_text(c, name):
-    return read(os.path.join(c.dir, name))
+    return read_text(os.path.join(c.dir, name))
 
 
 def session_serials(c, node):
@@ -99,7 +94,7 @@ class RenewTest(unittest.TestCase):
             crt = os.path.join(state, "pki", "node.crt")
             key = os.path.join(state, "pki", "node.key")
             first = file_serial(crt)
-            first_key = read(key)
+            first_key = read_text(key)
 
             # Two renewals at least: each at 50..60 % of 20 s. The policy
             # stays applied at every look meanwhile.
@@ -123,7 +118,7 @@ class RenewTest(unittest.TestCase):
                 lambda s, f: f if s and s[-1] == f else None)(
                     session_serials(c, node), file_serial(crt)), timeout=30)
             self.assertNotEqual(now, first)
-            self.assertNotEqual(read(key), first_key, "the key was not renewed")
+            self.assertNotEqual(read_text(key), first_key, "the key was not renewed")
             self.assertEqual(os.stat(key).st_mode & 0o777, 0o600)
             self.assertFalse(os.path.exists(key + ".next"))
             db = sqlite3.connect(os.path.join(c.state, "controller.db"), timeout=5)
@@ -235,19 +230,19 @@ class TrustBundleTest(unittest.TestCase):
         try:
             state = join_and_run(c, node)
             ca_file = os.path.join(state, "pki", "ca.crt")
-            old_ca = read(os.path.join(c.dev, "ca.crt"))
-            self.assertEqual(read(ca_file), old_ca)
+            old_ca = read_text(os.path.join(c.dev, "ca.crt"))
+            self.assertEqual(read_text(ca_file), old_ca)
             new_ca, _ = c.mkcert("next-ca", "next CA", ca=False, client=False,
                                  is_ca=True)
             both = os.path.join(c.dir, "both.pem")
             with open(both, "w") as f:
-                f.write(old_ca + read(new_ca))
+                f.write(old_ca + read_text(new_ca))
 
             # Step 1 of the rotation: old and new in trust-bundle.
             c.stop_controller()
             n = len(session_serials(c, node))
             c.start_controller(["--trust-bundle", both])
-            wait_for("the bundle written", lambda: read(ca_file) == read(both),
+            wait_for("the bundle written", lambda: read_text(ca_file) == read_text(both),
                      timeout=40)
             wait_for("a session after the bundle changed", lambda:
                      len(session_serials(c, node)) >= n + 2 and connected(c, node),
@@ -261,7 +256,7 @@ class TrustBundleTest(unittest.TestCase):
             wait_for("the bundle refused", lambda: "trust bundle from the "
                      "controller refused" in log_text(c, f"agent-{node}.log"),
                      timeout=40)
-            self.assertEqual(read(ca_file), read(both))
+            self.assertEqual(read_text(ca_file), read_text(both))
             wait_for("still connected", lambda: connected(c, node), timeout=30)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{c.logs()}") from e
