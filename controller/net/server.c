@@ -441,6 +441,22 @@ static void sweep_cb(lws_sorted_usec_list_t *sul)
 
 /* ---- context ---- */
 
+/*
+ * The agents' connections have no libwebsockets validity timer (no
+ * WebSocket ping after secs_since_valid_ping, no hang-up): liveness is
+ * the protocol's own (PROTOCOL.md "ping": the agent pings after 20 s
+ * without a message, and sweep_cb closes a session silent for
+ * ES_PROTO_CONTROLLER_DEAD_S). libwebsockets keeps every connection's
+ * timer in one list sorted by expiry and inserts from its head, so with
+ * the default policy (a ping 300 s after the last pong) each pong and
+ * each new session walked the whole list: the top cost of a controller
+ * holding 10 000 sessions (README "A fleet on one controller").
+ */
+static const lws_retry_bo_t agent_no_validity = {
+	.secs_since_valid_ping = 0,
+	.secs_since_valid_hangup = 0,
+};
+
 static const struct lws_protocols agent_protocols[] = {
 	{ ES_PROTO_SUBPROTOCOL, cb_agent, sizeof(conn), AGENT_RX_BUFFER, 0, NULL, 0 },
 	LWS_PROTOCOL_LIST_TERM
@@ -534,6 +550,7 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 	info.ssl_private_key_filepath = o->key;
 	info.ssl_ca_filepath = o->client_ca;
 	info.user = s;
+	info.retry_and_idle_policy = &agent_no_validity;
 	if (!lws_create_vhost(s->ctx, &info)) {
 		rc = es_errf(ES_ERR_TLS, err, errsz,
 			     "listen %s:%d: could not start the agents' listener "
@@ -545,6 +562,7 @@ es_err es_server_new(const es_server_opts *o, es_db *db, es_server **out,
 
 	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT |
 		       LWS_SERVER_OPTION_REQUIRE_VALID_OPENSSL_CLIENT_CERT;
+	info.retry_and_idle_policy = NULL; /* libwebsockets' default */
 	info.vhost_name = "admin";
 	info.iface = o->admin_host;
 	info.port = o->admin_port;

@@ -120,6 +120,10 @@ static const char *const stmt_sql[DB_ST_N] = {
 	[DB_ST_ROWS_UNDER] = "SELECT parent, name, ord, kind, body FROM node_state"
 		" WHERE node = ?1 AND (parent = ?2 OR (parent > (?2 || '.') AND"
 		" parent < (?2 || '/'))) ORDER BY parent, ord",
+	/* The items of one keyed list (a delta's list change reads them in
+	 * one scan, db_state.c load_items). */
+	[DB_ST_ROWS_LIST] = "SELECT name, ord, body FROM node_state"
+		" WHERE node = ?1 AND parent = ?2",
 	[DB_ST_ROWS_NODE] = "SELECT parent, name, ord, kind, body FROM node_state"
 		" WHERE node = ?1 AND parent <> '#' ORDER BY parent, ord",
 	[DB_ST_NODE_DISCONNECTED] = "UPDATE nodes SET connected = ?1, last_seen = ?2"

@@ -771,24 +771,62 @@ static int litem_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Into the array out: the stored items of the list at path that the item
- * changes of pm name, in their order; not those it removes. */
-static es_err load_items(es_db *db, const char *node, const char *path,
-			 const es_kpatch_key *k, const cJSON *pm, cJSON *out)
+/* Reads the items of the list at path named by the sorted keys want (nw
+ * of them, distinct) in one scan of the list's rows into it (*got of
+ * them); *next gets the list's next free ord. */
+static es_err scan_items(es_db *db, const char *node, const char *path, char **want,
+			 size_t nw, litem *it, size_t *got, int64_t *next)
 {
-	size_t n = (size_t)cJSON_GetArraySize(pm), got = 0, i;
+	sqlite3_stmt *st;
+	int64_t top = -1;
+	es_err rc = db__stmt(db, DB_ST_ROWS_LIST, &st);
+	int s;
+
+	if (rc != ES_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		int64_t ord = sqlite3_column_int64(st, 1);
+
+		if (ord > top)
+			top = ord;
+		if (!name || *got == nw || !bsearch(&name, want, nw, sizeof(*want), key_cmp))
+			continue;
+		if ((rc = es_sqlite_column_json(db->sq, st, 2, "node state",
+						&it[*got].item)) != ES_OK)
+			break;
+		it[(*got)++].ord = ord;
+	}
+	if (rc == ES_OK && s != SQLITE_DONE)
+		rc = es_sqlite_fail(db->sq, "node state");
+	sqlite3_reset(st);
+	if (rc == ES_OK)
+		*next = top + 1;
+	return rc;
+}
+
+/* Into the array out: the stored items of the list at path that the item
+ * changes of pm name, in their order; not those it removes. More than one
+ * is read in one scan of the list's rows, which also gives *next, the
+ * list's next free ord (else *next is -1: not known). */
+static es_err load_items(es_db *db, const char *node, const char *path,
+			 const es_kpatch_key *k, const cJSON *pm, cJSON *out, int64_t *next)
+{
+	size_t n = (size_t)cJSON_GetArraySize(pm), nw = 0, got = 0, i, j;
 	litem *it = calloc(n ? n : 1, sizeof(*it));
-	char **seen = calloc(n ? n : 1, sizeof(*seen));
+	char **want = calloc(n ? n : 1, sizeof(*want));
 	const cJSON *c;
 	es_err rc = ES_OK;
 
-	if (!it || !seen) {
+	*next = -1;
+	if (!it || !want) {
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
 	cJSON_ArrayForEach(c, pm) {
 		char *key = NULL;
-		srow r;
 		int x = es_kpatch_item_key(c, k, &key);
 
 		if (x < 0) {
@@ -803,22 +841,31 @@ static es_err load_items(es_db *db, const char *node, const char *path,
 			free(key);
 			continue;
 		}
-		for (i = 0; i < got && strcmp(seen[i], key) != 0; i++)
-			;
-		if (i < got) {
-			free(key);
-			continue;
-		}
-		if ((rc = row_get(db, node, path, key, &r, &it[got].item)) != ES_OK) {
-			free(key);
+		want[nw++] = key;
+	}
+	qsort(want, nw, sizeof(*want), key_cmp);
+	for (i = j = 0; i < nw; i++) {
+		if (j && strcmp(want[j - 1], want[i]) == 0)
+			free(want[i]);
+		else
+			want[j++] = want[i];
+	}
+	nw = j;
+	if (nw == 1) {
+		srow r;
+
+		if ((rc = row_get(db, node, path, want[0], &r, &it[0].item)) != ES_OK)
 			goto cleanup;
+		if (r.kind) {
+			it[0].ord = r.ord;
+			got = 1;
+		} else {
+			cJSON_Delete(it[0].item);
+			it[0].item = NULL;
 		}
-		if (!r.kind) {
-			free(key);
-			continue;
-		}
-		it[got].ord = r.ord;
-		seen[got++] = key;
+	} else if (nw > 1 &&
+		   (rc = scan_items(db, node, path, want, nw, it, &got, next)) != ES_OK) {
+		goto cleanup;
 	}
 	qsort(it, got, sizeof(*it), litem_cmp);
 	for (i = 0; i < got; i++) {
@@ -829,12 +876,12 @@ static es_err load_items(es_db *db, const char *node, const char *path,
 		it[i].item = NULL;
 	}
 cleanup:
-	for (i = 0; it && seen && i < got; i++) {
+	for (i = 0; it && i < n; i++)
 		cJSON_Delete(it[i].item);
-		free(seen[i]);
-	}
+	for (i = 0; want && i < nw; i++)
+		free(want[i]);
 	free(it);
-	free(seen);
+	free(want);
 	return rc;
 }
 
@@ -844,6 +891,7 @@ cleanup:
 typedef struct plan {
 	touch *t;
 	srow *r;
+	int64_t *next; /* a keyed list's next free ord, -1: not known */
 	struct plan **sub;
 	size_t n;
 } plan;
@@ -856,6 +904,7 @@ static void plan_free(plan *pl)
 		plan_free(pl->sub[i]);
 	free(pl->t);
 	free(pl->r);
+	free(pl->next);
 	free(pl->sub);
 	free(pl);
 }
@@ -875,8 +924,11 @@ static es_err load_obj(es_db *db, const char *node, const char *cpath, const cJS
 	*pl = q;
 	if (!q || touches(p, keyed, &q->t, &q->n) < 0 ||
 	    !(q->r = calloc(q->n ? q->n : 1, sizeof(*q->r))) ||
+	    !(q->next = malloc((q->n ? q->n : 1) * sizeof(*q->next))) ||
 	    !(q->sub = calloc(q->n ? q->n : 1, sizeof(*q->sub))))
 		return ES_ERR_NOMEM;
+	for (i = 0; i < q->n; i++)
+		q->next[i] = -1;
 	for (i = 0; i < q->n && rc == ES_OK; i++) {
 		const es_kpatch_key *k;
 		const touch *t = &q->t[i];
@@ -907,7 +959,7 @@ static es_err load_obj(es_db *db, const char *node, const char *cpath, const cJS
 			if (!(v = cJSON_CreateArray()))
 				rc = ES_ERR_NOMEM;
 			else
-				rc = load_items(db, node, path, k, t->pm, v);
+				rc = load_items(db, node, path, k, t->pm, v, &q->next[i]);
 		} else {
 			rc = member_value(db, node, cpath, t->name, &q->r[i], &v);
 		}
@@ -923,18 +975,18 @@ static es_err load_obj(es_db *db, const char *node, const char *cpath, const cJS
 
 /* Writes the keyed list at path from its loaded items b to a (what
  * applying the list change pm made of them): changed items updated, new
- * ones after the last, loaded ones gone removed, and the items pm removes
- * that were not loaded (load_items reads none of them) removed. */
+ * ones after the last (from ord, the list's next free ord; -1: read it
+ * first), loaded ones gone removed, and the items pm removes that were
+ * not loaded (load_items reads none of them) removed. */
 static es_err write_items(es_db *db, const char *node, const char *path,
 			  const es_kpatch_key *k, const cJSON *pm, const cJSON *b,
-			  const cJSON *a)
+			  const cJSON *a, int64_t ord)
 {
 	size_t nb = (size_t)cJSON_GetArraySize(b), na = (size_t)cJSON_GetArraySize(a), i, j;
 	char **bk = calloc(nb ? nb : 1, sizeof(*bk)), **ak = calloc(na ? na : 1, sizeof(*ak));
 	char *key = NULL;
 	unsigned char *kept = calloc(nb ? nb : 1, 1);
 	const cJSON *x, *y;
-	int64_t ord = -1;
 	es_err rc = ES_OK;
 
 	if (!bk || !ak || !kept) {
@@ -1061,7 +1113,7 @@ static es_err write_obj(es_db *db, const char *node, const char *cpath, const pl
 			rc = write_obj(db, node, path, pl->sub[i], keyed, bv, av);
 		} else if (keyed && r->kind == 'l' && path && list_partial(t) &&
 			   cJSON_IsArray(av) && (k = list_at(path)) != NULL) {
-			rc = write_items(db, node, path, k, t->pm, bv, av);
+			rc = write_items(db, node, path, k, t->pm, bv, av, pl->next[i]);
 		} else if (!(bv && es_json_equal(bv, av) == 1)) {
 			/* Replaced whole, in its place (a row of text is
 			 * replaced by the new rows in one write). */
