@@ -284,6 +284,7 @@ static void conn_release(conn *c)
 		c->next->prev = c->prev;
 	server__queue_clear(c);
 	es_ws_rx_free(&c->rx);
+	es_ctrl_pending_free(&c->acks);
 	cJSON_Delete(c->labels);
 	memset(c, 0, sizeof(*c));
 	s->closed_since_trim++;
