@@ -29,6 +29,9 @@ prints:
   until all N have their session again, and arrivals (welcomes) per second
   between the first and the last; the simulated agents redial with the
   agent's backoff (full jitter, base 1 s, cap 60 s);
+- the restarted controller's RSS when it listens, with the fleet back and
+  5 s after the simulator stopped and every session closed: what it keeps
+  of the fleet's memory;
 - bytes per node per second on the wire at steady state, up and down,
   counted at the socket (the kernel's TCP_INFO bytes_acked and
   bytes_received of each connection: TLS records with WebSocket frames,
@@ -92,6 +95,7 @@ from benchlib import (EtcdCluster, Owner, db_ro, harness, parse_metrics, proc_st
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PER_PROC = 2500  # simulated nodes per simulator process by default
+DISCONNECT_SETTLE_S = 5  # seconds after the last session closed before the RSS is read
 
 
 def raise_nofile(need):
@@ -426,6 +430,7 @@ def run_one(a, n):
         if not respawn(c, "controller", timeout=120):
             raise RuntimeError("the controller did not start again")
         fig["restartListeningSeconds"] = round(time.monotonic() - tk, 2)
+        rss_restart = proc_status(c.controller.p.pid, "VmRSS")
         k = wait_until("all back", lambda: (lambda m: m if m["ready"] >= ready and
                                             m["marker"]["welcomes"] >= ready else None)(
             sim.summary()), a.storm_timeout, 1) or sim.summary()
@@ -446,9 +451,29 @@ def run_one(a, n):
         end = sim.summary()
         fig["errorsReceived"] = end["errorsReceived"]
         fig["dialFailures"] = end["dialFailures"]
+        # the memory the restarted controller gives back once all leave
+        fig["disconnect"] = disconnect_memory(c, sim, rss_restart, k["ready"])
     finally:
         finish(a, owner)
     return fig
+
+
+def disconnect_memory(c, sim, rss_start, ready):
+    """Stops the simulator (every session closes) and waits until the
+    controller counts no connected agent, then DISCONNECT_SETTLE_S more
+    (its sweep gives freed memory back once a second). Returns the
+    controller's RSS (KiB) when it started again (rss_start), with the
+    fleet back (ready sessions) and after all left, and what it kept:
+    after minus start."""
+    rss_back = proc_status(c.controller.p.pid, "VmRSS")
+    sim.stop()
+    wait_until("every session closed at the controller",
+               lambda: c.metric("edgesync_controller_connected_agents") == 0, 60, 0.5)
+    time.sleep(DISCONNECT_SETTLE_S)
+    rss_after = proc_status(c.controller.p.pid, "VmRSS")
+    return {"rssStartKiB": rss_start, "rssBackKiB": rss_back, "ready": ready,
+            "perConnBackKiB": round((rss_back - rss_start) / max(1, ready), 1),
+            "rssAfterKiB": rss_after, "keptKiB": rss_after - rss_start}
 
 
 def admin_metrics(c, port):
@@ -707,6 +732,7 @@ def report(fig):
     rs = fig.get("restart", {})
     la = " ".join(f"{x:.1f}" for x in fig.get("loadavgSteady") or fig.get("loadavg", []))
     hs = fig.get("restartHandshakes") or {}
+    dc = fig.get("disconnect") or {}
     lines = [
         f"N = {fig['nodes']}, protocol {fig.get('protocol')}, {fig.get('simProcs')} simulator"
         f" process(es)  (simulator and controller share"
@@ -724,6 +750,10 @@ def report(fig):
         f" load average then {' '.join(f'{x:.1f}' for x in rs.get('loadavg', []))})",
         f"  wire (socket bytes): up {st.get('upBytesPerNodePerSecond')} B/s, "
         f"down {st.get('downBytesPerNodePerSecond')} B/s per node",
+        f"  after the restart: controller RSS {dc.get('rssStartKiB', 0) / 1024:.1f} MiB when"
+        f" listening, {dc.get('rssBackKiB', 0) / 1024:.1f} MiB with the fleet back"
+        f" ({dc.get('perConnBackKiB')} KiB per connection), {dc.get('rssAfterKiB', 0) / 1024:.1f}"
+        f" MiB {DISCONNECT_SETTLE_S} s after all disconnected (kept {dc.get('keptKiB')} KiB)",
     ]
     print("\n".join(lines), flush=True)
 

@@ -348,6 +348,9 @@ void es_ws_rx_trim(es_ws_rx *rx)
 		return;
 	es_buf_free(&rx->buf);
 	rx->len = 0;
+	free(rx->ibuf);
+	rx->ibuf = NULL;
+	rx->icap = 0;
 }
 
 void es_ws_rx_free(es_ws_rx *rx)

@@ -119,8 +119,11 @@ es_err es_ws_rx_add(es_ws_rx *rx, struct lws *wsi, const void *in, size_t len,
  * starts); the buffers are kept for the next message. NULL-safe. */
 void es_ws_rx_reset(es_ws_rx *rx);
 
-/* Between messages: frees the buffer, so an idle connection holds none
- * (the next message allocates again). No-op inside a message. NULL-safe. */
+/* Between messages: frees both buffers (the received text and the
+ * inflated text of a compressed message), so an idle connection holds
+ * none (the next message allocates again); the text es_ws_rx_add gave
+ * for the last message is gone with them. No-op inside a message.
+ * NULL-safe. */
 void es_ws_rx_trim(es_ws_rx *rx);
 
 /* Frees rx's buffer and forgets the message in progress; rx can be used

@@ -142,10 +142,44 @@ void es_ctrl_metrics_etcd(es_ctrl_metrics *m, const char *op, int ok, int reache
 	es_metric_set(m->etcd_up, NULL, reached ? 1 : 0);
 }
 
+/* Makes room for cap entries in p (cap >= p->n). Returns 0, or -1 when
+ * memory ran out (p unchanged). */
+static int pending_grow(es_ctrl_pending *p, size_t cap)
+{
+	int64_t *blk = malloc(2 * cap * sizeof(*blk));
+
+	if (!blk)
+		return -1;
+	if (p->n) {
+		memcpy(blk, p->rv, p->n * sizeof(*blk));
+		memcpy(blk + cap, p->at_us, p->n * sizeof(*blk));
+	}
+	free(p->rv);
+	p->rv = blk;
+	p->at_us = blk + cap;
+	p->cap = cap;
+	return 0;
+}
+
+void es_ctrl_pending_free(es_ctrl_pending *p)
+{
+	if (!p)
+		return;
+	free(p->rv); /* at_us is in the same block */
+	memset(p, 0, sizeof(*p));
+}
+
 void es_ctrl_metrics_pushed(es_ctrl_pending *p, int64_t rv, int64_t at_us)
 {
 	if (!p)
 		return;
+	if (p->n == p->cap && p->cap < ES_CTRL_METRICS_PENDING_MAX) {
+		size_t cap = p->cap ? 2 * p->cap : 4;
+
+		if (pending_grow(p, cap < ES_CTRL_METRICS_PENDING_MAX
+					    ? cap : ES_CTRL_METRICS_PENDING_MAX) != 0)
+			return;
+	}
 	if (p->n == ES_CTRL_METRICS_PENDING_MAX) {
 		memmove(p->rv, p->rv + 1, (p->n - 1) * sizeof(p->rv[0]));
 		memmove(p->at_us, p->at_us + 1, (p->n - 1) * sizeof(p->at_us[0]));
@@ -177,6 +211,8 @@ void es_ctrl_metrics_acked(es_ctrl_metrics *m, es_ctrl_pending *p, int64_t rv,
 		keep++;
 	}
 	p->n = keep;
+	if (!keep)
+		es_ctrl_pending_free(p);
 }
 
 es_err es_ctrl_metrics_render(es_ctrl_metrics *m, int connected_agents,

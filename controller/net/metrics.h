@@ -55,11 +55,13 @@
 typedef struct es_ctrl_metrics es_ctrl_metrics;
 
 /* Writes pushed to one agent connection and not yet acknowledged, oldest
- * first. Lives in the connection; zeroed means empty. */
+ * first. Lives in the connection; zeroed means empty. The entries are
+ * allocated while some are pending and freed when the last is
+ * acknowledged, so an idle connection holds none (README "Performance"). */
 typedef struct es_ctrl_pending {
-	int64_t rv[ES_CTRL_METRICS_PENDING_MAX];    /* resourceVersion pushed */
-	int64_t at_us[ES_CTRL_METRICS_PENDING_MAX]; /* monotonic time of the write */
-	size_t n;
+	int64_t *rv;    /* n resourceVersions pushed (cap allocated), or NULL */
+	int64_t *at_us; /* ... the monotonic time of each write (same block) */
+	size_t n, cap;
 } es_ctrl_pending;
 
 /*
@@ -97,8 +99,13 @@ void es_ctrl_metrics_etcd(es_ctrl_metrics *m, const char *op, int ok, int reache
 			  double seconds);
 
 /* A write at monotonic time at_us (es_time_mono_us) was pushed to a
- * connection in a desired message of resourceVersion rv. */
+ * connection in a desired message of resourceVersion rv. When the entries
+ * cannot grow (out of memory) the write is not measured. */
 void es_ctrl_metrics_pushed(es_ctrl_pending *p, int64_t rv, int64_t at_us);
+
+/* Forgets every pending write of p (unmeasured) and frees its entries; p is
+ * empty and usable again. NULL-safe. */
+void es_ctrl_pending_free(es_ctrl_pending *p);
 
 /* The connection's agent sent desiredAck rv at monotonic time now_us
  * (es_time_mono_us): every pending write with a resourceVersion <= rv is

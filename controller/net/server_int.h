@@ -104,6 +104,8 @@ struct es_server {
 	int max_sessions, handshake_timeout_s, overload_retry_s;
 	int closed_since_trim; /* connections released since the last
 				* malloc_trim */
+	int sweeps_since_trim; /* sweeps since the heap was last looked at
+				* (server.c trim_heap) */
 	unsigned char chunk[LWS_PRE + SERVER_HTTP_CHUNK];
 };
 

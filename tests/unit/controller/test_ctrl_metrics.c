@@ -97,6 +97,9 @@ static void test_ack_latency(void **state)
 	assert_int_equal(p.n, 1);
 	es_ctrl_metrics_acked(m, &p, 20, 2250000); /* 13 after 0.25 s */
 	assert_int_equal(p.n, 0);
+	/* none pending: nothing held */
+	assert_null(p.rv);
+	assert_int_equal(p.cap, 0);
 	out = render(m, 1);
 	es_test_assert_line(out, "edgesync_controller_desired_ack_latency_seconds_bucket{le=\"0.1\"} 0");
 	es_test_assert_line(out, "edgesync_controller_desired_ack_latency_seconds_bucket{le=\"0.25\"} 1");
@@ -111,7 +114,23 @@ static void test_ack_latency(void **state)
 	for (int i = 0; i < ES_CTRL_METRICS_PENDING_MAX + 5; i++)
 		es_ctrl_metrics_pushed(&p, 100 + i, 0);
 	assert_int_equal(p.n, ES_CTRL_METRICS_PENDING_MAX);
+	assert_int_equal(p.cap, ES_CTRL_METRICS_PENDING_MAX);
 	assert_int_equal(p.rv[0], 105);
+	assert_int_equal(p.rv[ES_CTRL_METRICS_PENDING_MAX - 1], 100 + ES_CTRL_METRICS_PENDING_MAX + 4);
+	es_ctrl_pending_free(&p);
+	assert_null(p.rv);
+	/* the times move with the versions when the entries grow (4, then 8) */
+	for (int i = 1; i <= 5; i++)
+		es_ctrl_metrics_pushed(&p, i, 10 * i);
+	assert_int_equal(p.cap, 8);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(p.rv[i], i + 1);
+		assert_int_equal(p.at_us[i], 10 * (i + 1));
+	}
+	es_ctrl_pending_free(&p);
+	assert_null(p.rv);
+	assert_int_equal(p.n, 0);
+	es_ctrl_pending_free(NULL);
 	es_ctrl_metrics_free(m);
 }
 

@@ -76,6 +76,7 @@ static int teardown(void **state)
 
 	for (int i = 0; i < 4; i++) {
 		es_ws_queue_clear(&f->c[i].q);
+		es_ctrl_pending_free(&f->c[i].acks);
 		cJSON_Delete(f->c[i].labels);
 	}
 	es_db_close(f->db);

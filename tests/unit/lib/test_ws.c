@@ -432,6 +432,18 @@ static void test_deflate_round_trip(void **state)
 	assert_true(m.done);
 	assert_int_equal(m.len, strlen(want));
 	assert_memory_equal(m.text, want, m.len);
+	/* Between messages trim frees the inflated text too: an idle
+	 * connection keeps no buffer of its last compressed message. */
+	assert_non_null(rx.ibuf);
+	es_ws_rx_trim(&rx);
+	assert_null(rx.ibuf);
+	assert_int_equal(rx.icap, 0);
+	assert_null(rx.buf.p);
+	/* ... and the next compressed message inflates into a new one. */
+	assert_int_equal(add(&rx, written[0], written_len[0], 1, 1, &m), ES_OK);
+	assert_true(m.done);
+	assert_int_equal(m.len, strlen(want));
+	assert_memory_equal(m.text, want, m.len);
 	/* Text messages are still taken. */
 	assert_int_equal(add(&rx, "{}", 2, 0, 1, &m), ES_OK);
 	assert_true(m.done);
