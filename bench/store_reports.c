@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "es_fs.h"
 #include "store/db.h"
 #include "es_json.h"
 
@@ -56,27 +57,6 @@ static double wall_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) != NULL) {
-		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else {
-			buf[n] = 0;
-		}
-	}
-	fclose(f);
-	return buf;
 }
 
 /* A report message {type, seq, reportType, baseSeq, body} owning body. */
@@ -194,8 +174,7 @@ int main(int argc, char **argv)
 	bench b = { .batch = 64 };
 	double w0, w1, cpu_all = 0;
 	long n_all = 0;
-	FILE *in = NULL;
-	char line[1 << 16];
+	char *lines = NULL, *line, *save = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -221,17 +200,20 @@ int main(int argc, char **argv)
 		}
 	}
 	snprintf(path, sizeof(path), "%s/snapshot.json", data);
-	if (!(text = slurp(path)) || !(snap = cJSON_Parse(text)) ||
-	    !(snap = report_msg("snapshot", snap))) {
+	if (es_fs_read_all(path, ES_FS_FILE_MAX, &text, NULL, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, "es-bench-store-reports: %s\n", err);
+		goto out;
+	}
+	if (!(snap = cJSON_Parse(text)) || !(snap = report_msg("snapshot", snap))) {
 		fprintf(stderr, "es-bench-store-reports: %s: cannot read a JSON snapshot\n", path);
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/reports.jsonl", data);
-	if (!(in = fopen(path, "r"))) {
-		fprintf(stderr, "es-bench-store-reports: %s: %s\n", path, strerror(errno));
+	if (es_fs_read_all(path, ES_FS_FILE_MAX, &lines, NULL, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, "es-bench-store-reports: %s\n", err);
 		goto out;
 	}
-	while (fgets(line, sizeof(line), in)) {
+	for (line = strtok_r(lines, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		cJSON *r = cJSON_Parse(line), *body, **nr;
 		const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r,
 											  "reportType"));
@@ -332,8 +314,7 @@ out:
 		}
 		rmdir(tmpl);
 	}
-	if (in)
-		fclose(in);
+	free(lines);
 	for (int k = 0; k < nrep; k++)
 		cJSON_Delete(reps[k]);
 	free(reps);

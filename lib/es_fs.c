@@ -3,6 +3,7 @@
  * bounded line reading (es_fs.h).
  */
 #include "es_fs.h"
+#include "es_buf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -146,4 +147,41 @@ void es_fs_lines_close(es_fs_lines *lf)
 		return;
 	fclose(lf->f);
 	lf->f = NULL;
+}
+
+es_err es_fs_read_all(const char *path, size_t max, char **out, size_t *len, char *err,
+		      size_t errsz)
+{
+	FILE *f = fopen(path, "re");
+	es_buf b = { 0 };
+	char chunk[16384];
+	size_t n, got;
+	int rerr;
+
+	*out = NULL;
+	if (!f)
+		return es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(errno));
+	es_buf_init(&b, max);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.err == ES_OK)
+		es_buf_append(&b, chunk, n);
+	rerr = ferror(f) ? errno : 0;
+	fclose(f);
+	if (rerr) {
+		es_buf_free(&b);
+		errno = rerr;
+		return es_errf(ES_ERR_IO, err, errsz, "%s: %s", path, strerror(rerr));
+	}
+	if (b.err != ES_OK) {
+		es_err rc = b.err;
+
+		es_buf_free(&b);
+		return rc == ES_ERR_NOMEM ? ES_ERR_NOMEM :
+			es_errf(ES_ERR_TOOBIG, err, errsz, "%s: over %zu bytes", path, max);
+	}
+	*out = es_buf_detach(&b, &got);
+	if (!*out && !(*out = strdup("")))
+		return ES_ERR_NOMEM;
+	if (len)
+		*len = got;
+	return ES_OK;
 }

@@ -1,7 +1,7 @@
 /*
  * es_fs.h - small file system helpers shared by the programs: mkdir -p,
- * syncing a directory, and bounded line reading of the text files of /proc
- * and /etc.
+ * syncing a directory, reading a whole file, and bounded line reading of
+ * the text files of /proc and /etc.
  */
 #ifndef ES_FS_H
 #define ES_FS_H
@@ -32,6 +32,16 @@ es_err es_fs_mkdir_p(const char *path, mode_t mode, char *err, size_t errsz);
  * <strerror>", errno kept).
  */
 es_err es_fs_sync_parent(const char *path, char *err, size_t errsz);
+
+/*
+ * Reads the whole file at path (borrowed) into *out (malloc'd, NUL-added,
+ * the caller frees; "" for an empty file) and its length in bytes into
+ * *len (NULL: not wanted). max is the most bytes accepted.
+ * Errors: ES_ERR_IO ("<path>: <strerror>", errno kept), ES_ERR_TOOBIG
+ * ("<path>: over <max> bytes"), ES_ERR_NOMEM; *out is NULL on error.
+ */
+es_err es_fs_read_all(const char *path, size_t max, char **out, size_t *len, char *err,
+		      size_t errsz);
 
 /* Longest line kept, newline excluded, plus 1; longer lines are returned
  * cut, with `overlong` set. */

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <cjson/cJSON.h>
 
+#include "es_fs.h"
 #include "es_json.h"
 #include "es_proto.h"
 #include "es_time.h"
@@ -87,32 +88,6 @@ static void tmpl_free(fsim_tmpl *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static es_err read_file(const char *path, char **out, size_t *len, char *err,
-			size_t errsz)
-{
-	FILE *f = fopen(path, "re");
-	es_buf b = { 0 };
-	char chunk[65536];
-	size_t n;
-
-	*out = NULL;
-	if (!f)
-		return es_errf(ES_ERR_IO, err, errsz, "%s: cannot open", path);
-	es_buf_init(&b, FIXTURE_MAX);
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		es_buf_append(&b, chunk, n);
-	fclose(f);
-	if (b.err != ES_OK) {
-		es_buf_free(&b);
-		return es_errf(b.err, err, errsz, "%s: over %u bytes or out of memory",
-			       path, FIXTURE_MAX);
-	}
-	*out = es_buf_detach(&b, len);
-	if (!*out)
-		*out = strdup("");
-	return *out ? ES_OK : ES_ERR_NOMEM;
-}
-
 /* Loads one version 2 line (j, an object) as r's next record. */
 static es_err add_rec(fsim_replay *r, cJSON *j, const char *path, size_t lineno,
 		      char *err, size_t errsz)
@@ -162,7 +137,7 @@ es_err fsim_replay_load(fsim_replay *r, const char *dir, int version, char *err,
 
 	memset(r, 0, sizeof(*r));
 	snprintf(path, sizeof(path), "%s%s/snapshot.json", dir, sub);
-	if ((rc = read_file(path, &text, &len, err, errsz)) != ES_OK)
+	if ((rc = es_fs_read_all(path, FIXTURE_MAX, &text, &len, err, errsz)) != ES_OK)
 		goto cleanup;
 	if (es_json_parse(text, len, ES_JSON_MAX_DEPTH, &j, err, errsz) != ES_OK ||
 	    !cJSON_IsObject(j)) {
@@ -176,7 +151,7 @@ es_err fsim_replay_load(fsim_replay *r, const char *dir, int version, char *err,
 	free(text);
 	snprintf(path, sizeof(path), "%s%s/%s", dir, sub,
 		 version == 2 ? "reports.jsonl" : "patches.jsonl");
-	if ((rc = read_file(path, &text, &len, err, errsz)) != ES_OK)
+	if ((rc = es_fs_read_all(path, FIXTURE_MAX, &text, &len, err, errsz)) != ES_OK)
 		goto cleanup;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		fsim_tmpl *grown;

@@ -278,6 +278,33 @@ static void test_lines(void **state)
 	es_fs_lines_close(&lf);
 }
 
+/* es_fs_read_all: the whole file with its length, "" for an empty one,
+ * ES_ERR_TOOBIG past max, ES_ERR_IO naming a missing file. */
+static void test_read_all(void **state)
+{
+	char p[PATH_MAX], err[256], *text = (char *)"x";
+	size_t len = 99;
+
+	at(p, sizeof(p), "f.txt");
+	write_file(p, "ab\0cd", 5);
+	assert_int_equal(es_fs_read_all(p, 5, &text, &len, err, sizeof(err)), ES_OK);
+	assert_int_equal(len, 5);
+	assert_memory_equal(text, "ab\0cd", 6);
+	free(text);
+	assert_int_equal(es_fs_read_all(p, 4, &text, &len, err, sizeof(err)), ES_ERR_TOOBIG);
+	assert_null(text);
+	assert_non_null(strstr(err, "over 4 bytes"));
+	write_file(p, "", 0);
+	assert_int_equal(es_fs_read_all(p, 4, &text, NULL, err, sizeof(err)), ES_OK);
+	assert_string_equal(text, "");
+	free(text);
+	at(p, sizeof(p), "missing");
+	assert_int_equal(es_fs_read_all(p, 4, &text, NULL, err, sizeof(err)), ES_ERR_IO);
+	assert_null(text);
+	assert_non_null(strstr(err, "missing: No such file"));
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +315,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_permission, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_all, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
