@@ -38,6 +38,9 @@
 /* Stopping: how long the reports of the last batches may wait for their
  * cursors on etcd, in milliseconds (es_server_drain). */
 #define DRAIN_MS 2000
+/* Then: how long the revoke of the etcd lease may take, in milliseconds
+ * (es_server_leave). */
+#define LEAVE_MS 500
 
 static es_server *g_server;
 
@@ -421,6 +424,8 @@ cleanup:
 	/* The open batch's cursors to etcd before the store closes: what
 	 * etcd did not commit is not acknowledged. */
 	es_server_drain(g_server, DRAIN_MS);
+	/* Then its nodes go to the other controllers at once. */
+	es_server_leave(g_server, LEAVE_MS);
 	es_store_close(&store);
 	es_server_destroy(g_server);
 	es_tickets_shutdown();

@@ -126,6 +126,20 @@ void es_server_stop(es_server *srv);
  */
 void es_server_drain(es_server *srv, int bound_ms);
 
+/*
+ * After es_server_drain, before the store is closed: gives this
+ * controller's node sessions up at once, so that its agents are served by
+ * another controller now rather than when its etcd lease expires. Each
+ * agent session is closed with 1001 "going away" (the agent dials its next
+ * controller), the store's lease is revoked (es_store_sessions_leave) and
+ * the loop runs until etcd answered or bound_ms (milliseconds) passed,
+ * then 100 ms more to write the closes out. A hello from here on is told
+ * to come back later (1 s). Does nothing without a store (sqlite: no
+ * sessions to give up) or a context; a revoke that failed is logged (the
+ * sessions then go with the lease). NULL-safe.
+ */
+void es_server_leave(es_server *srv, int bound_ms);
+
 /* Closes every connection (agents are marked disconnected in the store)
  * and frees the server. A batch of reports still open is committed to the
  * db but, with a store (es_server_set_store), not acknowledged: its

@@ -90,6 +90,8 @@ struct es_server {
 	size_t batch_reports;
 	int64_t debug_exit_after; /* EDGESYNC_DEBUG_EXIT_AFTER_COMMIT; 0 off, -1 unread */
 	int store_lost_set;    /* server_session.c: es_store_set_lost done */
+	int leaving;           /* es_server_leave: no session is taken */
+	int leave_done;        /* its lease revoke answered */
 	struct cursor_group *cursor_groups; /* server_sync.c: batches committed
 					     * here whose cursors etcd has not
 					     * answered yet */
@@ -179,6 +181,9 @@ void server__hello_resume(conn *c, const cJSON *msg);
  * when the hello waits (server__hello_resume follows) or was answered
  * (refused: another controller serves the node, or an error). */
 int server__session_take(conn *c, const cJSON *msg);
+/* c's node is served by a newer session on another controller (why says
+ * which): c closes with 4000 "replaced" and does not drop the session. */
+void server__session_replaced(conn *c, const char *why);
 
 /* c is going away: a take in flight is forgotten; the session is given up
  * when no other connection of the node here holds it. */

@@ -333,11 +333,15 @@ static void on_cursors(void *ud, const es_store_cursor_result *res, size_t n)
 	char d[24];
 
 	for (size_t i = 0; i < n && i < g->n_cur; i++) {
+		dropped = 0;
 		if (res[i].rc != ES_ERR_EXISTS)
 			continue;
 		/* Another controller serves the node: what this one stored
-		 * past its last commit is provisional and goes. */
-		if (es_db_node_cursor_set(s->db, g->names[i], g->streams[i],
+		 * past what etcd says it committed is provisional and goes
+		 * (nothing when etcd said nothing: the other controller's
+		 * record, once read, bounds it). */
+		if (res[i].committed >= 0 &&
+		    es_db_node_cursor_set(s->db, g->names[i], g->streams[i],
 					  res[i].committed, 1, &dropped) != ES_OK)
 			es_log_error("server", "could not drop provisional reports",
 				     "node", g->names[i], NULL);
@@ -365,12 +369,9 @@ static void on_cursors(void *ud, const es_store_cursor_result *res, size_t n)
 		}
 		c->cursor_wait--;
 		if (r && r->rc == ES_ERR_EXISTS) {
-			es_ctrl_metrics_refused(s->metrics, "Overloaded");
-			(void)server__queue_msg(c, es_proto_overloaded(
-				ES_STORE_ETCD_SESSION_TTL, r->error));
-			c->session_held = 0; /* not ours to give up */
-			server__start_close(c, es_proto_close_code(ES_PC_OVERLOADED),
-					    es_proto_code_name(ES_PC_OVERLOADED));
+			/* A newer session of the node on another controller
+			 * moved its record: this one is replaced. */
+			server__session_replaced(c, r->error);
 			continue;
 		}
 		if (r && r->rc != ES_OK)

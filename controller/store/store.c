@@ -69,6 +69,7 @@ static const es_store_ops sqlite_ops = {
 	.session_take = NULL,
 	.session_cancel = NULL,
 	.session_drop = NULL,
+	.sessions_leave = NULL,
 	.cursors_put = NULL,
 	.cursor_get = NULL,
 };
@@ -122,6 +123,15 @@ void es_store_session_drop(es_store *s, const char *node)
 {
 	if (s && s->ops && s->ops->session_drop && node)
 		s->ops->session_drop(s, node);
+}
+
+es_err es_store_sessions_leave(es_store *s, es_store_cb cb, void *ud)
+{
+	if (!s || !s->ops || !s->ops->sessions_leave)
+		return ES_ERR_UNSUPPORTED;
+	if (!cb)
+		return ES_ERR_INVAL;
+	return s->ops->sessions_leave(s, cb, ud);
 }
 
 es_err es_store_cursors_put(es_store *s, const es_store_cursor *cur, size_t n,

@@ -65,11 +65,15 @@ typedef struct es_store_cursor {
 /* The outcome of one es_store_cursor, in the order given. */
 typedef struct es_store_cursor_result {
 	/* ES_OK: committed (nothing of it is lost from here); ES_ERR_EXISTS:
-	 * another controller moved the node's cursor (it serves the node);
-	 * ES_ERR_IO: etcd did not answer or its outcome stayed unknown. */
+	 * another controller moved the node's cursor (it serves the node), or
+	 * this controller gave the node's session up meanwhile; ES_ERR_IO:
+	 * etcd did not answer or its outcome stayed unknown. */
 	es_err rc;
-	/* The cursor this controller last committed for the node: its local
-	 * reports of the stream above it are provisional. */
+	/* ES_OK: the cursor committed. ES_ERR_EXISTS: the cursor this
+	 * controller's reports of the node are committed up to as etcd says
+	 * (where the other controller's tenure began): its local reports of
+	 * the stream above it are provisional; -1 when etcd told nothing of
+	 * it (nothing may be dropped then). */
 	int64_t committed;
 	const char *error;       /* "" on success, else one sentence */
 } es_store_cursor_result;
@@ -77,7 +81,10 @@ typedef struct es_store_cursor_result {
 typedef void (*es_store_cursors_cb)(void *ud, const es_store_cursor_result *res,
 				    size_t n);
 /* Told when this controller lost node's session to another controller
- * (etcd: its lease expired and the key was taken meanwhile). */
+ * (etcd: a newer session of the node there took the key or the node's
+ * record, or the key was taken while this controller's lease was lost).
+ * The node's connections here are to close; the session is not dropped
+ * (it is not this controller's). */
 typedef void (*es_store_lost_fn)(void *ud, const char *node, const char *why);
 
 /* One backend (a table of operations, docs/HACKING.md "Naming"). */
@@ -93,6 +100,7 @@ typedef struct es_store_ops {
 			       void *ud, void **token);
 	void (*session_cancel)(es_store *s, void *token);
 	void (*session_drop)(es_store *s, const char *node);
+	es_err (*sessions_leave)(es_store *s, es_store_cb cb, void *ud);
 	/* Report cursors (es_store_cursors_put); NULL: kept locally only. */
 	es_err (*cursors_put)(es_store *s, const es_store_cursor *cur, size_t n,
 			      es_store_cursors_cb cb, void *ud);
@@ -132,10 +140,13 @@ es_err es_store_delete(es_store *s, es_kind kind, const char *name,
 /*
  * Takes node's session for this controller, so that one controller at a
  * time serves a node (etcd: the key <prefix>sessions/<node>, bound to
- * this controller's lease, so it goes when the controller does). cb runs
- * once with rc ES_OK (this controller holds it, also when it held it
- * already), ES_ERR_EXISTS (another controller holds it: error names it)
- * or ES_ERR_IO (etcd did not answer); *token (set before cb can run) is
+ * this controller's lease, so it goes when the controller does). The
+ * newer session wins: one another controller holds is taken over from it
+ * (that one closes its session, told by its lost callback). cb runs once
+ * with rc ES_OK (this controller holds it, also when it held it already),
+ * ES_ERR_EXISTS (the session kept moving between controllers under the
+ * take, 4 attempts: come back later; error says so) or ES_ERR_IO (etcd
+ * did not answer, or the store is stopping); *token (set before cb can run) is
  * for es_store_session_cancel. Returns ES_ERR_UNSUPPORTED when the
  * backend has no sessions (sqlite: the one controller serves every node;
  * cb never runs), ES_ERR_NOMEM.
@@ -146,6 +157,15 @@ es_err es_store_session_take(es_store *s, const char *node, es_store_cb cb,
 void es_store_session_cancel(es_store *s, void *token);
 /* Gives node's session up when this controller holds it (no answer). */
 void es_store_session_drop(es_store *s, const char *node);
+/*
+ * Stopping: gives every session of this controller up at once (etcd:
+ * revokes its lease, which deletes the keys; no lease is granted again and
+ * no take is taken from here). cb(ud, result) runs once later on the loop
+ * when etcd answered (rc ES_OK, else the error), unless the store closes
+ * first. Returns ES_ERR_UNSUPPORTED (no sessions: sqlite), ES_ERR_NOTFOUND
+ * (no lease held), ES_ERR_NOMEM; cb then never runs.
+ */
+es_err es_store_sessions_leave(es_store *s, es_store_cb cb, void *ud);
 
 /*
  * Commits the report cursors and status of n nodes whose reports this

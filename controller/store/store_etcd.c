@@ -628,6 +628,7 @@ static void etcd_close(es_store *st)
 	lws_sul_cancel(&s->sul);
 	es_etcd_watch_cancel(s->w);
 	es_etcd_watch_cancel(s->nw);
+	es_etcd_watch_cancel(s->sw);
 	store_etcd__enroll_close(s);
 	es_etcd_destroy(s->e); /* no callback runs after this */
 	store_etcd__session_close(s);
@@ -648,6 +649,7 @@ static const es_store_ops etcd_ops = {
 	.session_take = store_etcd__session_take,
 	.session_cancel = store_etcd__session_cancel,
 	.session_drop = store_etcd__session_drop,
+	.sessions_leave = store_etcd__sessions_leave,
 	.cursors_put = store_etcd__cursors_put,
 	.cursor_get = store_etcd__cursor_get,
 	.enroll = &store_etcd__enroll_ops,

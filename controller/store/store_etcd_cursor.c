@@ -38,6 +38,7 @@ struct ncur {
 	int64_t mod;   /* the record's mod_revision; 0: no record */
 	int64_t seq;   /* the cursor it holds */
 	int64_t since; /* the cursor when this controller's tenure began */
+	int64_t smod;  /* the session key's mod_revision when last taken */
 };
 
 /* Another controller's last record of a node (its tenure). */
@@ -46,6 +47,7 @@ struct nseen {
 	char node[ES_NAME_MAX + 1];
 	char controller[320];
 	int64_t since;
+	int64_t bound; /* this controller's rows above it are provisional */
 };
 
 typedef struct cwitem {
@@ -204,11 +206,21 @@ static int rec_ours(const est *s, const store_etcd__rec *rec)
 	return strcmp(rec->controller, s->id) == 0 || (rec->file && rec->file == s->file_id);
 }
 
-es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_resp *rr)
+/* Another controller's record rec: this controller's rows of the node
+ * above the returned cursor are provisional (its tenure's start; the
+ * cursor itself when the record is this file's, from before a restart). */
+static int64_t rec_bound(const est *s, const store_etcd__rec *rec)
+{
+	return rec->file == s->file_id ? rec->seq : rec->since;
+}
+
+static void seen_forget(est *s, const char *node);
+
+es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_kv *kv,
+			       int64_t smod)
 {
 	ncur *c = held_find(s, node);
 	store_etcd__rec rec;
-	const es_etcd_kv *kv = rr && rr->n_kvs ? &rr->kvs[0] : NULL;
 
 	if (!c) {
 		if (!(c = calloc(1, sizeof(*c))))
@@ -222,7 +234,11 @@ es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_resp *rr)
 		}
 	}
 	c->mod = c->seq = c->since = 0;
+	c->smod = smod;
 	c->stream[0] = '\0';
+	/* Another controller's tenure seen before is over: its bound must
+	 * not be taken for this one's. */
+	seen_forget(s, node);
 	if (!kv)
 		return ES_OK;
 	c->mod = kv->mod_revision;
@@ -236,6 +252,45 @@ es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_resp *rr)
 	/* A tenure of this file's controller goes on; another one's ends. */
 	c->since = rec_ours(s, &rec) ? rec.since : rec.seq;
 	return ES_OK;
+}
+
+int64_t store_etcd__held_smod(est *s, const char *node)
+{
+	ncur *c = held_find(s, node);
+
+	return c ? c->smod : -1;
+}
+
+void store_etcd__held_set_smod(est *s, const char *node, int64_t smod)
+{
+	ncur *c = held_find(s, node);
+
+	if (c && smod > c->smod)
+		c->smod = smod;
+}
+
+char *store_etcd__cursor_takeover(est *s, const es_etcd_kv *kv)
+{
+	store_etcd__rec rec;
+	char fid[24], perr[64];
+	cJSON *o = NULL;
+	char *out = NULL;
+
+	if (store_etcd__cursor_parse(kv->value, kv->value_len, &rec) != ES_OK ||
+	    es_json_parse(kv->value, kv->value_len, 8, &o, perr, sizeof(perr)) != ES_OK)
+		return NULL;
+	snprintf(fid, sizeof(fid), "%" PRId64, s->file_id);
+	cJSON_DeleteItemFromObject(o, "controller");
+	cJSON_DeleteItemFromObject(o, "file");
+	cJSON_DeleteItemFromObject(o, "since");
+	/* A tenure of this file's controller goes on; another one's ends at
+	 * its cursor, which this one's begins with. */
+	if (cJSON_AddStringToObject(o, "controller", s->id) &&
+	    cJSON_AddStringToObject(o, "file", fid) &&
+	    es_json_add_int(o, "since", rec_ours(s, &rec) ? rec.since : rec.seq))
+		out = es_json_print(o);
+	cJSON_Delete(o);
+	return out;
 }
 
 void store_etcd__cursor_release(est *s, const char *node)
@@ -333,7 +388,7 @@ static void item_committed(est *s, cwitem *it, int64_t mod)
 static int item_settle(est *s, cwitem *it, const es_etcd_kv *kv)
 {
 	ncur *c = held_find(s, it->node);
-	int64_t committed = c ? c->seq : 0;
+	int64_t committed = c ? c->seq : -1;
 	store_etcd__rec rec;
 	char msg[ES_NAME_MAX + 320];
 
@@ -367,6 +422,12 @@ static int item_settle(est *s, cwitem *it, const es_etcd_kv *kv)
 	}
 	snprintf(msg, sizeof(msg), "node %.100s is served by controller %.200s", it->node,
 		 rec.controller[0] ? rec.controller : "(unknown)");
+	/* What this controller committed is what the other's tenure began
+	 * with (its take compared the record this one last wrote): not
+	 * c->seq, which trails a write whose outcome was unknown, nor
+	 * nothing when the session was released while this write flew. */
+	if (rec.controller[0])
+		committed = rec_bound(s, &rec);
 	item_done(it, ES_ERR_EXISTS, committed, msg);
 	return 0;
 }
@@ -539,8 +600,13 @@ es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t 
 		snprintf(it->stream, sizeof(it->stream), "%s", stream);
 		it->seq = cur[i].seq;
 		if (!c) {
-			item_done(it, ES_ERR_EXISTS, 0, "this controller does not hold the"
-				  " node's session");
+			nseen *sn = NULL;
+
+			/* Released (lost, or its connection ended): only a
+			 * tenure seen since bounds what is provisional here. */
+			HASH_FIND_STR(s->seen, cur[i].node, sn);
+			item_done(it, ES_ERR_EXISTS, sn ? sn->bound : -1,
+				  "this controller does not hold the node's session");
 			continue;
 		}
 		it->mod = c->mod;
@@ -580,6 +646,17 @@ es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t 
 
 /* ---- other controllers' nodes: list and watch ---- */
 
+static void seen_forget(est *s, const char *node)
+{
+	nseen *n = NULL;
+
+	HASH_FIND_STR(s->seen, node, n);
+	if (n) {
+		HASH_DEL(s->seen, n);
+		free(n);
+	}
+}
+
 static nseen *seen_get(est *s, const char *node, int make)
 {
 	nseen *n = NULL;
@@ -605,23 +682,33 @@ static nseen *seen_get(est *s, const char *node, int make)
  * provisional and go. Its own tenure's record (this file's controller
  * before a restart) bounds them at its cursor, another's at its start.
  */
-static void node_record(est *s, const char *node, const char *value, size_t len)
+static void node_record(est *s, const char *node, const es_etcd_kv *kv)
 {
 	store_etcd__rec rec;
+	ncur *c = held_find(s, node);
 	nseen *n;
 	int64_t dropped = 0, bound;
-	char d[24];
+	char d[24], why[ES_NAME_MAX + 400];
 
-	if (store_etcd__cursor_parse(value, len, &rec) != ES_OK ||
+	if (store_etcd__cursor_parse(kv->value, kv->value_len, &rec) != ES_OK ||
 	    strcmp(rec.controller, s->id) == 0)
 		return;
+	if (c && kv->mod_revision <= c->mod)
+		return; /* from before this controller's tenure: the watch trails */
+	if (c) {
+		/* Another controller took the node's session and its record
+		 * from this one (a newer session of the node there). */
+		snprintf(why, sizeof(why), "node %.100s is served by controller %.280s",
+			 node, rec.controller);
+		store_etcd__session_lost(s, node, why);
+	}
 	if (!(n = seen_get(s, node, 1)))
 		return;
 	if (n->since == rec.since && strcmp(n->controller, rec.controller) == 0)
 		return; /* the same tenure: nothing new for this controller */
 	n->since = rec.since;
 	snprintf(n->controller, sizeof(n->controller), "%s", rec.controller);
-	bound = rec.file == s->file_id ? rec.seq : rec.since;
+	n->bound = bound = rec_bound(s, &rec);
 	if (es_db_node_cursor_set(s->db, node, rec.stream, bound, 1, &dropped) == ES_OK &&
 	    dropped > 0) {
 		snprintf(d, sizeof(d), "%" PRId64, dropped);
@@ -651,8 +738,7 @@ static void on_nwatch(void *ud, const es_etcd_watch_ev *ev)
 		for (size_t i = 0; i < ev->n_events; i++)
 			if (ev->events[i].type == ES_ETCD_EV_PUT &&
 			    (node = node_of_key(s, &ev->events[i].kv)) != NULL)
-				node_record(s, node, ev->events[i].kv.value,
-					    ev->events[i].kv.value_len);
+				node_record(s, node, &ev->events[i].kv);
 		break;
 	case ES_ETCD_WATCH_COMPACTED:
 	case ES_ETCD_WATCH_FAILED:
@@ -677,7 +763,7 @@ static void on_nlist(void *ud, const es_etcd_result *r)
 	}
 	for (size_t i = 0; i < r->resp->n_kvs; i++)
 		if ((node = node_of_key(s, &r->resp->kvs[i])) != NULL)
-			node_record(s, node, r->resp->kvs[i].value, r->resp->kvs[i].value_len);
+			node_record(s, node, &r->resp->kvs[i]);
 	if (es_etcd_watch_start(s->e, s->npfx, s->nplen, s->npend, s->npendlen,
 				r->resp->revision + 1, on_nwatch, s, &s->nw) != ES_OK)
 		s->nrelist_owed = 1;

@@ -50,6 +50,13 @@ typedef struct est {
 	int64_t lease_ok_us; /* the last grant or keepalive etcd answered */
 	int lease_gen;       /* counts leases, so a late answer is known */
 	int reput_owed;      /* a new lease: the held sessions go under it */
+	char *spfx;          /* <prefix>sessions/ */
+	size_t splen;
+	char spend[512];
+	size_t spendlen;
+	es_etcd_watch *sw;   /* the sessions prefix */
+	int swatch_owed;     /* start it (again) from the next tick */
+	int leaving;         /* es_store_sessions_leave: the lease is revoked */
 	/* store_etcd_cursor.c */
 	int64_t file_id;     /* es_db_mirror_file_id */
 	char *npfx;          /* <prefix>nodes/ */
@@ -89,11 +96,23 @@ es_err store_etcd__cursor_start(est *s);
 void store_etcd__cursor_tick(est *s);
 /* Answers every cursor write ES_ERR_IO and frees the tables. */
 void store_etcd__cursor_close(est *s);
-/* This controller took node's session; rr is the read of its record
- * (NULL or no kvs: none). Errors: ES_ERR_NOMEM. */
-es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_resp *rr);
+/* This controller took node's session at the session key's mod_revision
+ * smod; kv is its record as read or written with the take (NULL: none).
+ * Errors: ES_ERR_NOMEM. */
+es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_kv *kv,
+			       int64_t smod);
 /* This controller gave node's session up (or lost it). */
 void store_etcd__cursor_release(est *s, const char *node);
+/* The session key's mod_revision of a held node when this controller last
+ * took or put it (-1: not held); set_smod moves it forward. */
+int64_t store_etcd__held_smod(est *s, const char *node);
+void store_etcd__held_set_smod(est *s, const char *node, int64_t smod);
+/* The value a take-over writes over another controller's record kv: the
+ * same cursor, stream and status, naming this controller and its file,
+ * its tenure beginning at the record's cursor (at its own since when the
+ * record is this file's). Caller frees; NULL when kv is no record or out
+ * of memory. */
+char *store_etcd__cursor_takeover(est *s, const es_etcd_kv *kv);
 /* The key <prefix>nodes/<node> (caller frees) or NULL. */
 char *store_etcd__node_key(const est *s, const char *node, size_t *len);
 es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t n,
@@ -113,11 +132,16 @@ es_err store_etcd__session_start(est *s);
 void store_etcd__session_tick(est *s, int64_t now_us);
 /* After es_etcd_destroy: answers every take still waiting ES_ERR_IO. */
 void store_etcd__session_close(est *s);
+/* Another controller serves node now (its newer session took the key or
+ * the record): the cursor state is released, nothing is deleted, and the
+ * store's lost callback is told why. */
+void store_etcd__session_lost(est *s, const char *node, const char *why);
 
 es_err store_etcd__session_take(es_store *st, const char *node, es_store_cb cb,
 				void *ud, void **token);
 void store_etcd__session_cancel(es_store *st, void *token);
 void store_etcd__session_drop(es_store *st, const char *node);
+es_err store_etcd__sessions_leave(es_store *st, es_store_cb cb, void *ud);
 
 /* store_etcd_enroll.c (store_etcd_enroll.h): joining's records. start
  * lists them and watches; tick lists again when owed; close (before

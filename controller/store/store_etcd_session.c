@@ -2,8 +2,13 @@
  * store_etcd_session.c - node sessions on etcd (store.h,
  * es_store_session_take): the key <prefix>sessions/<node> holds the id of
  * the controller serving the node, bound to that controller's lease
- * (ES_STORE_ETCD_SESSION_TTL seconds, kept alive from the store's timer),
- * so a controller that dies gives its nodes up when the lease expires.
+ * (ES_STORE_ETCD_SESSION_TTL seconds, kept alive from the store's timer).
+ * The newest session of a node wins: a take finding the key held by
+ * another controller takes it over (compare-and-swap of the key and the
+ * node's record), and each controller watches <prefix>sessions/ and gives
+ * up a node whose key names another controller now. A controller that
+ * dies gives its nodes up when the lease expires, or at once when its
+ * agents dial another controller; one that stops revokes its lease.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +19,9 @@
 #include "es_log.h"
 #include "es_obj.h"
 #include "es_time.h"
+
+/* Attempts of one take against other controllers' takes and writes. */
+#define SOP_ATTEMPTS 4
 
 struct sop {
 	est *s;
@@ -26,7 +34,13 @@ struct sop {
 	es_store_cb cb;   /* NULL: cancelled while its txn is in flight */
 	void *ud;
 	int sent;
-	int reput;        /* putting a held session under a new lease */
+	int reput;        /* putting a held session under a new lease or back */
+	int attempts;     /* txns answered that did not take it */
+	int takeover;     /* the txn in flight takes the key from another */
+	int64_t smod;     /* take-over: the key's and the record's */
+	int64_t nmod;     /* mod_revision as read (nmod 0: no record) */
+	char *nval;       /* take-over: the record it writes (NULL: none) */
+	char from[320];   /* take-over: the controller it takes from */
 };
 
 static char *session_key(const est *s, const char *node, size_t *len)
@@ -60,65 +74,224 @@ static void sop_finish(sop *op, es_err rc, const char *error)
 		op->cb(op->ud, &r);
 	free(op->key);
 	free(op->nkey);
+	free(op->nval);
 	free(op);
 }
 
-/* A held session whose key could not be put under the new lease. */
-static void reput_lost(sop *op, const char *why)
+void store_etcd__session_lost(est *s, const char *node, const char *why)
 {
-	est *s = op->s;
 	es_store *st = s->store;
 
-	store_etcd__cursor_release(s, op->node);
-	es_log_warn("store", "a node session was lost with the lease", "node", op->node,
-		    "reason", why, NULL);
+	if (store_etcd__held_smod(s, node) < 0)
+		return; /* released already */
+	store_etcd__cursor_release(s, node);
+	es_log_info("store", "node session replaced by a newer one on another controller",
+		    "node", node, "reason", why, NULL);
 	if (st->lost)
-		st->lost(st->lost_ud, op->node, why);
+		st->lost(st->lost_ud, node, why);
+}
+
+static void sop_send(sop *op);
+static void put_back(est *s, const char *node);
+
+typedef struct verify {
+	est *s;
+	char node[ES_NAME_MAX + 1];
+} verify;
+
+static void on_verify(void *ud, const es_etcd_result *r)
+{
+	verify *v = ud;
+	est *s = v->s;
+	int64_t smod = store_etcd__held_smod(s, v->node);
+	const es_etcd_kv *kv = r->rc == ES_OK && r->resp->n_kvs ? &r->resp->kvs[0] : NULL;
+	char why[ES_NAME_MAX + 400];
+
+	if (r->rc != ES_OK || smod < 0) {
+		free(v);
+		return;
+	}
+	if (!kv) {
+		if (!s->leaving)
+			put_back(s, v->node);
+	} else if (kv->mod_revision > smod && strcmp(kv->value, s->id) != 0) {
+		snprintf(why, sizeof(why), "node %s is served by controller %.280s", v->node,
+			 kv->value);
+		store_etcd__session_lost(s, v->node, why);
+	}
+	free(v);
+}
+
+/* A take answered at revision rev after the sessions watch delivered later
+ * ones, which it skipped (the node was not held yet): the key is read
+ * again, and a newer session elsewhere closes this one. */
+static void verify_take(est *s, const char *node, int64_t rev)
+{
+	size_t klen = 0;
+	char *key;
+	verify *v;
+
+	if (!s->sw || es_etcd_watch_next_revision(s->sw) <= rev + 1 ||
+	    !(v = calloc(1, sizeof(*v))))
+		return;
+	v->s = s;
+	snprintf(v->node, sizeof(v->node), "%s", node);
+	key = session_key(s, node, &klen);
+	if (!key || es_etcd_range(s->e, key, klen, NULL, 0, 0, 0, on_verify, v) != ES_OK)
+		free(v);
+	free(key);
+}
+
+/* Gives a key taken for a take cancelled meanwhile up again (unless a
+ * session of the node here holds it). */
+static void drop_unheld(sop *op)
+{
+	es_etcd_txn t;
+
+	if (store_etcd__held_smod(op->s, op->node) >= 0 || es_etcd_txn_init(&t) != ES_OK)
+		return;
+	es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_VALUE, ES_ETCD_EQUAL, 0,
+			    op->s->id, strlen(op->s->id));
+	es_etcd_txn_delete(&t, 1, op->key, op->klen, NULL, 0);
+	(void)es_etcd_txn_send(op->s->e, &t, NULL, NULL);
+	es_etcd_txn_free(&t);
+}
+
+/* The take's txn answered and did not take the key: held by this
+ * controller already (done), gone (created again) or another
+ * controller's (taken over), a few times, then come back later. */
+static void take_again(sop *op, const es_etcd_kv *held, const es_etcd_kv *rec)
+{
+	est *s = op->s;
+	char msg[ES_NAME_MAX + 400];
+
+	if (++op->attempts >= SOP_ATTEMPTS) {
+		snprintf(msg, sizeof(msg), "node %s: its session kept moving between"
+			 " controllers under the take (last %.280s)", op->node,
+			 held ? held->value : "(gone)");
+		if (op->reput)
+			store_etcd__session_lost(s, op->node, msg);
+		sop_finish(op, ES_ERR_EXISTS, msg);
+		return;
+	}
+	free(op->nval);
+	op->nval = NULL;
+	op->takeover = held != NULL;
+	if (held) {
+		op->smod = held->mod_revision;
+		op->nmod = rec ? rec->mod_revision : 0;
+		snprintf(op->from, sizeof(op->from), "%s", held->value);
+		/* An unreadable record is compared, not rewritten. */
+		if (rec)
+			op->nval = store_etcd__cursor_takeover(s, rec);
+	}
+	sop_send(op);
 }
 
 static void on_take(void *ud, const es_etcd_result *r)
 {
 	sop *op = ud;
+	est *s = op->s;
 	const es_etcd_resp *rr, *nr;
+	const es_etcd_kv *held, *rec;
 	char msg[ES_NAME_MAX + 400];
 	es_err rc;
 
 	if (!op->cb && !op->reput) { /* cancelled */
+		if (r->rc == ES_OK && r->resp->succeeded)
+			drop_unheld(op);
 		sop_finish(op, ES_OK, NULL);
 		return;
 	}
 	if (r->rc != ES_OK) {
 		if (op->reput) /* tried again at the next lease */
-			op->s->reput_owed = 1;
+			s->reput_owed = 1;
 		sop_finish(op, ES_ERR_IO, r->error);
 		return;
 	}
 	rr = r->resp->n_ops ? &r->resp->ops[0] : NULL;
 	nr = r->resp->n_ops > 1 ? &r->resp->ops[1] : NULL;
-	if (r->resp->succeeded ||
-	    (rr && rr->n_kvs && strcmp(rr->kvs[0].value, op->s->id) == 0)) {
-		/* Taken, or ours already. A session put back under a new lease
-		 * keeps the record this controller holds. */
-		rc = op->reput ? ES_OK : store_etcd__cursor_held(op->s, op->node, nr);
+	if (r->resp->succeeded) {
+		es_etcd_kv kv = { .value = op->nval, .value_len = op->nval ? strlen(op->nval) : 0,
+				  .mod_revision = r->resp->revision };
+
+		if (op->reput) {
+			if (store_etcd__held_smod(s, op->node) < 0)
+				drop_unheld(op); /* given up meanwhile */
+			store_etcd__held_set_smod(s, op->node, r->resp->revision);
+			rc = ES_OK;
+		} else if (op->takeover) {
+			es_log_info("store", "node session taken over from another controller"
+				    " (a newer session of the node here)", "node", op->node,
+				    "controller", op->from, NULL);
+			rc = store_etcd__cursor_held(s, op->node, op->nval ? &kv : NULL,
+						     r->resp->revision);
+		} else {
+			rc = store_etcd__cursor_held(s, op->node, nr && nr->n_kvs ?
+						     &nr->kvs[0] : NULL, r->resp->revision);
+		}
+		if (rc == ES_OK && !op->reput)
+			verify_take(s, op->node, r->resp->revision);
 		sop_finish(op, rc, NULL);
 		return;
 	}
-	snprintf(msg, sizeof(msg), "node %s is served by controller %.280s", op->node,
-		 rr && rr->n_kvs ? rr->kvs[0].value : "(gone meanwhile)");
-	if (op->reput)
-		reput_lost(op, msg);
-	sop_finish(op, ES_ERR_EXISTS, msg);
+	held = rr && rr->n_kvs ? &rr->kvs[0] : NULL;
+	rec = nr && nr->n_kvs ? &nr->kvs[0] : NULL;
+	if (held && strcmp(held->value, s->id) == 0) {
+		/* Ours already. A session put back keeps the record this
+		 * controller holds. */
+		if (op->reput) {
+			store_etcd__held_set_smod(s, op->node, held->mod_revision);
+			rc = ES_OK;
+		} else {
+			rc = store_etcd__cursor_held(s, op->node, rec, held->mod_revision);
+			if (rc == ES_OK)
+				verify_take(s, op->node, r->resp->revision);
+		}
+		sop_finish(op, rc, NULL);
+		return;
+	}
+	if (op->reput && held) {
+		/* Another controller took it meanwhile: its session is newer. */
+		snprintf(msg, sizeof(msg), "node %s is served by controller %.280s",
+			 op->node, held->value);
+		store_etcd__session_lost(s, op->node, msg);
+		sop_finish(op, ES_ERR_EXISTS, msg);
+		return;
+	}
+	take_again(op, held, rec);
 }
 
-/* The take's txn: create the key under the lease, else read it. */
+/* The take's txn. A plain take creates the key under the lease, else
+ * reads it and the node's record. A take-over compares the key's and the
+ * record's mod_revision with what was read, puts the key under this
+ * controller's lease and the record naming this controller (so the one
+ * it took from loses its next cursor write), else reads both. */
 static void sop_send(sop *op)
 {
 	est *s = op->s;
 	es_etcd_txn t;
 	es_err rc;
 
+	if (!s->lease) { /* lost meanwhile: sent when the next is granted */
+		op->sent = 0;
+		return;
+	}
 	op->sent = 1;
-	if ((rc = es_etcd_txn_init(&t)) == ES_OK) {
+	if ((rc = es_etcd_txn_init(&t)) == ES_OK && op->takeover) {
+		es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_MOD, ES_ETCD_EQUAL,
+				    op->smod, NULL, 0);
+		es_etcd_txn_compare(&t, op->nkey, op->nklen,
+				    op->nmod ? ES_ETCD_CMP_MOD : ES_ETCD_CMP_CREATE,
+				    ES_ETCD_EQUAL, op->nmod, NULL, 0);
+		es_etcd_txn_put(&t, 1, op->key, op->klen, s->id, strlen(s->id), s->lease);
+		if (op->nval)
+			es_etcd_txn_put(&t, 1, op->nkey, op->nklen, op->nval,
+					strlen(op->nval), 0);
+		es_etcd_txn_range(&t, 0, op->key, op->klen, NULL, 0);
+		es_etcd_txn_range(&t, 0, op->nkey, op->nklen, NULL, 0);
+		rc = es_etcd_txn_send(s->e, &t, on_take, op);
+	} else if (rc == ES_OK) {
 		es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_CREATE, ES_ETCD_EQUAL,
 				    0, NULL, 0);
 		es_etcd_txn_put(&t, 1, op->key, op->klen, s->id, strlen(s->id), s->lease);
@@ -154,7 +327,8 @@ static sop *sop_new(est *s, const char *node, es_store_cb cb, void *ud)
 
 /* A new lease: every session this controller holds is put under it again
  * (compare create_revision 0); one another controller took meanwhile is
- * lost (the store's lost callback closes it here). */
+ * lost (the store's lost callback closes it here). Sent once the lease is
+ * there (on_grant, or at once by the caller when it is). */
 static void reput_sessions(est *s)
 {
 	sop *op;
@@ -239,10 +413,106 @@ static void on_keepalive(void *ud, const es_etcd_result *r)
 	s->lease_ok_us = es_time_mono_us();
 }
 
+/* A held node's key deleted behind this controller's back (etcdctl del,
+ * or a drop racing a take here): put back under the lease. */
+static void put_back(est *s, const char *node)
+{
+	sop *op;
+
+	if (!s->lease) {
+		s->reput_owed = 1; /* with the next lease */
+		return;
+	}
+	if (!(op = sop_new(s, node, NULL, NULL))) {
+		s->reput_owed = 1;
+		return;
+	}
+	op->reput = 1;
+	es_log_warn("store", "a node session's key was deleted while this controller"
+		    " serves the node; it is put back", "node", node, NULL);
+	sop_send(op);
+}
+
+static const char *node_of_skey(const est *s, const es_etcd_kv *kv)
+{
+	if (kv->key_len <= s->splen || memcmp(kv->key, s->spfx, s->splen) != 0 ||
+	    kv->key_len - s->splen > ES_NAME_MAX)
+		return NULL;
+	return kv->key + s->splen;
+}
+
+/* The sessions prefix changed: a held node's key naming another
+ * controller (later than this one's take) is lost, a deleted one is put
+ * back. */
+static void on_swatch(void *ud, const es_etcd_watch_ev *ev)
+{
+	est *s = ud;
+	char why[ES_NAME_MAX + 400];
+
+	switch (ev->kind) {
+	case ES_ETCD_WATCH_EVENTS:
+		for (size_t i = 0; i < ev->n_events; i++) {
+			const es_etcd_kv *kv = &ev->events[i].kv;
+			const char *node = node_of_skey(s, kv);
+			int64_t smod = node ? store_etcd__held_smod(s, node) : -1;
+
+			if (smod < 0 || kv->mod_revision <= smod)
+				continue; /* not served here, or from before the take */
+			if (ev->events[i].type == ES_ETCD_EV_DELETE) {
+				if (!s->leaving)
+					put_back(s, node);
+			} else if (strcmp(kv->value, s->id) == 0) {
+				store_etcd__held_set_smod(s, node, kv->mod_revision);
+			} else {
+				snprintf(why, sizeof(why), "node %s is served by controller"
+					 " %.280s", node, kv->value);
+				store_etcd__session_lost(s, node, why);
+			}
+		}
+		break;
+	case ES_ETCD_WATCH_COMPACTED:
+	case ES_ETCD_WATCH_FAILED:
+		s->swatch_owed = 2; /* events may be missed: check every held one */
+		break;
+	default:
+		break;
+	}
+}
+
+/* (Re)starts the sessions watch from now; after a broken one, every held
+ * session is checked as with a new lease. */
+static void swatch_start(est *s)
+{
+	int check = s->swatch_owed == 2;
+	sop *op;
+
+	es_etcd_watch_cancel(s->sw);
+	s->sw = NULL;
+	if (es_etcd_watch_start(s->e, s->spfx, s->splen, s->spend, s->spendlen, 0,
+				on_swatch, s, &s->sw) != ES_OK)
+		return; /* again at the next tick */
+	s->swatch_owed = 0;
+	if (!check || !store_etcd__held_first(s))
+		return;
+	if (!s->lease) {
+		s->reput_owed = 1;
+		return;
+	}
+	reput_sessions(s);
+	for (op = s->takes; op; op = op->next)
+		if (!op->sent)
+			sop_send(op);
+}
+
 void store_etcd__session_tick(est *s, int64_t now_us)
 {
 	es_err rc;
 	ka *k;
+
+	if (s->leaving)
+		return; /* the lease is revoked: no new one */
+	if (s->swatch_owed)
+		swatch_start(s);
 
 	if (s->lease && s->lease_ok_us &&
 	    now_us - s->lease_ok_us > (int64_t)ES_STORE_ETCD_SESSION_TTL * 1000000)
@@ -273,6 +543,13 @@ es_err store_etcd__session_start(est *s)
 		return rc;
 	(void)gethostname(host, sizeof(host) - 1);
 	snprintf(s->id, sizeof(s->id), "%s/%s", host[0] ? host : "controller", uid);
+	if (s->plen + sizeof("sessions/") > sizeof(s->spend))
+		return ES_ERR_INVAL;
+	if (!(s->spfx = malloc(s->plen + sizeof("sessions/"))))
+		return ES_ERR_NOMEM;
+	s->splen = (size_t)sprintf(s->spfx, "%ssessions/", s->prefix);
+	s->spendlen = es_etcd_prefix_end(s->spfx, s->splen, s->spend);
+	s->swatch_owed = 1;
 	store_etcd__session_tick(s, 0);
 	return ES_OK;
 }
@@ -281,6 +558,48 @@ void store_etcd__session_close(est *s)
 {
 	while (s->takes)
 		sop_finish(s->takes, ES_ERR_IO, "the controller is stopping");
+	free(s->spfx);
+	s->spfx = NULL;
+}
+
+typedef struct leave_op {
+	es_store_cb cb;
+	void *ud;
+} leave_op;
+
+static void on_revoke(void *ud, const es_etcd_result *r)
+{
+	leave_op *l = ud;
+	es_store_result res = { .rc = r->rc, .error = r->rc == ES_OK ? "" : r->error };
+
+	if (r->rc == ES_OK)
+		es_log_info("store", "etcd lease revoked: this controller's node sessions"
+			    " are free for the others", NULL, NULL);
+	l->cb(l->ud, &res);
+	free(l);
+}
+
+es_err store_etcd__sessions_leave(es_store *st, es_store_cb cb, void *ud)
+{
+	est *s = st->impl;
+	leave_op *l;
+	es_err rc;
+
+	/* No lease is granted from here: a take waiting for one waits until
+	 * it is cancelled or the store closes. */
+	s->leaving = 1;
+	if (!s->lease)
+		return ES_ERR_NOTFOUND;
+	if (!(l = malloc(sizeof(*l))))
+		return ES_ERR_NOMEM;
+	l->cb = cb;
+	l->ud = ud;
+	rc = es_etcd_lease_revoke(s->e, s->lease, on_revoke, l);
+	if (rc != ES_OK)
+		free(l);
+	s->lease = 0;
+	s->lease_gen++; /* a keepalive answering late is stale */
+	return rc;
 }
 
 es_err store_etcd__session_take(es_store *st, const char *node, es_store_cb cb,
@@ -291,6 +610,8 @@ es_err store_etcd__session_take(es_store *st, const char *node, es_store_cb cb,
 
 	if (strlen(node) > ES_NAME_MAX)
 		return ES_ERR_INVAL;
+	if (s->leaving)
+		return ES_ERR_IO;
 	if (!(op = sop_new(s, node, cb, ud)))
 		return ES_ERR_NOMEM;
 	*token = op;
