@@ -9,8 +9,9 @@ with store = etcd on it, real agents; skipped when etcd is not installed):
   reports are acknowledged again, the agents' outboxes drain and a node
   is still served by one controller only;
 - one node (one certificate) dialling two controllers at once ends with
-  exactly one session: raw hellos at the same moment, then two agent
-  processes of that node, each on another controller;
+  exactly one session, the newer one (the older is closed with 4000
+  "replaced"): raw hellos at the same moment, then two agent processes of
+  that node, each on another controller;
 - an agent offline across the SIGKILL of the controller it used, a
   delete and recreate of one of its objects (a new uid), the delete of
   another and an etcd compaction to the current revision converges, on
@@ -26,6 +27,7 @@ from ha_util import Controllers, EtcdCluster, cc
 from harness import EVERY_ROUND, Proc, free_port, main, wait_for
 
 DISCONNECTED = 'msg="disconnected, redialling"'
+REPLACED = 'msg="connection replaced by a newer session on another controller"'
 
 
 class OutageTest(unittest.TestCase):
@@ -121,11 +123,12 @@ class OutageTest(unittest.TestCase):
             self.assertLessEqual(h.c.agent_state(node)["sync"]["ackedSeq"],
                                  h.sync(i, node)["ackedSeq"])
             self.assertNotIn(DISCONNECTED, h.c.agents[node].output(), node)
-        # Still one controller per node.
-        m = h.hello_at(1, "node-0")
-        self.assertEqual((m["type"], m.get("code")), ("error", "Overloaded"), m)
-        m = h.hello_at(0, "node-1")
-        self.assertEqual((m["type"], m.get("code")), ("error", "Overloaded"), m)
+        # Still one controller per node, and one session key for each.
+        for i, node in enumerate(nodes):
+            self.assertEqual(self.served(node), ([i], 2), node)
+        keys = self.etcd.etcdctl("get", "--prefix", "/ha/sessions/", "--keys-only")
+        self.assertEqual(sorted(k for k in keys.split() if k),
+                         ["/ha/sessions/node-0", "/ha/sessions/node-1"])
 
     # -- one node, two controllers -----------------------------------------
 
@@ -153,16 +156,33 @@ class OutageTest(unittest.TestCase):
             t.join(30)
         self.assertTrue(all(got), got)
         try:
-            kinds = sorted(m["type"] for m, _ in got)
-            self.assertEqual(kinds, ["error", "welcome"], [m for m, _ in got])
-            win = [m["type"] for m, _ in got].index("welcome")
-            lose = 1 - win
-            self.assertEqual(got[lose][0]["code"], "Overloaded", got[lose][0])
-            self.assertIn("node node-0 is served by controller", got[lose][0]["message"])
-            wait_for("one session, at the winner", lambda: self.served("node-0")
+            # Both are welcomed (each take succeeds in turn); the older one
+            # is closed once the newer took the session over.
+            self.assertEqual([m["type"] for m, _ in got], ["welcome", "welcome"],
+                             [m for m, _ in got])
+            closed = {}
+
+            def one_closed():
+                for i, (_, ws) in enumerate(got):
+                    ws.s.settimeout(0.2)
+                    try:
+                        m = ws.recv()
+                    except (TimeoutError, OSError, EOFError):
+                        continue
+                    if m[0] == "close":
+                        closed[i] = m[1:]
+                return closed
+            wait_for("the older session closed", one_closed, timeout=20, interval=0.2)
+            self.assertEqual(len(closed), 1, closed)
+            lose = list(closed)[0]
+            win = 1 - lose
+            self.assertEqual(closed[lose], (4000, "replaced"))
+            wait_for("one session, the newer", lambda: self.served("node-0")
                      == ([win], 1))
-            refused = 'edgesync_controller_connections_refused_total{reason="Overloaded"}'
-            self.assertGreaterEqual(h.metrics(lose).get(refused, 0), 1)
+            sess = self.etcd.etcdctl("get", "/ha/sessions/node-0", "--print-value-only")
+            self.assertIn(sess.strip(), h.procs[win].output())
+            self.assertIn("node session taken over from another controller",
+                          h.procs[win].output())
             st, lst = h.api(lose, "GET", "/nodes")
             self.assertEqual(st, 200, lst)
             self.assertFalse([n for n in lst["items"]
@@ -173,33 +193,29 @@ class OutageTest(unittest.TestCase):
         wait_for("no session", lambda: self.served("node-0") == ([], 0))
 
         # Two agent processes of node-0 (one certificate), one per
-        # controller: one session at any time, also once the serving one
-        # goes away.
+        # controller: the newer session wins, so the second one started
+        # replaces the first on the other controller; once it goes, the
+        # first is served again, by one controller.
         a = h.start_agent("node-0", [0])
+        wait_for("node-0 served at controller 0",
+                 lambda: self.served("node-0") == ([0], 1), timeout=60)
+        mark = len(h.procs[0].output())
         argv = self.replace_flags(a.argv, {
             "--state-dir": os.path.join(h.c.dir, "agent-node-0-copy"),
             "--http-listen": f"127.0.0.1:{free_port()}",
             "--controller-url": h.url(1)})
         b = Proc("agent-node-0-copy", argv, os.path.join(h.c.dir, "agent-node-0-copy.log"))
         h.c.procs.append(b)
-        first = wait_for("node-0 served once", lambda: (lambda s: s[0] if len(s[0]) == 1
-                                                        else None)(self.served("node-0")),
-                         timeout=60)
-        deadline = time.monotonic() + 25  # past a come-back-later (10 s)
-        while time.monotonic() < deadline:
-            at, gauge = self.served("node-0")
-            self.assertLessEqual(len(at), 1, at)
-            self.assertLessEqual(gauge, 1)
-            time.sleep(0.5)
-        self.assertEqual(self.served("node-0"), (first, 1))
-        # The one served goes; the other one is served instead.
-        (a if first == [0] else b).stop()
-        other = [1 - first[0]]
+        wait_for("controller 0 to close the older session",
+                 lambda: REPLACED in h.procs[0].output()[mark:], timeout=60)
+        b.stop()
         try:
-            wait_for("node-0 served by the other controller",
-                     lambda: self.served("node-0") == (other, 1), timeout=90, interval=0.5)
+            wait_for("node-0 served by controller 0 again",
+                     lambda: self.served("node-0") == ([0], 1), timeout=90, interval=0.5)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{h.c.logs()}") from e
+        time.sleep(2)
+        self.assertEqual(self.served("node-0"), ([0], 1))
 
     @staticmethod
     def replace_flags(argv, repl):

@@ -109,7 +109,7 @@ class TakeoverTest(unittest.TestCase):
         raise AssertionError(f"controller {i} logged no lease")
 
     def test_newer_session_elsewhere_under_reports(self):
-        node, total = "node-0", 400
+        node, total = "node-0", 800
         ws_a, acked = self.session(0, node, "s0")
         self.assertEqual(acked, 0)
         for seq in range(1, 51):
