@@ -695,7 +695,8 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
 	if ((rc = es_etcd_new(ctx, &eo, &s->e, err, errsz)) != ES_OK)
 		goto fail;
 	if ((rc = store_etcd__session_start(s)) != ES_OK) {
-		es_errf(rc, err, errsz, "etcd store: out of memory");
+		es_errf(rc, err, errsz, "etcd store: the node sessions could not be set up"
+			" (%s)", es_strerror(rc));
 		goto fail;
 	}
 	if ((rc = store_etcd__cursor_start(s)) != ES_OK) {

@@ -718,12 +718,31 @@ static void node_record(est *s, const char *node, const es_etcd_kv *kv)
 	}
 }
 
+es_err store_etcd__sub_prefix(const est *s, const char *name, char **pfx, size_t *len,
+			      char end[STORE_ETCD_END_MAX], size_t *endlen)
+{
+	size_t n = s->plen + strlen(name) + 1;
+
+	if (n > STORE_ETCD_END_MAX)
+		return ES_ERR_INVAL;
+	if (!(*pfx = malloc(n)))
+		return ES_ERR_NOMEM;
+	*len = (size_t)snprintf(*pfx, n, "%s%s", s->prefix, name);
+	*endlen = es_etcd_prefix_end(*pfx, *len, end);
+	return ES_OK;
+}
+
+const char *store_etcd__key_node(const char *pfx, size_t plen, const es_etcd_kv *kv)
+{
+	if (kv->key_len <= plen || memcmp(kv->key, pfx, plen) != 0 ||
+	    kv->key_len - plen > ES_NAME_MAX)
+		return NULL;
+	return kv->key + plen;
+}
+
 static const char *node_of_key(const est *s, const es_etcd_kv *kv)
 {
-	if (kv->key_len <= s->nplen || memcmp(kv->key, s->npfx, s->nplen) != 0 ||
-	    kv->key_len - s->nplen > ES_NAME_MAX)
-		return NULL;
-	return kv->key + s->nplen;
+	return store_etcd__key_node(s->npfx, s->nplen, kv);
 }
 
 static void nrelist(est *s);
@@ -792,12 +811,9 @@ es_err store_etcd__cursor_start(est *s)
 {
 	es_err rc;
 
-	if (s->plen + sizeof("nodes/") > sizeof(s->npend))
-		return ES_ERR_INVAL;
-	if (!(s->npfx = malloc(s->plen + sizeof("nodes/"))))
-		return ES_ERR_NOMEM;
-	s->nplen = (size_t)sprintf(s->npfx, "%snodes/", s->prefix);
-	s->npendlen = es_etcd_prefix_end(s->npfx, s->nplen, s->npend);
+	if ((rc = store_etcd__sub_prefix(s, "nodes/", &s->npfx, &s->nplen, s->npend,
+					 &s->npendlen)) != ES_OK)
+		return rc;
 	if ((rc = es_db_mirror_file_id(s->db, &s->file_id)) != ES_OK)
 		return rc;
 	nrelist(s);

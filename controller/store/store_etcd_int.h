@@ -19,6 +19,9 @@ typedef struct ncur ncur;
 typedef struct nseen nseen;
 typedef struct cwop cwop;
 
+/* The size of a prefix's range end buffer (est.npend, est.spend). */
+#define STORE_ETCD_END_MAX 512
+
 /* Most nodes in one cursor txn: etcd's --max-txn-ops (128 by default)
  * bounds the compares and each branch's ops, one of each per node. */
 #define STORE_ETCD_TXN_NODES 128
@@ -52,7 +55,7 @@ typedef struct est {
 	int reput_owed;      /* a new lease: the held sessions go under it */
 	char *spfx;          /* <prefix>sessions/ */
 	size_t splen;
-	char spend[512];
+	char spend[STORE_ETCD_END_MAX];
 	size_t spendlen;
 	es_etcd_watch *sw;   /* the sessions prefix */
 	int swatch_owed;     /* start it (again) from the next tick */
@@ -61,7 +64,7 @@ typedef struct est {
 	int64_t file_id;     /* es_db_mirror_file_id */
 	char *npfx;          /* <prefix>nodes/ */
 	size_t nplen;
-	char npend[512];
+	char npend[STORE_ETCD_END_MAX];
 	size_t npendlen;
 	ncur *held;          /* nodes whose session this controller holds */
 	nseen *seen;         /* the last record of other controllers' nodes */
@@ -113,6 +116,13 @@ void store_etcd__held_set_smod(est *s, const char *node, int64_t smod);
  * record is this file's). Caller frees; NULL when kv is no record or out
  * of memory. */
 char *store_etcd__cursor_takeover(est *s, const es_etcd_kv *kv);
+/* <prefix><name> into *pfx (caller frees) and *len, its range end into
+ * end and *endlen. Errors: ES_ERR_INVAL (too long), ES_ERR_NOMEM. */
+es_err store_etcd__sub_prefix(const est *s, const char *name, char **pfx, size_t *len,
+			      char end[STORE_ETCD_END_MAX], size_t *endlen);
+/* The node name of kv's key under the prefix pfx (plen bytes), or NULL
+ * when the key is not under it or the name is too long. Borrowed from kv. */
+const char *store_etcd__key_node(const char *pfx, size_t plen, const es_etcd_kv *kv);
 /* The key <prefix>nodes/<node> (caller frees) or NULL. */
 char *store_etcd__node_key(const est *s, const char *node, size_t *len);
 es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t n,
@@ -125,8 +135,9 @@ ncur *store_etcd__held_next(ncur *c);
 const char *store_etcd__held_node(const ncur *c);
 
 
-/* Starts the session half: the controller's id and its lease grant.
- * Errors: ES_ERR_NOMEM. */
+/* Starts the session half: the controller's id, its lease grant and (from
+ * the first tick) the watch of <prefix>sessions/.
+ * Errors: ES_ERR_NOMEM, ES_ERR_INVAL (prefix too long). */
 es_err store_etcd__session_start(est *s);
 /* From the store's timer: the lease grant again, the keepalive when due. */
 void store_etcd__session_tick(est *s, int64_t now_us);

@@ -433,14 +433,6 @@ static void put_back(est *s, const char *node)
 	sop_send(op);
 }
 
-static const char *node_of_skey(const est *s, const es_etcd_kv *kv)
-{
-	if (kv->key_len <= s->splen || memcmp(kv->key, s->spfx, s->splen) != 0 ||
-	    kv->key_len - s->splen > ES_NAME_MAX)
-		return NULL;
-	return kv->key + s->splen;
-}
-
 /* The sessions prefix changed: a held node's key naming another
  * controller (later than this one's take) is lost, a deleted one is put
  * back. */
@@ -453,7 +445,7 @@ static void on_swatch(void *ud, const es_etcd_watch_ev *ev)
 	case ES_ETCD_WATCH_EVENTS:
 		for (size_t i = 0; i < ev->n_events; i++) {
 			const es_etcd_kv *kv = &ev->events[i].kv;
-			const char *node = node_of_skey(s, kv);
+			const char *node = store_etcd__key_node(s->spfx, s->splen, kv);
 			int64_t smod = node ? store_etcd__held_smod(s, node) : -1;
 
 			if (smod < 0 || kv->mod_revision <= smod)
@@ -543,12 +535,9 @@ es_err store_etcd__session_start(est *s)
 		return rc;
 	(void)gethostname(host, sizeof(host) - 1);
 	snprintf(s->id, sizeof(s->id), "%s/%s", host[0] ? host : "controller", uid);
-	if (s->plen + sizeof("sessions/") > sizeof(s->spend))
-		return ES_ERR_INVAL;
-	if (!(s->spfx = malloc(s->plen + sizeof("sessions/"))))
-		return ES_ERR_NOMEM;
-	s->splen = (size_t)sprintf(s->spfx, "%ssessions/", s->prefix);
-	s->spendlen = es_etcd_prefix_end(s->spfx, s->splen, s->spend);
+	if ((rc = store_etcd__sub_prefix(s, "sessions/", &s->spfx, &s->splen, s->spend,
+					 &s->spendlen)) != ES_OK)
+		return rc;
 	s->swatch_owed = 1;
 	store_etcd__session_tick(s, 0);
 	return ES_OK;

@@ -257,6 +257,17 @@ class Controllers:
         return m
 
 
+def snapshot(node, seq):
+    """A snapshot report of node at seq (its usage says the seq)."""
+    return {"type": "report", "seq": seq, "time": "2026-01-01T00:00:00Z",
+            "reportType": "snapshot",
+            "body": {"kind": "Node", "metadata": {"name": node},
+                     "status": {"conditions": [
+                         {"type": "Ready", "status": "True", "reason": "Test",
+                          "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                         "usage": {"n": seq}}}}
+
+
 def cc(name, interval=5, role=None):
     """A CollectorConfig manifest (for every node, or those of role)."""
     sel = f", nodeSelector: {{matchLabels: {{role: {role}}}}}" if role else ""

@@ -28,6 +28,7 @@ import time
 import unittest
 
 from etcd_util import Etcd
+from ha_util import snapshot
 from harness import (EVERY_ROUND, Cluster, WSClient, free_port, hello, main,
                      wait_for)
 
@@ -40,16 +41,6 @@ kind: CollectorConfig
 metadata: {{name: {name}}}
 spec: {{intervalSeconds: {interval}, collectors: [cpu, memory]}}
 """
-
-
-def snapshot(node, seq):
-    return {"type": "report", "seq": seq, "time": "2026-01-01T00:00:00Z",
-            "reportType": "snapshot",
-            "body": {"kind": "Node", "metadata": {"name": node},
-                     "status": {"conditions": [
-                         {"type": "Ready", "status": "True", "reason": "Test",
-                          "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
-                         "usage": {"n": seq}}}}
 
 
 class EtcdCursorsTest(unittest.TestCase):

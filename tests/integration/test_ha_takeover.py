@@ -24,20 +24,10 @@ import signal
 import time
 import unittest
 
-from ha_util import Controllers, EtcdCluster
+from ha_util import Controllers, EtcdCluster, snapshot
 from harness import EVERY_ROUND, WSClient, hello, main, wait_for
 
 REPLACED = 'msg="connection replaced by a newer session on another controller"'
-
-
-def snapshot(node, seq):
-    return {"type": "report", "seq": seq, "time": "2026-01-01T00:00:00Z",
-            "reportType": "snapshot",
-            "body": {"kind": "Node", "metadata": {"name": node},
-                     "status": {"conditions": [
-                         {"type": "Ready", "status": "True", "reason": "Test",
-                          "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
-                         "usage": {"n": seq}}}}
 
 
 class TakeoverTest(unittest.TestCase):
