@@ -47,7 +47,10 @@ struct nseen {
 	char node[ES_NAME_MAX + 1];
 	char controller[320];
 	int64_t since;
-	int64_t bound; /* this controller's rows above it are provisional */
+	int64_t bound; /* this controller's rows above it are provisional; -1:
+			* no tenure of another seen since this one's */
+	int64_t floor; /* the record's mod_revision when this controller last
+			* took the node: older events are stale */
 };
 
 typedef struct cwitem {
@@ -214,13 +217,14 @@ static int64_t rec_bound(const est *s, const store_etcd__rec *rec)
 	return rec->file == s->file_id ? rec->seq : rec->since;
 }
 
-static void seen_forget(est *s, const char *node);
+static nseen *seen_get(est *s, const char *node, int make);
 
 es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_kv *kv,
 			       int64_t smod)
 {
 	ncur *c = held_find(s, node);
 	store_etcd__rec rec;
+	nseen *n;
 
 	if (!c) {
 		if (!(c = calloc(1, sizeof(*c))))
@@ -237,8 +241,14 @@ es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_kv *kv,
 	c->smod = smod;
 	c->stream[0] = '\0';
 	/* Another controller's tenure seen before is over: its bound must
-	 * not be taken for this one's. */
-	seen_forget(s, node);
+	 * not be taken for this one's, nor its events that the watch still
+	 * delivers. */
+	if ((n = seen_get(s, node, 1)) != NULL) {
+		n->bound = n->since = -1;
+		n->controller[0] = '\0';
+		if (kv && kv->mod_revision > n->floor)
+			n->floor = kv->mod_revision;
+	}
 	if (!kv)
 		return ES_OK;
 	c->mod = kv->mod_revision;
@@ -605,7 +615,7 @@ es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t 
 			/* Released (lost, or its connection ended): only a
 			 * tenure seen since bounds what is provisional here. */
 			HASH_FIND_STR(s->seen, cur[i].node, sn);
-			item_done(it, ES_ERR_EXISTS, sn ? sn->bound : -1,
+			item_done(it, ES_ERR_EXISTS, sn && sn->bound >= 0 ? sn->bound : -1,
 				  "this controller does not hold the node's session");
 			continue;
 		}
@@ -646,17 +656,6 @@ es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t 
 
 /* ---- other controllers' nodes: list and watch ---- */
 
-static void seen_forget(est *s, const char *node)
-{
-	nseen *n = NULL;
-
-	HASH_FIND_STR(s->seen, node, n);
-	if (n) {
-		HASH_DEL(s->seen, n);
-		free(n);
-	}
-}
-
 static nseen *seen_get(est *s, const char *node, int make)
 {
 	nseen *n = NULL;
@@ -665,7 +664,7 @@ static nseen *seen_get(est *s, const char *node, int make)
 	if (n || !make || !(n = calloc(1, sizeof(*n))))
 		return n;
 	snprintf(n->node, sizeof(n->node), "%s", node);
-	n->since = -1;
+	n->since = n->bound = -1;
 	cursor_oom = 0;
 	HASH_ADD_STR(s->seen, node, n);
 	if (cursor_oom) {
@@ -702,8 +701,8 @@ static void node_record(est *s, const char *node, const es_etcd_kv *kv)
 			 node, rec.controller);
 		store_etcd__session_lost(s, node, why);
 	}
-	if (!(n = seen_get(s, node, 1)))
-		return;
+	if (!(n = seen_get(s, node, 1)) || kv->mod_revision <= n->floor)
+		return; /* from before this controller last took the node */
 	if (n->since == rec.since && strcmp(n->controller, rec.controller) == 0)
 		return; /* the same tenure: nothing new for this controller */
 	n->since = rec.since;
