@@ -179,7 +179,8 @@ void server__hello_resume(conn *c, const cJSON *msg);
 /* At hello, after the load limit: takes the node's session from the
  * store when it has sessions (store = etcd). Returns 0 to go on now, 1
  * when the hello waits (server__hello_resume follows) or was answered
- * (refused: another controller serves the node, or an error). */
+ * (refused: the controller is stopping, the session kept moving between
+ * controllers, or an error). */
 int server__session_take(conn *c, const cJSON *msg);
 /* c's node is served by a newer session on another controller (why says
  * which): c closes with 4000 "replaced" and does not drop the session. */
