@@ -22,6 +22,12 @@
 
 /* Attempts of one take against other controllers' takes and writes. */
 #define SOP_ATTEMPTS 4
+/* Attempts of a take-over's record write once it holds the key: against
+ * the older controller's cursor writes, until it saw the key move. */
+#define SOP_REC_ATTEMPTS 16
+
+/* What a take-over's txn in flight does (sop.takeover). */
+enum { TO_NONE = 0, TO_BOTH, TO_KEY, TO_REC };
 
 struct sop {
 	est *s;
@@ -36,7 +42,8 @@ struct sop {
 	int sent;
 	int reput;        /* putting a held session under a new lease or back */
 	int attempts;     /* txns answered that did not take it */
-	int takeover;     /* the txn in flight takes the key from another */
+	int takeover;     /* TO_*: the txn in flight takes the key over */
+	int rec_attempts; /* TO_REC txns answered that did not write */
 	int64_t smod;     /* take-over: the key's and the record's */
 	int64_t nmod;     /* mod_revision as read (nmod 0: no record) */
 	char *nval;       /* take-over: the record it writes (NULL: none) */
@@ -176,7 +183,7 @@ static void take_again(sop *op, const es_etcd_kv *held, const es_etcd_kv *rec)
 	}
 	free(op->nval);
 	op->nval = NULL;
-	op->takeover = held != NULL;
+	op->takeover = held ? TO_BOTH : TO_NONE;
 	if (held) {
 		op->smod = held->mod_revision;
 		op->nmod = rec ? rec->mod_revision : 0;
@@ -184,6 +191,74 @@ static void take_again(sop *op, const es_etcd_kv *held, const es_etcd_kv *rec)
 		/* An unreadable record is compared, not rewritten. */
 		if (rec)
 			op->nval = store_etcd__cursor_takeover(s, rec);
+	}
+	sop_send(op);
+}
+
+static void took_over(sop *op, const es_etcd_kv *rec, int64_t smod)
+{
+	es_err rc;
+
+	es_log_info("store", "node session taken over from another controller"
+		    " (a newer session of the node here)", "node", op->node,
+		    "controller", op->from, NULL);
+	rc = store_etcd__cursor_held(op->s, op->node, rec, smod);
+	if (rc == ES_OK)
+		verify_take(op->s, op->node, smod);
+	sop_finish(op, rc, NULL);
+}
+
+/*
+ * A take-over whose combined txn lost to the older controller's cursor
+ * writes: TO_KEY puts the session key (compare its mod_revision) and reads
+ * the record; TO_REC then rewrites the record (compare its mod_revision),
+ * again until the older controller, seeing the key move, stops writing.
+ * The welcome waits for the record, so its cursor is the older
+ * controller's last commit, and a write of the older one after it fails.
+ */
+static void takeover_step(sop *op, const es_etcd_result *r)
+{
+	const es_etcd_resp *rr = r->resp->n_ops ? &r->resp->ops[0] : NULL;
+	const es_etcd_resp *nr = r->resp->n_ops > 1 ? &r->resp->ops[1] : NULL;
+	const es_etcd_kv *held = rr && rr->n_kvs ? &rr->kvs[0] : NULL;
+	const es_etcd_kv *rec = nr && nr->n_kvs ? &nr->kvs[0] : NULL;
+	char msg[ES_NAME_MAX + 400];
+
+	if (op->takeover == TO_KEY && !r->resp->succeeded) {
+		take_again(op, held, rec); /* the key moved too */
+		return;
+	}
+	if (op->takeover == TO_REC && r->resp->succeeded) {
+		es_etcd_kv kv = { .value = op->nval, .value_len = strlen(op->nval),
+				  .mod_revision = r->resp->revision };
+
+		took_over(op, &kv, op->smod);
+		return;
+	}
+	if (op->takeover == TO_KEY) {
+		op->smod = r->resp->revision; /* the key is this controller's */
+	} else if (!held || strcmp(held->value, op->s->id) != 0 ||
+		   held->mod_revision != op->smod) {
+		/* A newer session elsewhere took it from this take meanwhile. */
+		snprintf(msg, sizeof(msg), "node %s: its session was taken by controller"
+			 " %.280s under the take", op->node, held ? held->value : "(gone)");
+		sop_finish(op, ES_ERR_EXISTS, msg);
+		return;
+	}
+	op->takeover = TO_REC;
+	free(op->nval);
+	op->nval = rec ? store_etcd__cursor_takeover(op->s, rec) : NULL;
+	if (!op->nval) { /* no record, or none to rewrite: held as read */
+		took_over(op, rec, op->smod);
+		return;
+	}
+	op->nmod = rec->mod_revision;
+	if (++op->rec_attempts > SOP_REC_ATTEMPTS) {
+		snprintf(msg, sizeof(msg), "node %s: its record kept changing under the"
+			 " take-over", op->node);
+		drop_unheld(op);
+		sop_finish(op, ES_ERR_EXISTS, msg);
+		return;
 	}
 	sop_send(op);
 }
@@ -198,7 +273,7 @@ static void on_take(void *ud, const es_etcd_result *r)
 	es_err rc;
 
 	if (!op->cb && !op->reput) { /* cancelled */
-		if (r->rc == ES_OK && r->resp->succeeded)
+		if (op->takeover == TO_REC || (r->rc == ES_OK && r->resp->succeeded))
 			drop_unheld(op);
 		sop_finish(op, ES_OK, NULL);
 		return;
@@ -206,11 +281,17 @@ static void on_take(void *ud, const es_etcd_result *r)
 	if (r->rc != ES_OK) {
 		if (op->reput) /* tried again at the next lease */
 			s->reput_owed = 1;
+		if (op->takeover == TO_REC) /* the key without its record */
+			drop_unheld(op);
 		sop_finish(op, ES_ERR_IO, r->error);
 		return;
 	}
 	rr = r->resp->n_ops ? &r->resp->ops[0] : NULL;
 	nr = r->resp->n_ops > 1 ? &r->resp->ops[1] : NULL;
+	if (op->takeover == TO_KEY || op->takeover == TO_REC) {
+		takeover_step(op, r);
+		return;
+	}
 	if (r->resp->succeeded) {
 		es_etcd_kv kv = { .value = op->nval, .value_len = op->nval ? strlen(op->nval) : 0,
 				  .mod_revision = r->resp->revision };
@@ -259,14 +340,25 @@ static void on_take(void *ud, const es_etcd_result *r)
 		sop_finish(op, ES_ERR_EXISTS, msg);
 		return;
 	}
+	if (op->takeover == TO_BOTH && held && held->mod_revision == op->smod) {
+		/* Only the record moved: the older controller is writing its
+		 * cursor. The key first, then the record (takeover_step). */
+		es_log_info("store", "take-over: the older controller is writing the"
+			    " node's record; the key first, then the record", "node",
+			    op->node, "controller", op->from, NULL);
+		op->takeover = TO_KEY;
+		sop_send(op);
+		return;
+	}
 	take_again(op, held, rec);
 }
 
 /* The take's txn. A plain take creates the key under the lease, else
- * reads it and the node's record. A take-over compares the key's and the
- * record's mod_revision with what was read, puts the key under this
- * controller's lease and the record naming this controller (so the one
- * it took from loses its next cursor write), else reads both. */
+ * reads it and the node's record. A take-over (TO_BOTH) compares the
+ * key's and the record's mod_revision with what was read, puts the key
+ * under this controller's lease and the record naming this controller (so
+ * the one it took from loses its next cursor write), else reads both;
+ * TO_KEY and TO_REC are its two halves (takeover_step). */
 static void sop_send(sop *op)
 {
 	est *s = op->s;
@@ -278,7 +370,22 @@ static void sop_send(sop *op)
 		return;
 	}
 	op->sent = 1;
-	if ((rc = es_etcd_txn_init(&t)) == ES_OK && op->takeover) {
+	if ((rc = es_etcd_txn_init(&t)) == ES_OK && op->takeover == TO_KEY) {
+		es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_MOD, ES_ETCD_EQUAL,
+				    op->smod, NULL, 0);
+		es_etcd_txn_put(&t, 1, op->key, op->klen, s->id, strlen(s->id), s->lease);
+		es_etcd_txn_range(&t, 1, op->nkey, op->nklen, NULL, 0);
+		es_etcd_txn_range(&t, 0, op->key, op->klen, NULL, 0);
+		es_etcd_txn_range(&t, 0, op->nkey, op->nklen, NULL, 0);
+		rc = es_etcd_txn_send(s->e, &t, on_take, op);
+	} else if (rc == ES_OK && op->takeover == TO_REC) {
+		es_etcd_txn_compare(&t, op->nkey, op->nklen, ES_ETCD_CMP_MOD, ES_ETCD_EQUAL,
+				    op->nmod, NULL, 0);
+		es_etcd_txn_put(&t, 1, op->nkey, op->nklen, op->nval, strlen(op->nval), 0);
+		es_etcd_txn_range(&t, 0, op->key, op->klen, NULL, 0);
+		es_etcd_txn_range(&t, 0, op->nkey, op->nklen, NULL, 0);
+		rc = es_etcd_txn_send(s->e, &t, on_take, op);
+	} else if (rc == ES_OK && op->takeover == TO_BOTH) {
 		es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_MOD, ES_ETCD_EQUAL,
 				    op->smod, NULL, 0);
 		es_etcd_txn_compare(&t, op->nkey, op->nklen,

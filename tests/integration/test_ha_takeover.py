@@ -131,8 +131,9 @@ class TakeoverTest(unittest.TestCase):
         self.assertEqual({st for st, _ in a + b}, {"s0"})
         self.assertEqual(max(s for _, s in a), took, "A lost rows it had committed")
         self.assertIn(REPLACED, self.h.procs[0].output())
-        print(f"{node}: A acknowledged up to {top_a}, B took over at {took};"
-              f" stored A {len(a)} B {len(b)}")
+        halves = "the key first" in self.h.procs[1].output()
+        print(f"{node}: A acknowledged up to {top_a}, B took over at {took}"
+              f"{' in two halves' if halves else ''}; stored A {len(a)} B {len(b)}")
         ws_b.close()
 
     def test_agent_replaced_by_newer_session(self):
