@@ -370,43 +370,34 @@ static void sop_send(sop *op)
 		return;
 	}
 	op->sent = 1;
-	if ((rc = es_etcd_txn_init(&t)) == ES_OK && op->takeover == TO_KEY) {
+	if ((rc = es_etcd_txn_init(&t)) != ES_OK)
+		goto done;
+	/* The compares: the key's, the record's. */
+	if (op->takeover == TO_NONE)
+		es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_CREATE, ES_ETCD_EQUAL,
+				    0, NULL, 0);
+	else if (op->takeover != TO_REC)
 		es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_MOD, ES_ETCD_EQUAL,
 				    op->smod, NULL, 0);
-		es_etcd_txn_put(&t, 1, op->key, op->klen, s->id, strlen(s->id), s->lease);
-		es_etcd_txn_range(&t, 1, op->nkey, op->nklen, NULL, 0);
-		es_etcd_txn_range(&t, 0, op->key, op->klen, NULL, 0);
-		es_etcd_txn_range(&t, 0, op->nkey, op->nklen, NULL, 0);
-		rc = es_etcd_txn_send(s->e, &t, on_take, op);
-	} else if (rc == ES_OK && op->takeover == TO_REC) {
-		es_etcd_txn_compare(&t, op->nkey, op->nklen, ES_ETCD_CMP_MOD, ES_ETCD_EQUAL,
-				    op->nmod, NULL, 0);
-		es_etcd_txn_put(&t, 1, op->nkey, op->nklen, op->nval, strlen(op->nval), 0);
-		es_etcd_txn_range(&t, 0, op->key, op->klen, NULL, 0);
-		es_etcd_txn_range(&t, 0, op->nkey, op->nklen, NULL, 0);
-		rc = es_etcd_txn_send(s->e, &t, on_take, op);
-	} else if (rc == ES_OK && op->takeover == TO_BOTH) {
-		es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_MOD, ES_ETCD_EQUAL,
-				    op->smod, NULL, 0);
+	if (op->takeover == TO_BOTH || op->takeover == TO_REC)
 		es_etcd_txn_compare(&t, op->nkey, op->nklen,
 				    op->nmod ? ES_ETCD_CMP_MOD : ES_ETCD_CMP_CREATE,
 				    ES_ETCD_EQUAL, op->nmod, NULL, 0);
+	/* Success: the key under the lease, the record rewritten or read. */
+	if (op->takeover != TO_REC)
 		es_etcd_txn_put(&t, 1, op->key, op->klen, s->id, strlen(s->id), s->lease);
+	if (op->takeover == TO_BOTH || op->takeover == TO_REC) {
 		if (op->nval)
 			es_etcd_txn_put(&t, 1, op->nkey, op->nklen, op->nval,
 					strlen(op->nval), 0);
-		es_etcd_txn_range(&t, 0, op->key, op->klen, NULL, 0);
-		es_etcd_txn_range(&t, 0, op->nkey, op->nklen, NULL, 0);
-		rc = es_etcd_txn_send(s->e, &t, on_take, op);
-	} else if (rc == ES_OK) {
-		es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_CREATE, ES_ETCD_EQUAL,
-				    0, NULL, 0);
-		es_etcd_txn_put(&t, 1, op->key, op->klen, s->id, strlen(s->id), s->lease);
+	} else {
 		es_etcd_txn_range(&t, 1, op->nkey, op->nklen, NULL, 0);
-		es_etcd_txn_range(&t, 0, op->key, op->klen, NULL, 0);
-		es_etcd_txn_range(&t, 0, op->nkey, op->nklen, NULL, 0);
-		rc = es_etcd_txn_send(s->e, &t, on_take, op);
 	}
+	/* Failure: both read. */
+	es_etcd_txn_range(&t, 0, op->key, op->klen, NULL, 0);
+	es_etcd_txn_range(&t, 0, op->nkey, op->nklen, NULL, 0);
+	rc = es_etcd_txn_send(s->e, &t, on_take, op);
+done:
 	es_etcd_txn_free(&t);
 	if (rc != ES_OK)
 		sop_finish(op, rc, NULL);
