@@ -632,6 +632,7 @@ static void etcd_close(es_store *st)
 	es_etcd_destroy(s->e); /* no callback runs after this */
 	store_etcd__session_close(s);
 	store_etcd__cursor_close(s);
+	store_etcd__nodes_close(s);
 	while (s->ops)
 		op_finish(s->ops, ES_ERR_IO, "the controller is stopping");
 	free(s->opfx);
@@ -650,6 +651,7 @@ static const es_store_ops etcd_ops = {
 	.session_drop = store_etcd__session_drop,
 	.cursors_put = store_etcd__cursors_put,
 	.cursor_get = store_etcd__cursor_get,
+	.nodes_read = store_etcd__nodes_read,
 	.enroll = &store_etcd__enroll_ops,
 };
 

@@ -18,6 +18,7 @@ typedef struct sop sop;
 typedef struct ncur ncur;
 typedef struct nseen nseen;
 typedef struct cwop cwop;
+typedef struct nrd nrd;
 
 /* Most nodes in one cursor txn: etcd's --max-txn-ops (128 by default)
  * bounds the compares and each branch's ops, one of each per node. */
@@ -62,6 +63,7 @@ typedef struct est {
 	es_etcd_watch *nw;
 	int nlisting, nrelist_owed;
 	store_etcd_enroll *enroll; /* store_etcd_enroll.c */
+	nrd *reads;          /* store_etcd_nodes.c: node reads in flight */
 } est;
 
 /* A node's record <prefix>nodes/<node> as parsed. */
@@ -118,6 +120,12 @@ es_err store_etcd__session_take(es_store *st, const char *node, es_store_cb cb,
 				void *ud, void **token);
 void store_etcd__session_cancel(es_store *st, void *token);
 void store_etcd__session_drop(es_store *st, const char *node);
+
+/* store_etcd_nodes.c: es_store_nodes_read (store.h); close (after
+ * es_etcd_destroy) answers every read still in flight ES_ERR_IO. */
+es_err store_etcd__nodes_read(es_store *st, const char *node, es_store_nodes_cb cb,
+			      void *ud);
+void store_etcd__nodes_close(est *s);
 
 /* store_etcd_enroll.c (store_etcd_enroll.h): joining's records. start
  * lists them and watches; tick lists again when owed; close (before
