@@ -246,6 +246,34 @@ static void test_describe_collectors(void **state)
 	free(buf);
 }
 
+/* describe node names the serving controller and whose file the status
+ * came from on the etcd store (status.sync.controller, stateController,
+ * recordController), "<none>" for each one absent; neither line with the
+ * SQLite store, which names no controller. */
+static void test_describe_controller(void **state)
+{
+	char *buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+			     "{\"sync\":{\"connected\":false,\"controller\":\"h/b\","
+			     "\"stateController\":\"h/a\",\"recordController\":\"h/b\"}}}");
+	(void)state;
+
+	assert_string_equal(line_with(buf, "Controller:"), "Controller:          h/b");
+	free(buf);
+	buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+		       "{\"sync\":{\"connected\":false,\"stateController\":\"h/a\"}}}");
+	assert_string_equal(line_with(buf, "  Controller:"), "  Controller:          <none>");
+	free(buf);
+	buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+		       "{\"sync\":{\"controller\":\"h/b\",\"recordController\":\"h/b\"}}}");
+	assert_string_equal(line_with(buf, "Status From:"), "Status From:         <none>");
+	free(buf);
+	buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+		       "{\"sync\":{\"connected\":true}}}");
+	assert_null(strstr(buf, "Controller:"));
+	assert_null(strstr(buf, "Status From:"));
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +285,7 @@ int main(void)
 		cmocka_unit_test(test_describe_fs_use),
 		cmocka_unit_test(test_describe_collectors),
 		cmocka_unit_test(test_describe_usage_age),
+		cmocka_unit_test(test_describe_controller),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
