@@ -265,3 +265,9 @@ kind: CollectorConfig
 metadata: {{name: {name}}}
 spec: {{intervalSeconds: {interval}, collectors: [cpu, memory]{sel}}}
 """
+
+
+def served_by(node):
+    """The id of the controller serving node (a Node of the admin API:
+    status.sync.controller), None when no controller holds its session."""
+    return (((node or {}).get("status") or {}).get("sync") or {}).get("controller")
