@@ -10,7 +10,9 @@
  *           watch) holds the write, so a read after the answer sees it.
  *
  * Reads (get, list, resourceVersion, changes since) are synchronous on the
- * db.h file in both cases: with etcd it is the mirror.
+ * db.h file in both cases: with etcd it is the mirror. The nodes read
+ * (es_store_nodes_read: who serves each node, and its record) goes to etcd
+ * and answers later, as writes do.
  *
  * Every committed change, made here or (etcd) by any other controller, is
  * told to the store's changed callback after it is in the file, with the
