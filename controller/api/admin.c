@@ -311,6 +311,19 @@ static es_err read_body(req *r, es_kind kind, const char *path_name,
 	return rc;
 }
 
+void admin__answer_late(es_admin_resp *resp, es_err rc, es_admin_done_fn done,
+			void *done_ud)
+{
+	if (rc != ES_OK) {
+		free(resp->body);
+		memset(resp, 0, sizeof(*resp));
+	}
+	if (done)
+		done(done_ud, rc == ES_OK ? resp : NULL);
+	else
+		free(resp->body);
+}
+
 /* The answer to a finished write (es_store_cb). */
 static void write_done(void *ud, const es_store_result *res)
 {
@@ -358,15 +371,7 @@ static void write_done(void *ud, const es_store_result *res)
 	}
 	if (!p->returned)
 		return;
-	/* Answered after es_admin_handle_async returned. */
-	if (p->rc != ES_OK) {
-		free(p->resp.body);
-		memset(&p->resp, 0, sizeof(p->resp));
-	}
-	if (p->done)
-		p->done(p->done_ud, p->rc == ES_OK ? &p->resp : NULL);
-	else
-		free(p->resp.body);
+	admin__answer_late(&p->resp, p->rc, p->done, p->done_ud);
 	free(p);
 }
 

@@ -124,4 +124,11 @@ es_err admin__respond_list(es_db *db, es_admin_resp *resp, const char *who,
 			   const char *kind, cJSON *take_items);
 cJSON *admin__details(const char *name, const char *kind);
 
+/* Hands an answer the store gave after es_admin_handle_async returned to
+ * done (resp's body then done's; NULL when rc, the filling of resp, is
+ * not ES_OK: memory ran out), or frees it when there is no done (the
+ * synchronous call answered 500 already). */
+void admin__answer_late(es_admin_resp *resp, es_err rc, es_admin_done_fn done,
+			void *done_ud);
+
 #endif

@@ -47,18 +47,6 @@ es_err admin__ready_unknown(cJSON *conds, const char *last_seen, time_t now)
 			   NULL);
 }
 
-/* parent's member key, replaced by an empty object when it is not one;
- * NULL when out of memory. */
-static cJSON *obj_member(cJSON *parent, const char *key)
-{
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(parent, key);
-
-	if (cJSON_IsObject(m))
-		return m;
-	cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
-	return cJSON_AddObjectToObject(parent, key);
-}
-
 /* Sets o's member key to the string s (NULL: null). 0 when out of memory. */
 static int set_str(cJSON *o, const char *key, const char *s)
 {
@@ -96,12 +84,12 @@ static es_err from_record(cJSON *status, cJSON *sync, const es_store_node *v)
 es_err admin__node_merge(cJSON *node, const es_store_node *v, const char *self,
 			 int local)
 {
-	cJSON *status = obj_member(node, "status"), *sync, *ls;
+	cJSON *status = es_json_object_member(node, "status"), *sync, *ls;
 	const char *ctrl = v ? v->controller : NULL;
 	int here = ctrl && strcmp(ctrl, self) == 0;
 	es_err rc;
 
-	if (!status || !(sync = obj_member(status, "sync")))
+	if (!status || !(sync = es_json_object_member(status, "sync")))
 		return ES_ERR_NOMEM;
 	cJSON_DeleteItemFromObjectCaseSensitive(sync, "controller");
 	cJSON_DeleteItemFromObjectCaseSensitive(sync, "stateController");
@@ -250,15 +238,7 @@ static void on_nodes(void *ud, const es_store_nodes_result *r)
 	}
 	if (!w->returned)
 		return;
-	/* Answered after admin__nodes_get returned. */
-	if (w->rc != ES_OK) {
-		free(w->resp.body);
-		memset(&w->resp, 0, sizeof(w->resp));
-	}
-	if (w->done)
-		w->done(w->done_ud, w->rc == ES_OK ? &w->resp : NULL);
-	else
-		free(w->resp.body);
+	admin__answer_late(&w->resp, w->rc, w->done, w->done_ud);
 	free(w);
 }
 

@@ -472,18 +472,6 @@ static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
 	return s ? cJSON_AddStringToObject(o, key, (const char *)s) : cJSON_AddNullToObject(o, key);
 }
 
-/* parent's member key, replaced by an empty object when it is not one;
- * NULL when out of memory. */
-static cJSON *object_member(cJSON *parent, const char *key)
-{
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(parent, key);
-
-	if (cJSON_IsObject(m))
-		return m;
-	cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
-	return cJSON_AddObjectToObject(parent, key);
-}
-
 /* Builds the admin view of the node row st is positioned on (ud: the
  * es_db; an es_sqlite_row_fn). */
 static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
@@ -513,7 +501,7 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 	if (!cJSON_AddStringToObject(node, "apiVersion", ES_API_VERSION) ||
 	    !cJSON_AddStringToObject(node, "kind", "Node"))
 		goto cleanup;
-	if (!(meta = object_member(node, "metadata")))
+	if (!(meta = es_json_object_member(node, "metadata")))
 		goto cleanup;
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "name");
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
@@ -527,7 +515,7 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 		cJSON_AddItemToObject(meta, "labels", labels);
 		labels = NULL;
 	}
-	if (!(status = object_member(node, "status")))
+	if (!(status = es_json_object_member(node, "status")))
 		goto cleanup;
 	cJSON_DeleteItemFromObjectCaseSensitive(status, "sync");
 	if (!(sync = cJSON_AddObjectToObject(status, "sync")) ||
