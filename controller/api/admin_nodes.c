@@ -157,7 +157,14 @@ static es_err answer_one(nwait *w, const es_store_nodes_result *r)
 		node = NULL;
 		goto cleanup;
 	}
-	if ((rc = es_db_object_list(w->db, ES_KIND_UNKNOWN, &desired)) != ES_OK) {
+	/* Without this controller's rows the node's labels and reported
+	 * objects are not known here: no objects rather than every one
+	 * "not reported". */
+	if (local)
+		rc = es_db_object_list(w->db, ES_KIND_UNKNOWN, &desired);
+	else
+		rc = (desired = cJSON_CreateArray()) ? ES_OK : ES_ERR_NOMEM;
+	if (rc != ES_OK) {
 		rc = rc == ES_ERR_NOMEM ? rc : admin__fail(&w->resp, 500, NULL,
 							   "object list: %s", es_strerror(rc));
 		goto cleanup;

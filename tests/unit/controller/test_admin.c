@@ -745,7 +745,9 @@ static void test_nodes_shared_store(void **state)
 	assert_string_equal(es_obj_name(cJSON_GetArrayItem(items, 2)), "n2");
 	cJSON_Delete(o);
 
-	/* describe of a node another controller serves */
+	/* describe of a node another controller serves: every object */
+	cJSON_Delete(req(f, "PUT", API "collectorconfigs/all", NULL,
+			 cc_body("all", "{\"intervalSeconds\":10}"), 201));
 	a.n = 0;
 	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET",
 					       API "nodes/n1/describe", NULL, NULL, 0,
@@ -758,6 +760,22 @@ static void test_nodes_shared_store(void **state)
 	assert_string_equal(str_at(at(o, "sync"), "controller"), "h/b");
 	assert_string_equal(str_at(cJSON_GetArrayItem(at(o, "conditions"), 0), "status"),
 			    "False");
+	assert_int_equal(cJSON_GetArraySize(at(o, "objects")), 3); /* all; lab, gone reported */
+	cJSON_Delete(o);
+	/* ... and of one this controller has no rows of: no objects (its
+	 * labels and report are not known here), the record's conditions */
+	a.n = 0;
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET",
+					       API "nodes/n0/describe", NULL, NULL, 0,
+					       "admin-test", on_done_json, &a, &resp), ES_OK);
+	r.nodes = &v[0];
+	sh.cb(sh.ud, &r);
+	o = a.json;
+	a.json = NULL;
+	assert_int_equal(a.status, 200);
+	assert_int_equal(cJSON_GetArraySize(at(o, "objects")), 0);
+	assert_string_equal(str_at(cJSON_GetArrayItem(at(o, "conditions"), 0), "status"),
+			    "Unknown");
 	cJSON_Delete(o);
 
 	/* a node neither knows */
