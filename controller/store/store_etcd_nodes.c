@@ -24,12 +24,6 @@ struct nrd {
 	void *ud;
 };
 
-/* One node's record as the admin view wants it. */
-typedef struct nview {
-	store_etcd__rec rec;
-	time_t last_report; /* 0: none */
-	cJSON *conditions;  /* owned */
-} nview;
 
 static void nrd_unlink(nrd *op)
 {
@@ -61,7 +55,7 @@ static const char *name_of(const es_etcd_kv *kv, const char *prefix, size_t plen
 
 /* Parses a record's value into v: ES_OK, ES_ERR_PROTO (not a record: the
  * node is shown without one), ES_ERR_NOMEM. */
-static es_err view_parse(const es_etcd_kv *kv, nview *v)
+static es_err view_parse(const es_etcd_kv *kv, store_etcd__nview *v)
 {
 	char perr[64];
 	cJSON *o = NULL;
@@ -85,36 +79,15 @@ static es_err view_parse(const es_etcd_kv *kv, nview *v)
 	return ES_OK;
 }
 
-static void on_read(void *ud, const es_etcd_result *r)
+es_err store_etcd__nodes_join(const est *s, const es_etcd_resp *rn, const es_etcd_resp *rs,
+			      es_store_node *out, store_etcd__nview *views, size_t *n)
 {
-	nrd *op = ud;
-	est *s = op->s;
-	const es_etcd_resp *rn, *rs;
-	es_store_nodes_result res = { .rc = ES_OK, .error = "", .self = s->id };
-	es_store_node *out = NULL;
-	nview *views = NULL;
-	size_t i = 0, j = 0, n = 0, slen = s->plen + sizeof("sessions/") - 1;
 	char spfx[sizeof(s->npend) + sizeof("sessions/")];
-	es_err rc = ES_OK;
+	size_t i = 0, j = 0, slen;
+	es_err rc;
 
-	if (r->rc != ES_OK) {
-		nrd_fail(op, r->rc == ES_ERR_NOMEM ? r->rc : ES_ERR_IO, r->error);
-		return;
-	}
-	if (r->resp->n_ops != 2) {
-		nrd_fail(op, ES_ERR_PROTO, "etcd answered the read of the node records"
-			 " with another number of results");
-		return;
-	}
-	snprintf(spfx, sizeof(spfx), "%ssessions/", s->prefix);
-	rn = &r->resp->ops[0];
-	rs = &r->resp->ops[1];
-	if (rn->n_kvs + rs->n_kvs &&
-	    (!(out = calloc(rn->n_kvs + rs->n_kvs, sizeof(*out))) ||
-	     !(views = calloc(rn->n_kvs + rs->n_kvs, sizeof(*views))))) {
-		rc = ES_ERR_NOMEM;
-		goto done;
-	}
+	*n = 0;
+	slen = (size_t)snprintf(spfx, sizeof(spfx), "%ssessions/", s->prefix);
 	/* Both lists come in key order, so one pass joins them by name. */
 	while (i < rn->n_kvs || j < rs->n_kvs) {
 		const char *a = i < rn->n_kvs ? name_of(&rn->kvs[i], s->npfx, s->nplen) : NULL;
@@ -127,33 +100,66 @@ static void on_read(void *ud, const es_etcd_result *r)
 			continue; /* not a node's key */
 		}
 		cmp = !a ? 1 : !b ? -1 : strcmp(a, b);
-		out[n].node = cmp <= 0 ? a : b;
+		memset(&out[*n], 0, sizeof(out[*n]));
+		memset(&views[*n], 0, sizeof(views[*n]));
+		out[*n].node = cmp <= 0 ? a : b;
 		if (cmp <= 0) {
-			rc = view_parse(&rn->kvs[i++], &views[n]);
-			if (rc == ES_ERR_NOMEM)
-				goto done;
-			if (rc == ES_OK) {
-				out[n].writer = views[n].rec.controller;
-				out[n].conditions = views[n].conditions;
-				out[n].desired_ack = views[n].rec.desired_ack;
-				out[n].last_report = views[n].last_report;
-				out[n].stream = views[n].rec.stream;
-				out[n].seq = views[n].rec.seq;
+			rc = view_parse(&rn->kvs[i++], &views[*n]);
+			if (rc == ES_ERR_NOMEM) {
+				cJSON_Delete(views[*n].conditions);
+				return rc;
 			}
-			rc = ES_OK;
+			if (rc == ES_OK) { /* else shown without a record */
+				out[*n].writer = views[*n].rec.controller;
+				out[*n].conditions = views[*n].conditions;
+				out[*n].desired_ack = views[*n].rec.desired_ack;
+				out[*n].last_report = views[*n].last_report;
+				out[*n].stream = views[*n].rec.stream;
+				out[*n].seq = views[*n].rec.seq;
+			}
 		}
 		if (cmp >= 0)
-			out[n].controller = rs->kvs[j++].value;
-		n++;
+			out[*n].controller = rs->kvs[j++].value;
+		(*n)++;
 	}
-	res.nodes = out;
-	res.n = n;
-done:
+	return ES_OK;
+}
+
+static void on_read(void *ud, const es_etcd_result *r)
+{
+	nrd *op = ud;
+	est *s = op->s;
+	const es_etcd_resp *rn, *rs;
+	es_store_nodes_result res = { .rc = ES_OK, .error = "", .self = s->id };
+	es_store_node *out = NULL;
+	store_etcd__nview *views = NULL;
+	size_t n = 0;
+	es_err rc = ES_OK;
+
+	if (r->rc != ES_OK) {
+		nrd_fail(op, r->rc == ES_ERR_NOMEM ? r->rc : ES_ERR_IO, r->error);
+		return;
+	}
+	if (r->resp->n_ops != 2) {
+		nrd_fail(op, ES_ERR_PROTO, "etcd answered the read of the node records"
+			 " with another number of results");
+		return;
+	}
+	rn = &r->resp->ops[0];
+	rs = &r->resp->ops[1];
+	if (rn->n_kvs + rs->n_kvs &&
+	    (!(out = calloc(rn->n_kvs + rs->n_kvs, sizeof(*out))) ||
+	     !(views = calloc(rn->n_kvs + rs->n_kvs, sizeof(*views)))))
+		rc = ES_ERR_NOMEM;
+	if (rc == ES_OK && rn->n_kvs + rs->n_kvs)
+		rc = store_etcd__nodes_join(s, rn, rs, out, views, &n);
 	nrd_unlink(op);
 	if (rc != ES_OK) {
 		res.rc = rc;
 		res.error = es_strerror(rc);
-		res.n = 0;
+	} else {
+		res.nodes = out;
+		res.n = n;
 	}
 	op->cb(op->ud, &res);
 	for (size_t k = 0; views && k < n; k++)

@@ -3,7 +3,7 @@
 with store = etcd on it, real agents; skipped when etcd is not installed):
 
 - etcd stopped entirely: the controllers keep their agent sessions,
-  answer an apply or delete with 503 and a message naming etcd, hold and
+  answer an apply, a delete or a node GET with 503 naming etcd, hold and
   push nothing they could not store, never acknowledge a report they do
   not hold; once etcd is back, writes work again and reach the agents,
   reports are acknowledged again, the agents' outboxes drain and a node
