@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "store/db_int.h"
-#include "es_cond.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_kpatch.h"

@@ -24,7 +24,6 @@ struct nrd {
 	void *ud;
 };
 
-
 static void nrd_unlink(nrd *op)
 {
 	nrd **pp;
@@ -54,7 +53,10 @@ static const char *name_of(const es_etcd_kv *kv, const char *prefix, size_t plen
 }
 
 /* Parses a record's value into v: ES_OK, ES_ERR_PROTO (not a record: the
- * node is shown without one), ES_ERR_NOMEM. */
+ * node is shown without one), ES_ERR_NOMEM. The value is read twice: its
+ * members by store_etcd__cursor_parse's rules, then lastReport and
+ * conditions, which the cursor code has no use for (a record is about
+ * 500 bytes). */
 static es_err view_parse(const es_etcd_kv *kv, store_etcd__nview *v)
 {
 	char perr[64];
