@@ -4,7 +4,8 @@ store"): three controllers with store = etcd on one etcd of the test's own
 different controllers.
 
 - Every controller's `get nodes` names the same serving controller per
-  node (status.sync.controller, the controller's id in the session key),
+  node (status.sync.controller, the controller's id in the session key;
+  the CONTROLLER column of `-o wide`),
   Ready=True from the serving controller's record also where a controller
   never served the node, and `edgesyncctl describe node` on another
   controller prints the Controller and Status From lines.
@@ -87,6 +88,11 @@ class EtcdNodesTest(unittest.TestCase):
         ids = self.ids()
         self.agree({n: (ids[ORDER[n][0]], "True") for n in NODES}, range(3),
                    "every controller names each node's serving controller")
+        wide = self.h.ctl(2, "get", "nodes", "-o", "wide").stdout.splitlines()
+        self.assertTrue(wide[0].rstrip().endswith("CONTROLLER"), wide[0])
+        for n in NODES:
+            line = next(x for x in wide if x.startswith(n + " "))
+            self.assertTrue(line.rstrip().endswith(ids[ORDER[n][0]]), line)
         # Controller 1 never served node-2 (or node-3): it shows them from
         # the serving controller's etcd record.
         n2 = self.nodes_at(1)["node-2"]

@@ -80,6 +80,18 @@ static void test_nodes_table(void **state)
 	out = capture_nodes(list, 1);
 	assert_non_null(strstr(out, "KERNEL-VERSION   OS-IMAGE    CPU         MEMORY      LAST-SEEN"));
 	assert_non_null(strstr(out, "6.1.0            Debian 12   4           16Gi        30s"));
+	assert_non_null(strstr(out, "LAST-SEEN   CONTROLLER\n"));
+	assert_non_null(strstr(out, "30s         -\n"));
+	free(out);
+	/* store = etcd: the serving controller, "<none>" when none holds the
+	 * node's session */
+	out = capture_nodes("{\"kind\":\"NodeList\",\"items\":["
+			    "{\"metadata\":{\"name\":\"x\"},\"status\":{\"sync\":"
+			    "{\"controller\":\"h/b\",\"stateController\":\"h/a\"}}},"
+			    "{\"metadata\":{\"name\":\"y\"},\"status\":{\"sync\":"
+			    "{\"stateController\":\"h/a\"}}}]}", 1);
+	assert_non_null(strstr(out, "   h/b\n"));
+	assert_non_null(strstr(out, "   <none>\n"));
 	free(out);
 	out = capture_nodes("{\"kind\":\"NodeList\",\"items\":[]}", 0);
 	assert_string_equal(out, "No resources found.\n");
