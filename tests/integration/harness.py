@@ -34,11 +34,20 @@ TOOLS_DIR = os.environ.get("ES_TOOLS_DIR", BIN_DIR)
 API = "/apis/edgesync.io/v1alpha1"
 
 
+_ports_given = set()
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on right now and that
+    this process has not handed out before (the kernel may give the same
+    free port to two binds in a row while neither is listening yet)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def wait_for(what, pred, timeout=30.0, interval=0.2):
