@@ -9,9 +9,13 @@
  * The list keeps only where it stands (cur, addr): nothing per server.
  *
  * Where to start and which target comes next is the order of items: as
- * listed, or per node by rendezvous hashing (es_urllist_order), so that
- * the agents of one list spread over its servers, and the nodes of a
- * server that fails spread evenly over the others.
+ * listed, or per node by rendezvous hashing (es_urllist_order_for), so
+ * that the agents of one list spread over its servers, and the nodes of a
+ * server that fails spread evenly over the others. The addresses of a
+ * name are a caller's to order the same way (es_urllist_order over their
+ * text) in their URL's place: two levels, so a dead address's nodes go on
+ * to that name's other addresses first. A list of single-address URLs,
+ * or one name of many addresses, is one level, and the spread is even.
  */
 #ifndef ES_URLLIST_H
 #define ES_URLLIST_H
@@ -77,10 +81,12 @@ es_err es_urllist_join_flag(int argc, char **argv, int first, const char *flag,
  * (Fowler, Noll, Vo; draft-eastlake-fnv) over the bytes of node, one NUL
  * byte and the bytes of target, finished with the splitmix64 mixer
  * (Steele, Lea, Flood, "Fast splittable pseudorandom number generators",
- * OOPSLA 2014), which spreads FNV's weak high bits over all 64. node and
- * target are NUL-terminated text (NULL counts as ""). The value is part
- * of the agent's behaviour (every agent, every build and the fleet
- * simulator must give the same one), so it never changes.
+ * OOPSLA 2014), so that every output bit depends on every input bit and
+ * names that differ in one character (node-1, node-2) get unrelated
+ * orders. node and target are NUL-terminated text (NULL counts as "").
+ * The value is part of the agent's behaviour (every agent, every build
+ * and the fleet simulator must give the same one), so it never changes:
+ * the unit test pins it.
  */
 uint64_t es_urllist_weight(const char *node, const char *target);
 
