@@ -37,7 +37,7 @@ typedef struct ctl_cfg {
 static const es_setting settings[] = {
 	{ "server", "EDGESYNCCTL_SERVER", "server", ES_SET_STRING, ES_CTL_DEFAULT_SERVER, 0, 0,
 	  offsetof(ctl_cfg, server), "admin API URL (https://host:port[/path prefix], no "
-	  "query); several, comma-separated or the flag repeated, are tried in turn", NULL },
+	  "query); several, comma-separated or the flag repeated, are tried in the order given", NULL },
 	{ "cert", "EDGESYNCCTL_CERT", "cert", ES_SET_STRING, NULL, 0, 0,
 	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)", NULL },
 	{ "key", "EDGESYNCCTL_KEY", "key", ES_SET_STRING, NULL, 0, 0,

@@ -729,3 +729,10 @@ int es_store_etcd_synced(const es_store *st)
 
 	return s && s->synced;
 }
+
+int es_store_etcd_leased(const es_store *st)
+{
+	const est *s = st && st->ops == &etcd_ops ? st->impl : NULL;
+
+	return s && s->lease != 0;
+}

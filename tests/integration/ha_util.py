@@ -227,7 +227,8 @@ class Controllers:
 
     def start_agent(self, node, order, extra=()):
         """Starts node's agent with controller-url the controllers of order
-        (indices), in that order."""
+        (indices), dialled in that order (controller-order = listed,
+        harness.Cluster.start_agent's default)."""
         urls = []
         for i in order:
             urls += ["--controller-url", self.url(i)]
