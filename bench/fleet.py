@@ -43,8 +43,10 @@ loopback (a static cluster, plain http, temporary data directories,
 periodic auto-compaction every 5 minutes), C controllers with store =
 etcd (the first in --dev mode, the others with its certificates, one
 CA; each given every etcd member, starting at a different one), and the
-fleet with every controller's URL (node i starting at controller i mod
-C; as the agent, each redial goes to the next), and prints: time to
+fleet with every controller's URL (each node in its own rendezvous order
+of them, as the agent's controller-order = node; --controller-order
+listed: node i starting at controller i mod C; as the agent, each redial
+goes to the next in the node's order), and prints: time to
 connect all and the sessions per controller; reports stored per second
 and report->ack; etcd's work per stored report over the window (the
 growth of etcd_server_proposals_committed_total and of the
@@ -72,7 +74,7 @@ stopped at the end.
 
 Usage: bench/fleet.py [--build DIR] [--nodes 1000,10000] [--procs K] [--protocol 1|2]
        [--interval S] [--ramp R] [--window S] [--connect-timeout S]
-       [--controllers C [--etcd-members M]] [--controller-arg ARG]...
+       [--controllers C [--etcd-members M] [--controller-order node|listed]] [--controller-arg ARG]...
        [--json FILE] [--keep]
 """
 
@@ -563,7 +565,9 @@ def run_multi(a, n):
                 p = c.start_peer_controller(name, port, admin, extra)
                 ctls.append((name, port, admin, os.path.join(c.dir, name), p))
         urls = ",".join(f"wss://127.0.0.1:{t[1]}" for t in ctls)
-        sim = start_fleet(a, c, n, ["--controller", urls], fig, owner)
+        fig["controllerOrder"] = a.controller_order
+        sim = start_fleet(a, c, n, ["--controller", urls,
+                                    "--controller-order", a.controller_order], fig, owner)
         t_connect = a.connect_timeout or n / a.ramp * 3 + 120
         s = wait_until("all connected", lambda: (lambda m: m if m["ready"] == n else None)(
             sim.summary()), t_connect, 2) or sim.summary()
@@ -670,7 +674,8 @@ def report_multi(fig):
     lines = [
         f"N = {fig['nodes']} over {fig['controllers']} controllers (store = etcd, "
         f"{fig['etcdMembers']} etcd members), {fig.get('simProcs')} simulator process(es),"
-        f" commit {fig.get('commit')}; load average at steady state {la}",
+        f" commit {fig.get('commit')}, controller-order {fig.get('controllerOrder')};"
+        f" load average at steady state {la}",
         f"  connect all: {fig.get('connectAllSeconds')} s (dial->welcome"
         f" {fmt_dist(fig.get('connectMs'))}); sessions per controller {fig.get('perController')};"
         f" come-back-later answers {fig.get('overloadedDuringConnect')}",
@@ -785,6 +790,10 @@ def main():
     ap.add_argument("--controllers", type=int, default=1,
                     help="controllers; above 1 they share an etcd cluster (store = etcd)"
                     " and the fleet is spread over them [1]")
+    ap.add_argument("--controller-order", choices=("node", "listed"), default="node",
+                    help="with --controllers: the simulated agents' controller-order"
+                    " (node: each its rendezvous order; listed: node i starts at"
+                    " controller i mod C, then the next) [node]")
     ap.add_argument("--etcd-members", type=int, default=3,
                     help="with --controllers: members of the etcd cluster started [3]")
     ap.add_argument("--json", help="also write the figures to this file")

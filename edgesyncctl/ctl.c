@@ -37,7 +37,7 @@ typedef struct ctl_cfg {
 static const es_setting settings[] = {
 	{ "server", "EDGESYNCCTL_SERVER", "server", ES_SET_STRING, ES_CTL_DEFAULT_SERVER, 0, 0,
 	  offsetof(ctl_cfg, server), "admin API URL (https://host:port[/path prefix], no "
-	  "query); several, comma-separated or the flag repeated, are tried in turn", NULL },
+	  "query); several, comma-separated or the flag repeated, are tried in the order given", NULL },
 	{ "cert", "EDGESYNCCTL_CERT", "cert", ES_SET_STRING, NULL, 0, 0,
 	  offsetof(ctl_cfg, cert), "admin client certificate file (PEM)", NULL },
 	{ "key", "EDGESYNCCTL_KEY", "key", ES_SET_STRING, NULL, 0, 0,
@@ -66,10 +66,13 @@ static void usage(FILE *f)
 		"Usage: edgesyncctl [flags] COMMAND [args]\n\n"
 		"Commands:\n"
 		"  apply -f FILE             create or update the objects in FILE (YAML or JSON; - for stdin)\n"
-		"  get nodes|node NAME       list nodes or show one\n"
+		"  get nodes|node NAME       list nodes or show one (-o wide: with store = etcd,\n"
+		"                            the CONTROLLER serving each)\n"
 		"  get KIND [NAME]           list objects of KIND (collectorconfigs, healthrules,\n"
 		"                            egresspolicies; short names cc, hr, ep, no) or show one\n"
-		"  describe node NAME        a node's state, conditions and objects, desired beside reported\n"
+		"  describe node NAME        a node's state, conditions and objects, desired beside reported;\n"
+		"                            with store = etcd also the controller serving it and the\n"
+		"                            controller whose state is shown (Controller, Status From)\n"
 		"  delete KIND NAME          delete an object (also: delete -f FILE)\n"
 		"  create token [--ttl 24h] [--usages N] [--labels k=v,...] [--name-prefix P]\n"
 		"                            a bootstrap token for joining nodes; prints it and\n"

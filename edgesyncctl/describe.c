@@ -462,6 +462,15 @@ static void sync_section(FILE *f, const cJSON *st, time_t now)
 	const char *ls = str(s, "lastSeen");
 
 	fprintf(f, "Sync:\n");
+	/* The serving controller (etcd store): "<none>" when no controller
+	 * holds the node's session; absent with the SQLite store. */
+	if (str(s, "controller") || str(s, "stateController") || str(s, "recordController"))
+		field(f, 2, "Controller:", str(s, "controller") ? str(s, "controller") : "<none>");
+	if (str(s, "controller") || str(s, "stateController") || str(s, "recordController"))
+		field(f, 2, "Status From:", str(s, "stateController") ? str(s, "stateController")
+								     : "<none>");
+	if (str(s, "recordController"))
+		field(f, 2, "Conditions From:", str(s, "recordController"));
 	field(f, 2, "Connected:", get(s, "connected") ? scalar(get(s, "connected"), b1, sizeof(b1))
 						      : NULL);
 	if (ls)

@@ -263,7 +263,8 @@ static es_err node_row(es_print_table *t, const cJSON *n, time_t now, int wide)
 	const cJSON *c = path_get(n, "status", "capacity", "cpu");
 	const cJSON *m = path_get(n, "status", "capacity", "memoryBytes");
 	const char *ver = path_str(n, "status", "nodeInfo", "agentVersion");
-	const char *cells[10];
+	const char *ctrl = path_str(n, "status", "sync", "controller");
+	const char *cells[11];
 
 	if (!ver)
 		ver = path_str(n, "status", "sync", "agentVersion");
@@ -284,6 +285,12 @@ static es_err node_row(es_print_table *t, const cJSON *n, time_t now, int wide)
 	cells[7] = cpu;
 	cells[8] = mem;
 	cells[9] = seen;
+	/* The serving controller (store = etcd); "<none>" when no controller
+	 * holds the node's session, "-" where the store names none (SQLite). */
+	if (!ctrl)
+		ctrl = (path_str(n, "status", "sync", "stateController") ||
+			path_str(n, "status", "sync", "recordController")) ? "<none>" : "-";
+	cells[10] = ctrl;
 	(void)wide;
 	return es_print_table_add(t, cells);
 }
@@ -302,9 +309,9 @@ es_err es_print_nodes(FILE *f, const cJSON *v, int wide, time_t now)
 {
 	static const char *const head[] = { "NAME", "STATUS", "CONNECTED", "AGE", "VERSION",
 					    "KERNEL-VERSION", "OS-IMAGE", "CPU", "MEMORY",
-					    "LAST-SEEN" };
+					    "LAST-SEEN", "CONTROLLER" };
 
-	return print_rows(f, v, wide ? 10 : 5, head, wide ? node_row_wide : node_row_narrow,
+	return print_rows(f, v, wide ? 11 : 5, head, wide ? node_row_wide : node_row_narrow,
 			  now);
 }
 

@@ -751,6 +751,16 @@ cJSON *es_json_add_int(cJSON *obj, const char *key, int64_t v)
 	return cJSON_AddNumberToObject(obj, key, (double)v);
 }
 
+cJSON *es_json_object_member(cJSON *parent, const char *key)
+{
+	cJSON *m = cJSON_GetObjectItemCaseSensitive(parent, key);
+
+	if (cJSON_IsObject(m))
+		return m;
+	cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+	return cJSON_AddObjectToObject(parent, key);
+}
+
 es_err es_json_load_file(const char *path, size_t max_bytes, cJSON **out,
 			 char *err, size_t errsz)
 {

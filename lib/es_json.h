@@ -157,6 +157,11 @@ char *es_json_print(const cJSON *v);
  * Returns the new item or NULL on allocation failure. */
 cJSON *es_json_add_int(cJSON *obj, const char *key, int64_t v);
 
+/* parent's member key when it is an object; else (absent, or another type)
+ * a new empty object put in its place. Returns it (borrowed from parent),
+ * or NULL on allocation failure. */
+cJSON *es_json_object_member(cJSON *parent, const char *key);
+
 /* Reads a whole file (at most max_bytes) and parses it with es_json_parse.
  * Errors: ES_ERR_IO (err names the path and errno text), ES_ERR_TOOBIG,
  * ES_ERR_PARSE, ES_ERR_NOMEM. */

@@ -83,6 +83,74 @@ int es_urllist_advance(es_urllist *l, size_t naddrs)
 	return l->cur == 0;
 }
 
+/* FNV-1a 64 (draft-eastlake-fnv): offset basis and prime. */
+#define FNV64_BASIS 0xcbf29ce484222325ULL
+#define FNV64_PRIME 0x100000001b3ULL
+
+static uint64_t fnv1a(uint64_t h, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= FNV64_PRIME;
+	}
+	return h;
+}
+
+/* splitmix64's finaliser (Steele, Lea, Flood 2014). */
+static uint64_t mix64(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+uint64_t es_urllist_weight(const char *node, const char *target)
+{
+	uint64_t h = FNV64_BASIS;
+
+	node = node ? node : "";
+	target = target ? target : "";
+	h = fnv1a(h, node, strlen(node) + 1); /* with its NUL: the separator */
+	h = fnv1a(h, target, strlen(target));
+	return mix64(h);
+}
+
+void es_urllist_order(const char *node, const char *const *targets, size_t n,
+		      size_t *order)
+{
+	/* Insertion sort, stable, weights computed as compared: n is a
+	 * handful (a list, or the addresses of one name), and nothing is
+	 * allocated. */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t w = es_urllist_weight(node, targets[i]);
+		size_t j = i;
+
+		while (j > 0 && es_urllist_weight(node, targets[order[j - 1]]) < w) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+}
+
+void es_urllist_order_for(es_urllist *l, const char *node, size_t *perm)
+{
+	size_t order[ES_URLLIST_MAX];
+	char *items[ES_URLLIST_MAX];
+
+	es_urllist_order(node, (const char *const *)l->items, l->n, order);
+	for (size_t i = 0; i < l->n; i++)
+		items[i] = l->items[order[i]];
+	for (size_t i = 0; i < l->n; i++) {
+		l->items[i] = items[i];
+		if (perm)
+			perm[i] = order[i];
+	}
+	l->cur = 0;
+	l->addr = 0;
+}
+
 es_err es_urllist_join_flag(int argc, char **argv, int first, const char *flag,
 			    char **out, char *err, size_t errsz)
 {

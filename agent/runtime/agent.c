@@ -548,6 +548,7 @@ es_err es_agent_new(const es_agent_config *cfg, es_agent **out, char *err,
 
 		memset(&so, 0, sizeof(so));
 		so.url = cfg->controller_url;
+		so.listed = cfg->controller_order == ES_AGENT_ORDER_LISTED;
 		so.cert = cfg->cert;
 		so.key = cfg->key;
 		so.ca = cfg->ca;

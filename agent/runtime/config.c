@@ -26,6 +26,9 @@
 	{ k, "EDGESYNC_" env, k, ES_SET_ENUM, def, 0, 0, \
 	  offsetof(es_agent_config, member), help, names }
 
+static const char *const order_names[] = {
+	[ES_AGENT_ORDER_NODE] = "node", [ES_AGENT_ORDER_LISTED] = "listed", NULL,
+};
 static const char *const kc_backend_names[] = {
 	[ES_AGENT_KC_AUTO] = "auto", [ES_AGENT_KC_PROCFS] = "procfs", NULL,
 };
@@ -37,7 +40,11 @@ static const char *const egress_backend_names[] = {
 static const es_setting settings[] = {
 	S("controller-url", "CONTROLLER_URL", ES_SET_STRING, "", 0, 0, controller_url,
 	  "controller sync URL, wss://host:port[/path]; several, comma-separated "
-	  "or the flag repeated, are tried in turn (empty: offline only)"),
+	  "or the flag repeated, are tried in turn, in controller-order (empty: offline only)"),
+	E("controller-order", "CONTROLLER_ORDER", "node", order_names, controller_order,
+	  "order controller-url's controllers are tried in: node (each node its "
+	  "own, by rendezvous hashing of its name, so a fleet spreads over them) "
+	  "or listed"),
 	S("node-name", "NODE_NAME", ES_SET_STRING, NULL, 0, 0, node_name,
 	  "node name, an RFC 1123 subdomain (default: the host name)"),
 	S("labels", "LABELS", ES_SET_STRING, "", 0, 0, labels,

@@ -23,8 +23,16 @@ typedef enum es_agent_kc_backend {
 	ES_AGENT_KC_PROCFS = 1, /* "procfs": always the /proc fallback */
 } es_agent_kc_backend;
 
+/* Setting controller-order: which of controller-url's targets the agent
+ * dials first and next (lib/es_urllist.h). */
+typedef enum es_agent_order {
+	ES_AGENT_ORDER_NODE = 0,   /* "node": rendezvous order of the node name */
+	ES_AGENT_ORDER_LISTED = 1, /* "listed": as listed */
+} es_agent_order;
+
 typedef struct es_agent_config {
 	char *controller_url;  /* wss://host[:port][/path], comma-separated; "" = offline only */
+	int controller_order;  /* es_agent_order */
 	char *node_name;       /* default: the host name, lower-cased */
 	char *labels;          /* "k=v,k2=v2" */
 	char *cert, *key, *ca; /* PEM files for mutual TLS */
@@ -64,8 +72,9 @@ const es_setting *es_agent_settings(size_t *n);
  * settings (es_agent_config_validate does). Free with es_agent_config_free,
  * also after an error. Errors: ES_ERR_IO (config file unreadable, err names
  * it), ES_ERR_INVAL (err names the key, variable or flag; a log-level,
- * collector-backend or egress-backend not among its names is refused here,
- * the message listing them), ES_ERR_NOMEM.
+ * controller-order, collector-backend or egress-backend not among its
+ * names is refused here, the message naming the value and listing the
+ * names), ES_ERR_NOMEM.
  */
 es_err es_agent_config_load(es_agent_config *cfg, int argc, char **argv,
 			    int first, const char **positional,

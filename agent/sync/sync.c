@@ -101,15 +101,22 @@ static void use_url(es_sync *s)
 /*
  * The address to dial for u, into s->addr: the host itself when it is an
  * address literal (or its name does not resolve: lws then says so), else
- * the urls.addr-th of the addresses its name resolves to (the resolver's
- * order, RFC 6724), so that a name with several addresses is several
- * controllers. The lookup blocks as lws's own would.
+ * the urls.addr-th of the addresses its name resolves to (at most
+ * MAX_ADDRS of them), so that a name with several addresses is several
+ * controllers: in the resolver's order (RFC 6724) when listed, else in
+ * the node's rendezvous order of the addresses as text (es_urllist_order,
+ * the same every dial while the name gives the same addresses). The lookup
+ * blocks as lws's own would.
  */
+#define MAX_ADDRS 64
 static void pick_addr(es_sync *s)
 {
 	struct addrinfo hints, *res = NULL, *ai;
+	char txt[MAX_ADDRS][INET6_ADDRSTRLEN];
+	const char *names[MAX_ADDRS];
+	size_t order[MAX_ADDRS];
 	unsigned char bin[16];
-	size_t i = 0;
+	size_t n = 0;
 
 	snprintf(s->addr, sizeof(s->addr), "%s", s->u.host);
 	s->naddrs = 1;
@@ -122,20 +129,28 @@ static void pick_addr(es_sync *s)
 	hints.ai_flags = AI_ADDRCONFIG;
 	if (getaddrinfo(s->u.host, NULL, &hints, &res) != 0)
 		return;
-	s->naddrs = 0;
-	for (ai = res; ai; ai = ai->ai_next)
-		s->naddrs++;
-	if (s->urls.addr >= s->naddrs)
-		s->urls.addr = 0;
-	for (ai = res; ai; ai = ai->ai_next, i++) {
+	for (ai = res; ai && n < MAX_ADDRS; ai = ai->ai_next) {
 		const void *a = ai->ai_family == AF_INET6 ?
 			(const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr :
 			(const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr;
 
-		if (i == s->urls.addr &&
-		    !inet_ntop(ai->ai_family, a, s->addr, sizeof(s->addr)))
-			snprintf(s->addr, sizeof(s->addr), "%s", s->u.host);
+		if (inet_ntop(ai->ai_family, a, txt[n], sizeof(txt[n]))) {
+			names[n] = txt[n];
+			n++;
+		}
 	}
+	if (!n) {
+		freeaddrinfo(res);
+		return;
+	}
+	s->naddrs = n;
+	if (s->urls.addr >= s->naddrs)
+		s->urls.addr = 0;
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	if (!s->listed)
+		es_urllist_order(s->node, names, n, order);
+	snprintf(s->addr, sizeof(s->addr), "%s", names[order[s->urls.addr]]);
 	freeaddrinfo(res);
 }
 
@@ -376,6 +391,16 @@ es_err es_sync_new(struct lws_context *ctx, es_store *st,
 	rc = es_agent_urls_parse(opts->url, &s->urls, s->us, err, errsz);
 	if (rc != ES_OK)
 		goto cleanup;
+	s->listed = opts->listed;
+	if (!s->listed) {
+		es_agent_url us[ES_URLLIST_MAX];
+		size_t perm[ES_URLLIST_MAX];
+
+		es_urllist_order_for(&s->urls, opts->node, perm);
+		for (size_t i = 0; i < s->urls.n; i++)
+			us[i] = s->us[perm[i]];
+		memcpy(s->us, us, s->urls.n * sizeof(us[0]));
+	}
 	use_url(s);
 	s->ctx = ctx;
 	s->st = st;

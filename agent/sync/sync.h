@@ -22,7 +22,11 @@
 typedef struct es_sync es_sync;
 
 typedef struct es_sync_opts {
-	const char *url;           /* wss://host[:port][/path] */
+	const char *url;           /* wss://host[:port][/path], a list of them
+				    * (es_agent_urls_parse) */
+	int listed;                /* 1: dial url's targets as listed; 0: in
+				    * node's rendezvous order (es_urllist_order:
+				    * the URLs, and a name's addresses) */
 	const char *cert, *key, *ca; /* PEM file paths */
 	const char *node;          /* node name sent in hello */
 	const char *agent_version;

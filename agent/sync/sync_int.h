@@ -46,8 +46,11 @@ struct es_sync {
 	char host_hdr[300];
 	/* Every controller of controller-url, gone through in turn: on each
 	 * failure the next address of u's host (addr: the one dialled, naddrs
-	 * how many its name had at the dial), then the next URL. */
+	 * how many its name had at the dial), then the next URL. The URLs are
+	 * in node's rendezvous order unless listed (es_sync_new), and so are
+	 * a name's addresses at each dial (pick_addr). */
 	es_urllist urls;
+	int listed;
 	es_agent_url us[ES_URLLIST_MAX];
 	char addr[ES_ADDR_HOST_MAX + 1];
 	size_t naddrs;

@@ -66,7 +66,8 @@ typedef struct fsim_node {
 	int attempt;             /* consecutive failed dials (backoff) */
 	int64_t retry_after_ms;  /* Overloaded: come back after this, 0: none */
 	int session_acked;       /* a report of this session was acknowledged */
-	int url;                 /* index of the controller it dials (o.urls) */
+	int url;                 /* index of the controller it dials (o.urls):
+				  * fsim_url_first, then fsim_url_next */
 	int welcomes;
 	/* reports */
 	int64_t next_seq;        /* seq of the next report to create */
@@ -102,6 +103,8 @@ typedef struct fsim_node {
 typedef struct fsim_url {
 	char host[256];          /* address, e.g. 127.0.0.1 */
 	int port;
+	char text[300];          /* wss://host:port: the agent's controller-url
+				  * entry, weighed for controller-order node */
 } fsim_url;
 
 #define FSIM_MAX_URLS 16
@@ -111,6 +114,9 @@ typedef struct fsim_opts {
 	int port;
 	fsim_url urls[FSIM_MAX_URLS]; /* --controller, in order; else host:port */
 	int nurls;
+	int listed;              /* --controller-order listed: node i starts at
+				  * (first + i) mod nurls, then the next; else
+				  * each node in its rendezvous order */
 	int first;               /* index of the first node (names, certificates) */
 	int samples;             /* summaries carry every sample (--samples) */
 	const char *server_name; /* host name checked against its certificate */
@@ -177,5 +183,17 @@ int fsim_conn_vhosts(fsim *s);
 /* Frees the nodes' queues and receive buffers (after the lws context is
  * destroyed). */
 void fsim_conn_free(fsim *s);
+
+/*
+ * The controller (index in o->urls) node number idx (o->first + i) named
+ * node dials first: with o->listed (idx mod nurls), else the first of
+ * node's rendezvous order of the urls' texts, as edgesync-agent's
+ * controller-order = node (lib/es_urllist.h, es_urllist_order).
+ */
+int fsim_url_first(const fsim_opts *o, int idx, const char *node);
+
+/* The controller node dials after url failed: the next in the same order
+ * (the first after the last). */
+int fsim_url_next(const fsim_opts *o, const char *node, int url);
 
 #endif

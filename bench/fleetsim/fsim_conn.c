@@ -15,6 +15,7 @@
 
 #include "es_buf.h"
 #include "es_proto.h"
+#include "es_urllist.h"
 #include "fleetsim.h"
 #include "fsim_certs.h"
 
@@ -400,7 +401,7 @@ static void conn_down(fsim *s, fsim_node *n, int64_t now)
 	n->pending_rec = -1;
 	if (s->stopping)
 		return;
-	n->url = (n->url + 1) % s->o.nurls;
+	n->url = fsim_url_next(&s->o, n->name, n->url);
 	if (n->retry_after_ms > 0) {
 		int64_t r = n->retry_after_ms;
 
@@ -414,6 +415,39 @@ static void conn_down(fsim *s, fsim_node *n, int64_t now)
 	if (bound > BACKOFF_CAP_MS)
 		bound = BACKOFF_CAP_MS;
 	n->next_dial_ms = now + 1 + (int64_t)((bound + 1) * rnd01());
+}
+
+/* o's URL texts in node's rendezvous order, into order[o->nurls]. */
+static void url_order(const fsim_opts *o, const char *node, size_t *order)
+{
+	const char *texts[FSIM_MAX_URLS];
+
+	for (int i = 0; i < o->nurls; i++)
+		texts[i] = o->urls[i].text;
+	es_urllist_order(node, texts, (size_t)o->nurls, order);
+}
+
+int fsim_url_first(const fsim_opts *o, int idx, const char *node)
+{
+	size_t order[FSIM_MAX_URLS];
+
+	if (o->listed)
+		return idx % o->nurls;
+	url_order(o, node, order);
+	return (int)order[0];
+}
+
+int fsim_url_next(const fsim_opts *o, const char *node, int url)
+{
+	size_t order[FSIM_MAX_URLS];
+	int pos = 0;
+
+	if (o->listed)
+		return (url + 1) % o->nurls;
+	url_order(o, node, order);
+	while (pos < o->nurls && (int)order[pos] != url)
+		pos++;
+	return (int)order[(pos + 1) % o->nurls];
 }
 
 static struct lws_vhost *node_vhost(fsim *s, fsim_node *n)

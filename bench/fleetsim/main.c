@@ -49,7 +49,7 @@ static const char usage[] =
 	"session (ticket) on the next dial, and redials as the agent does: full\n"
 	"jitter backoff (base 1 s, cap 60 s), a come-back-later (Overloaded,\n"
 	"retryAfterSeconds R) after a random time in [R, 2R], each redial to the\n"
-	"next controller of the list. Prints JSON lines on stdout:\n"
+	"next controller in the node's order. Prints JSON lines on stdout:\n"
 	"a summary on SIGUSR1 and at the end; SIGUSR2 sets the marker that\n"
 	"fan-out (desired received) and arrival (welcome) times count from.\n"
 	"\n"
@@ -58,8 +58,11 @@ static const char usage[] =
 	"  --controller URL     a controller, wss://ADDR:PORT (repeat it, or a\n"
 	"                       comma-separated list; replaces --host/--port): as\n"
 	"                       the agent's controller-url list, each redial goes to\n"
-	"                       the next; node i starts at URL (first + i) mod count\n"
-	"                       (a fleet spread over them)\n"
+	"                       the next in the node's order (--controller-order)\n"
+	"  --controller-order O as the agent's setting: node (each node its own\n"
+	"                       order, by rendezvous hashing of its name and the\n"
+	"                       URLs, wss://ADDR:PORT) or listed (node i starts at\n"
+	"                       URL (first + i) mod count, then the next) [node]\n"
 	"  --server-name NAME   name its certificate must carry [localhost]\n"
 	"  --ca-cert FILE       CA certificate: signs nodes, verifies the controller\n"
 	"  --ca-key FILE        CA private key\n"
@@ -132,7 +135,10 @@ static int parse_urls(const char *list, fsim_opts *o)
 			return -1;
 		}
 		snprintf(o->urls[o->nurls].host, sizeof(o->urls[0].host), "%s", h);
-		o->urls[o->nurls++].port = (int)port;
+		o->urls[o->nurls].port = (int)port;
+		snprintf(o->urls[o->nurls].text, sizeof(o->urls[0].text), "wss://%s:%ld", h,
+			 port);
+		o->nurls++;
 		p += len;
 		if (*p == ',')
 			p++;
@@ -159,6 +165,7 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 		{ "protocol", 1, 0, 'V' }, { "no-compress", 0, 0, 'Z' },
 		{ "speedup", 1, 0, 'U' },
 		{ "controller", 1, 0, 'L' }, { "first", 1, 0, 'F' },
+		{ "controller-order", 1, 0, 'R' },
 		{ "samples", 0, 0, 'A' },
 		{ "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -183,6 +190,14 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 		case 'L':
 			if (parse_urls(optarg, o) != 0)
 				return -1;
+			break;
+		case 'R':
+			if (strcmp(optarg, "node") && strcmp(optarg, "listed")) {
+				fprintf(stderr, PROG ": --controller-order: \"%s\" is not "
+					"node or listed\n", optarg);
+				return -1;
+			}
+			o->listed = !strcmp(optarg, "listed");
 			break;
 		case 'F':
 			if (parse_num("--first", optarg, 0, 1000000, &v))
@@ -239,6 +254,8 @@ static int parse_flags(int argc, char **argv, fsim_opts *o)
 	if (o->nurls == 0) {
 		snprintf(o->urls[0].host, sizeof(o->urls[0].host), "%s", o->url_host);
 		o->urls[0].port = o->port;
+		snprintf(o->urls[0].text, sizeof(o->urls[0].text), "wss://%s:%d",
+			 o->url_host, o->port);
 		o->nurls = 1;
 	}
 	if (!o->ca_cert || !o->ca_key || !o->cert_dir) {
@@ -400,8 +417,8 @@ int main(int argc, char **argv)
 		n->idx = i;
 		n->next_seq = 1;
 		n->pending_rec = -1;
-		n->url = (s->o.first + i) % s->o.nurls;
 		fsim_node_name(s->o.prefix, s->o.first + i, n->name, sizeof(n->name));
+		n->url = fsim_url_first(&s->o, s->o.first + i, n->name);
 		snprintf(n->stream_id, sizeof(n->stream_id), "fleetsim-%s-%d", stream,
 			 s->o.first + i);
 	}

@@ -95,29 +95,60 @@ cJSON *es_admin_status(int code, const char *reason, const char *message)
 
 /* An es_admin_status response with the reason of code. details (taken, may
  * be NULL) is added as `details`. */
-static es_err fail_details(req *r, int code, cJSON *details, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+static es_err vfail(es_admin_resp *resp, int code, cJSON *details, const char *fmt,
+		    va_list ap) __attribute__((format(printf, 4, 0)));
 
-static es_err fail_details(req *r, int code, cJSON *details, const char *fmt, ...)
+static es_err vfail(es_admin_resp *resp, int code, cJSON *details, const char *fmt,
+		    va_list ap)
 {
+	req r = { .resp = resp };
 	char msg[1024];
 	cJSON *st;
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (!(st = es_admin_status(code, reason_of(code), msg))) {
 		cJSON_Delete(details);
 		return ES_ERR_NOMEM;
 	}
 	if (details)
 		cJSON_AddItemToObject(st, "details", details);
-	return respond_json(r, code, st);
+	return respond_json(&r, code, st);
+}
+
+static es_err fail_details(req *r, int code, cJSON *details, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static es_err fail_details(req *r, int code, cJSON *details, const char *fmt, ...)
+{
+	va_list ap;
+	es_err rc;
+
+	va_start(ap, fmt);
+	rc = vfail(r->resp, code, details, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+es_err admin__fail(es_admin_resp *resp, int code, cJSON *details, const char *fmt, ...)
+{
+	va_list ap;
+	es_err rc;
+
+	va_start(ap, fmt);
+	rc = vfail(resp, code, details, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+es_err admin__respond_json(es_admin_resp *resp, int status, cJSON *take)
+{
+	req r = { .resp = resp };
+
+	return respond_json(&r, status, take);
 }
 
 /* details {name, group, kind}; NULL on allocation failure. */
-static cJSON *details_of(const char *name, const char *kind)
+cJSON *admin__details(const char *name, const char *kind)
 {
 	cJSON *d = cJSON_CreateObject();
 
@@ -130,14 +161,19 @@ static cJSON *details_of(const char *name, const char *kind)
 	return d;
 }
 
-static es_err not_found(req *r, es_kind kind, const char *name)
+es_err admin__not_found(es_admin_resp *resp, es_kind kind, const char *name)
 {
-	cJSON *d = details_of(name, es_obj_kind_plural(kind));
+	cJSON *d = admin__details(name, es_obj_kind_plural(kind));
 
 	if (!d)
 		return ES_ERR_NOMEM;
-	return fail_details(r, 404, d, "%s \"%s\" not found",
-			    es_obj_kind_plural(kind), name);
+	return admin__fail(resp, 404, d, "%s \"%s\" not found",
+			   es_obj_kind_plural(kind), name);
+}
+
+static es_err not_found(req *r, es_kind kind, const char *name)
+{
+	return admin__not_found(r->resp, kind, name);
 }
 
 /* Maps a store error: NOMEM is returned, anything else answers 500. */
@@ -153,6 +189,13 @@ static es_err store_failed(req *r, es_err rc, const char *what)
 /* {apiVersion, kind: <Kind>List, items, metadata: {resourceVersion}}. */
 static es_err respond_list(req *r, const char *kind, cJSON *take_items)
 {
+	return admin__respond_list(r->db, r->resp, r->who, kind, take_items);
+}
+
+es_err admin__respond_list(es_db *db, es_admin_resp *resp, const char *who,
+			   const char *kind, cJSON *take_items)
+{
+	req rq = { .db = db, .resp = resp, .who = who }, *r = &rq;
 	char list_kind[64];
 	int64_t rv = 0;
 	cJSON *l = NULL, *m;
@@ -232,7 +275,7 @@ static es_err read_body(req *r, es_kind kind, const char *path_name,
 			return ES_ERR_NOMEM;
 		}
 		if (sz > ES_PROTO_MAX_OBJECT) {
-			rc = fail_details(r, 413, details_of(bname, es_obj_kind_name(kind)),
+			rc = fail_details(r, 413, admin__details(bname, es_obj_kind_name(kind)),
 					  "%s \"%s\" is %zu bytes as JSON; an object must"
 					  " fit in one desired message: at most %d bytes",
 					  es_obj_kind_name(kind), bname ? bname : "", sz,
@@ -247,7 +290,7 @@ static es_err read_body(req *r, es_kind kind, const char *path_name,
 	colon = strstr(perr, ": ");
 	if (colon)
 		snprintf(field, sizeof(field), "%.*s", (int)(colon - perr), perr);
-	if (!(d = details_of(bname, es_obj_kind_name(kind))) ||
+	if (!(d = admin__details(bname, es_obj_kind_name(kind))) ||
 	    !(causes = cJSON_AddArrayToObject(d, "causes")) ||
 	    !(cause = cJSON_CreateObject())) {
 		cJSON_Delete(d);
@@ -268,6 +311,19 @@ static es_err read_body(req *r, es_kind kind, const char *path_name,
 	return rc;
 }
 
+void admin__answer_late(es_admin_resp *resp, es_err rc, es_admin_done_fn done,
+			void *done_ud)
+{
+	if (rc != ES_OK) {
+		free(resp->body);
+		memset(resp, 0, sizeof(*resp));
+	}
+	if (done)
+		done(done_ud, rc == ES_OK ? resp : NULL);
+	else
+		free(resp->body);
+}
+
 /* The answer to a finished write (es_store_cb). */
 static void write_done(void *ud, const es_store_result *res)
 {
@@ -281,11 +337,11 @@ static void write_done(void *ud, const es_store_result *res)
 	if (res->rc == ES_ERR_NOTFOUND) {
 		p->rc = not_found(&r, p->kind, p->name);
 	} else if (res->rc == ES_ERR_EXISTS) {
-		d = details_of(p->name, plural);
+		d = admin__details(p->name, plural);
 		p->rc = d ? fail_details(&r, 409, d, "%s \"%s\" already exists", plural,
 					 p->name) : ES_ERR_NOMEM;
 	} else if (res->rc == ES_ERR_CONFLICT) {
-		d = details_of(p->name, plural);
+		d = admin__details(p->name, plural);
 		p->rc = d ? fail_details(&r, 409, d, "%s \"%s\": %s; try again", plural,
 					 p->name, res->error) : ES_ERR_NOMEM;
 	} else if (res->rc == ES_ERR_IO) {
@@ -294,7 +350,7 @@ static void write_done(void *ud, const es_store_result *res)
 		es_log_warn("admin", "store unavailable", "op", p->is_delete ? "delete" :
 			    "put", "kind", kn, "name", p->name, "error", res->error,
 			    "by", p->who, NULL);
-		d = details_of(p->name, plural);
+		d = admin__details(p->name, plural);
 		p->rc = d ? fail_details(&r, 503, d, "%s %s \"%s\": the %s store is"
 					 " unavailable: %s", p->is_delete ? "delete" : "put",
 					 plural, p->name, p->backend, res->error) :
@@ -315,15 +371,7 @@ static void write_done(void *ud, const es_store_result *res)
 	}
 	if (!p->returned)
 		return;
-	/* Answered after es_admin_handle_async returned. */
-	if (p->rc != ES_OK) {
-		free(p->resp.body);
-		memset(&p->resp, 0, sizeof(p->resp));
-	}
-	if (p->done)
-		p->done(p->done_ud, p->rc == ES_OK ? &p->resp : NULL);
-	else
-		free(p->resp.body);
+	admin__answer_late(&p->resp, p->rc, p->done, p->done_ud);
 	free(p);
 }
 
@@ -430,20 +478,15 @@ static int parse_limit(const char *query)
 static es_err nodes(req *r, const char *path, const char *name, const char *sub,
 		    const char *query)
 {
-	cJSON *node = NULL, *out = NULL, *desired = NULL, *res;
+	admin__enroll_ctx x = { r->db, r->store, r->hooks, r->who, r->done, r->done_ud };
+	cJSON *out = NULL, *res;
 	es_err rc;
 	int limit;
 
 	if (name && !sub && strcmp(r->method, "DELETE") == 0)
-		return admin__node_delete(&(admin__enroll_ctx){ r->db, r->store, r->hooks,
-				r->who, r->done, r->done_ud }, name, r->resp);
+		return admin__node_delete(&x, name, r->resp);
 	if (strcmp(r->method, "GET") != 0)
 		return method_not_allowed(r, path);
-	if (!name) {
-		if ((rc = es_db_node_list(r->db, &out)) != ES_OK)
-			return store_failed(r, rc, "node list");
-		return respond_list(r, "Node", out);
-	}
 	if (sub && strcmp(sub, "reports") == 0) {
 		if ((limit = parse_limit(query)) < 0)
 			return fail_details(r, 400, NULL, "limit: must be an integer"
@@ -464,25 +507,7 @@ static es_err nodes(req *r, const char *path, const char *name, const char *sub,
 	}
 	if (sub && strcmp(sub, "describe") != 0)
 		return fail_details(r, 404, NULL, "no such path %s", path);
-	rc = es_db_node_get(r->db, name, &node);
-	if (rc == ES_ERR_NOTFOUND)
-		return not_found(r, ES_KIND_NODE, name);
-	if (rc != ES_OK)
-		return store_failed(r, rc, "node get");
-	if (!sub)
-		return respond_json(r, 200, node);
-	rc = es_db_object_list(r->db, ES_KIND_UNKNOWN, &desired);
-	if (rc != ES_OK) {
-		rc = store_failed(r, rc, "object list");
-		goto cleanup;
-	}
-	if ((rc = es_admin_describe_build(node, desired, &out)) != ES_OK)
-		goto cleanup;
-	rc = respond_json(r, 200, out);
-cleanup:
-	cJSON_Delete(node);
-	cJSON_Delete(desired);
-	return rc;
+	return admin__nodes_get(&x, name, sub != NULL, r->resp);
 }
 
 static es_err route(req *r, const char *path, const char *query,

@@ -25,8 +25,13 @@
  * path and body differ), 404 NotFound, 405 MethodNotAllowed, 409
  * AlreadyExists, 413 RequestEntityTooLarge, 422 Invalid (validation; message
  * names the field), 500 InternalError, 503 ServiceUnavailable (a write the
- * store could not make: etcd did not answer; the message names the store
- * and what its client said).
+ * store could not make, or a node GET (not .../reports) it could not read:
+ * etcd did not answer; the message names the store and what its client
+ * said).
+ * A Node (GET nodes, nodes/NAME) is this controller's row merged with the
+ * store's view (admin_int.h, admin__node_merge): status.sync.controller,
+ * stateController, recordController; Ready Unknown (NodeStatusUnknown)
+ * while no controller holds the node's session.
  */
 #ifndef ES_CTRL_ADMIN_H
 #define ES_CTRL_ADMIN_H
@@ -95,13 +100,14 @@ typedef void (*es_admin_done_fn)(void *ud, es_admin_resp *resp);
  * es_admin_handle with object writes going to store (store.h; NULL: the
  * SQLite backend over db, telling hooks->object_changed, as
  * es_admin_handle does), for a store that answers later (the etcd
- * backend): a write handed to the store leaves resp->status 0, and
- * done(done_ud, resp) runs once with the answer when the store has
- * answered (later on the event loop; also when the store closes). Every
- * other request is answered in resp before this returns, as by
- * es_admin_handle (which is this with done NULL: a write the store would
- * answer later is then answered 500 at once and goes on). done_ud must
- * stay valid until done ran. Errors: ES_ERR_NOMEM only.
+ * backend): a write handed to the store, and a node GET (it reads the
+ * store's nodes too), leaves resp->status 0, and done(done_ud, resp) runs
+ * once with the answer when the store has answered (later on the event
+ * loop; also when the store closes). Every other request is answered in
+ * resp before this returns, as by es_admin_handle (which is this with
+ * done NULL: what the store would answer later is then answered 500 at
+ * once, and a write goes on). done_ud must stay valid until done ran.
+ * Errors: ES_ERR_NOMEM only.
  */
 es_err es_admin_handle_async(es_db *db, es_store *store,
 			     const es_admin_hooks *hooks, const char *method, const char *path, const char *query,

@@ -5,6 +5,7 @@
 #ifndef ES_CTRL_ADMIN_INT_H
 #define ES_CTRL_ADMIN_INT_H
 
+#include <time.h>
 #include <cjson/cJSON.h>
 #include "api/admin.h"
 #include "store/db.h"
@@ -67,5 +68,67 @@ es_err admin__tokens(const admin__enroll_ctx *x, const char *method, const char 
  */
 es_err admin__node_delete(const admin__enroll_ctx *x, const char *name,
 			  es_admin_resp *resp);
+
+/*
+ * GET nodes (name NULL), nodes/NAME and (describe 1) nodes/NAME/describe
+ * (admin_nodes.c): this controller's rows of the nodes merged with what
+ * the store holds of them (es_store_nodes_read; docs/ARCHITECTURE.md "The
+ * store"). Fills *resp, or leaves resp->status 0 when the store answers
+ * later through x->done (as admin__tokens): 200, 404 (neither this file
+ * nor the store knows the node), 503 (the store did not answer: the
+ * message names its error), 500. Errors: ES_ERR_NOMEM only.
+ */
+es_err admin__nodes_get(const admin__enroll_ctx *x, const char *name, int describe,
+			es_admin_resp *resp);
+
+/*
+ * Merges what the store holds of a node (v; NULL: nothing) into node (the
+ * Node as es_db_node_get gives it, local 1, or a skeleton {metadata.name,
+ * status.sync} when this controller has no row of it, local 0), self this
+ * controller's id (es_store_nodes_result.self): status.sync.controller
+ * (the serving controller's id, when it has one), stateController (self,
+ * when local and self has an id), and from a record another controller
+ * wrote while this one does not serve the node: status.conditions,
+ * sync.desiredResourceVersion, ackedSeq, streamId, lastSeen and
+ * recordController (that writer). When no controller holds the node's
+ * session, Ready is shown Unknown (admin__ready_unknown).
+ * Errors: ES_ERR_NOMEM.
+ */
+es_err admin__node_merge(cJSON *node, const es_store_node *v, const char *self,
+			 int local);
+
+/*
+ * The reported conditions are the agent's last word; while no controller
+ * holds the node's session (with the SQLite store: the agent is not
+ * connected) none can vouch for them. Like the Kubernetes node lifecycle
+ * controller, the view then shows Ready status Unknown, reason
+ * NodeStatusUnknown, its message naming that no controller holds a
+ * session, when the node was last seen (last_seen: RFC 3339 text, NULL:
+ * never) and what the agent last said; lastTransitionTime now. Only the
+ * view changes. conds without a Ready condition (or NULL) is left as is.
+ * Errors: ES_ERR_NOMEM.
+ */
+es_err admin__ready_unknown(cJSON *conds, const char *last_seen, time_t now);
+
+/* Response helpers of admin.c. Each fills resp and returns ES_OK, or
+ * ES_ERR_NOMEM. fail: a Status of code (details taken, may be NULL);
+ * respond_json: take as the body; not_found: 404 for kind/name;
+ * respond_list: {apiVersion, kind: <kind>List, items (taken), metadata:
+ * {resourceVersion}} of db. admin__details: {name, group, kind} (NULL:
+ * out of memory). */
+es_err admin__fail(es_admin_resp *resp, int code, cJSON *details, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+es_err admin__respond_json(es_admin_resp *resp, int status, cJSON *take);
+es_err admin__not_found(es_admin_resp *resp, es_kind kind, const char *name);
+es_err admin__respond_list(es_db *db, es_admin_resp *resp, const char *who,
+			   const char *kind, cJSON *take_items);
+cJSON *admin__details(const char *name, const char *kind);
+
+/* Hands an answer the store gave after es_admin_handle_async returned to
+ * done (resp's body then done's; NULL when rc, the filling of resp, is
+ * not ES_OK: memory ran out), or frees it when there is no done (the
+ * synchronous call answered 500 already). */
+void admin__answer_late(es_admin_resp *resp, es_err rc, es_admin_done_fn done,
+			void *done_ud);
 
 #endif

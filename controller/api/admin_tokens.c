@@ -109,14 +109,7 @@ static void twait_complete(twait *w)
 	w->completed = 1;
 	if (!w->returned)
 		return;
-	if (w->rc != ES_OK) {
-		free(w->resp.body);
-		memset(&w->resp, 0, sizeof(w->resp));
-	}
-	if (w->done)
-		w->done(w->done_ud, w->rc == ES_OK ? &w->resp : NULL);
-	else
-		free(w->resp.body);
+	admin__answer_late(&w->resp, w->rc, w->done, w->done_ud);
 	twait_free(w);
 }
 

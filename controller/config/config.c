@@ -17,6 +17,7 @@
 #include "es_urllist.h"
 #include "es_pki.h"
 #include "ca/ca.h"
+#include "etcd/etcd_client.h"
 
 #define ES_CCFG_STRING(k, e, def, member, help)                               \
 	{ k, "EDGESYNC_" e, k, ES_SET_STRING, def, 0, 0,                      \
@@ -122,8 +123,8 @@ static const es_setting ccfg_table[] = {
 	  "where desired objects live: sqlite (this controller's db) or etcd (shared by"
 	  " every controller on it; db then mirrors it)", es_ccfg_store_names },
 	ES_CCFG_STRING("etcd-endpoints", "ETCD_ENDPOINTS", NULL, etcd_endpoints,
-		       "store = etcd: etcd client URLs, https://host:port (repeatable, or a,b,c;"
-		       " tried in turn)"),
+		       "store = etcd: etcd client URLs, https://host[:port] or http://host[:port],"
+		       " port default 2379 (repeatable, or a,b,c; tried in turn)"),
 	ES_CCFG_STRING("etcd-cert", "ETCD_CERT", NULL, etcd_cert,
 		       "store = etcd: client certificate for etcd's mutual TLS, PEM"),
 	ES_CCFG_STRING("etcd-key", "ETCD_KEY", NULL, etcd_key,
@@ -331,9 +332,9 @@ static es_err check_dev_nodes(const char *list, char *err, size_t errsz)
 }
 
 /* The etcd settings of store = etcd: endpoints (es_urllist_split's
- * rules, http:// or https://, https needing etcd-ca), etcd-cert and
- * etcd-key together, a prefix ending in '/'; with another store,
- * etcd-endpoints refused. */
+ * rules, each as es_etcd_endpoint_parse takes it, https needing etcd-ca),
+ * etcd-cert and etcd-key together, a prefix ending in '/'; with another
+ * store, etcd-endpoints refused. */
 static es_err check_etcd(const es_ccfg *cfg, char *err, size_t errsz)
 {
 	es_urllist l;
@@ -353,12 +354,11 @@ static es_err check_etcd(const es_ccfg *cfg, char *err, size_t errsz)
 				   errsz)) != ES_OK)
 		return rc;
 	for (size_t i = 0; i < l.n && rc == ES_OK; i++) {
-		int tls = strncmp(l.items[i], "https://", 8) == 0;
+		es_url u;
 
-		if (!tls && strncmp(l.items[i], "http://", 7) != 0)
-			rc = es_errf(ES_ERR_INVAL, err, errsz, "etcd-endpoints: \"%s\": expected"
-				     " https://host:port or http://host:port", l.items[i]);
-		else if (tls && !(cfg->etcd_ca && *cfg->etcd_ca))
+		rc = es_etcd_endpoint_parse(l.items[i], &u, err, errsz);
+		if (rc == ES_OK && !strcmp(u.scheme, "https") &&
+		    !(cfg->etcd_ca && *cfg->etcd_ca))
 			rc = es_errf(ES_ERR_INVAL, err, errsz, "etcd-ca: required for %s",
 				     l.items[i]);
 	}

@@ -697,6 +697,33 @@ static const struct lws_protocols etcd_protocols[] = {
 
 /* --- public ------------------------------------------------------------- */
 
+es_err es_etcd_endpoint_parse(const char *url, es_url *out, char *err,
+			      size_t errsz)
+{
+	const char *auth, *end;
+	es_err rc;
+
+	rc = es_url_parse("etcd-endpoints", url, NULL, out, err, errsz);
+	if (rc != ES_OK)
+		return rc;
+	if (strcmp(out->scheme, "http") && strcmp(out->scheme, "https"))
+		return es_errf(ES_ERR_INVAL, err, errsz, "etcd-endpoints: \"%s\": "
+			       "expected http://host[:port] or https://host[:port]", url);
+	if (strcmp(out->path, "/"))
+		return es_errf(ES_ERR_INVAL, err, errsz,
+			       "etcd-endpoints: \"%s\": no path or query expected", url);
+	/* es_url_parse took the scheme's port when none is written: find
+	 * whether one is, after the host (a bracketed IPv6 literal has
+	 * colons of its own). */
+	auth = strstr(url, "://") + 3;
+	end = auth + strcspn(auth, "/?#");
+	if (*auth == '[')
+		auth = memchr(auth, ']', (size_t)(end - auth));
+	if (!auth || !memchr(auth, ':', (size_t)(end - auth)))
+		out->port = ES_ETCD_DEFAULT_PORT;
+	return ES_OK;
+}
+
 es_err es_etcd_new(struct lws_context *ctx, const es_etcd_opts *o,
 		   es_etcd **out, char *err, size_t errsz)
 {
@@ -721,22 +748,9 @@ es_err es_etcd_new(struct lws_context *ctx, const es_etcd_opts *o,
 	for (size_t i = 0; i < o->n_endpoints; i++) {
 		es_url *u = &e->ep[i];
 
-		rc = es_url_parse("etcd-endpoints", o->endpoints[i], NULL, u, err,
-				  errsz);
+		rc = es_etcd_endpoint_parse(o->endpoints[i], u, err, errsz);
 		if (rc != ES_OK)
 			goto cleanup;
-		if (strcmp(u->scheme, "http") && strcmp(u->scheme, "https")) {
-			rc = es_errf(ES_ERR_INVAL, err, errsz,
-				     "etcd-endpoints: \"%s\": scheme must be http or https",
-				     o->endpoints[i]);
-			goto cleanup;
-		}
-		if (strcmp(u->path, "/")) {
-			rc = es_errf(ES_ERR_INVAL, err, errsz,
-				     "etcd-endpoints: \"%s\": no path expected",
-				     o->endpoints[i]);
-			goto cleanup;
-		}
 		any_tls |= !strcmp(u->scheme, "https");
 		snprintf(e->ep_text[i], sizeof(e->ep_text[i]), "%s", o->endpoints[i]);
 		snprintf(e->host_hdr[i], sizeof(e->host_hdr[i]),

@@ -37,6 +37,22 @@
 
 #include "etcd/etcd_msg.h"
 #include "es_err.h"
+#include "es_url.h"
+
+/* etcd's client port (IANA), the port of an endpoint that names none. */
+#define ES_ETCD_DEFAULT_PORT 2379
+
+/*
+ * Parses one etcd-endpoints entry into *out (es_url_parse's rules):
+ * "http://host[:port]" or "https://host[:port]", host a name or an IPv4
+ * or bracketed IPv6 literal, port 1..65535 and ES_ETCD_DEFAULT_PORT when
+ * not given (not 80 or 443: these are etcd's URLs, as etcdctl takes them),
+ * no path other than "/", no query, no userinfo or fragment.
+ * Errors: ES_ERR_INVAL, err naming etcd-endpoints and the entry: another
+ * scheme, no host, a bad host or port, a path or query.
+ */
+es_err es_etcd_endpoint_parse(const char *url, es_url *out, char *err,
+			      size_t errsz);
 
 /* Most endpoints one client takes. */
 #define ES_ETCD_MAX_ENDPOINTS 16
@@ -64,8 +80,8 @@ typedef void (*es_etcd_observe_fn)(void *ud, const char *op, es_err rc,
 				   int reached, double seconds);
 
 typedef struct es_etcd_opts {
-	/* "http://host:port" or "https://host:port" (no path), 1 to
-	 * ES_ETCD_MAX_ENDPOINTS, copied. */
+	/* "http://host[:port]" or "https://host[:port]" (no path;
+	 * es_etcd_endpoint_parse), 1 to ES_ETCD_MAX_ENDPOINTS, copied. */
 	const char *const *endpoints;
 	size_t n_endpoints;
 	/* PEM files for https endpoints: client certificate and key (both or

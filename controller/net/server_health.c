@@ -37,5 +37,9 @@ int server__ready(const es_server *s, char *why, size_t whysz)
 		snprintf(why, whysz, "the mirror of etcd's objects has not caught up yet");
 		return 0;
 	}
+	if (!es_store_etcd_leased(s->store)) {
+		snprintf(why, whysz, "no etcd lease for node sessions yet");
+		return 0;
+	}
 	return 1;
 }

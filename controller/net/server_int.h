@@ -193,8 +193,9 @@ void server__session_release(conn *c);
 /* ---- server_health.c ---- */
 
 /* 1 when this controller can serve: always with SQLite; with store =
- * etcd once the mirror caught up and while etcd answers (the latest
- * request or watch message reached it). Else 0, with why (one phrase). */
+ * etcd once the mirror caught up, while etcd answers (the latest request
+ * or watch message reached it) and while it holds the lease of its node
+ * sessions (es_store_etcd_leased). Else 0, with why (one phrase). */
 int server__ready(const es_server *s, char *why, size_t whysz);
 
 /* ---- server_join.c ---- */

@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 #include "es_err.h"
 #include "es_obj.h"
+#include "es_proto.h"
 
 typedef struct es_db es_db;
 
@@ -302,6 +303,28 @@ es_err es_db_node_conditions(es_db *db, const char *node, cJSON **out);
 es_err es_db_node_get(es_db *db, const char *node, cJSON **out);
 /* All nodes as es_db_node_get shows them, ordered by name. */
 es_err es_db_node_list(es_db *db, cJSON **out);
+
+/* One node's row in brief (es_db_node_briefs). */
+typedef struct es_db_node_brief {
+	char name[ES_NAME_MAX + 1];
+	int connected;           /* an agent session is open here */
+	time_t last_seen;        /* the last hello or report; 0: never */
+	int64_t desired_ack;     /* the last desiredAck resourceVersion */
+	int64_t seq;             /* the report cursor */
+	char stream[ES_PROTO_STREAM_ID_MAX + 1]; /* the report stream id; "" when none */
+	cJSON *conditions;       /* reported status.conditions (owned); NULL: none */
+} es_db_node_brief;
+
+/*
+ * The node's row (node NULL: every node's, ordered by name) in brief,
+ * with its reported conditions from the state rows: *out (caller frees
+ * with es_db_node_briefs_free) holds *n entries (0 for an unknown node;
+ * *out may then be NULL). Errors: ES_ERR_DB, ES_ERR_NOMEM.
+ */
+es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
+			 size_t *n);
+/* Frees what es_db_node_briefs gave. NULL-safe. */
+void es_db_node_briefs_free(es_db_node_brief *b, size_t n);
 
 /* The node's stored reports in the order received, newest last, at most
  * limit: [{seq, reportType, time, receivedTime, baseSeq?, event?,

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "store/db_int.h"
-#include "es_cond.h"
 #include "es_json.h"
 #include "es_log.h"
 #include "es_kpatch.h"
@@ -472,42 +471,6 @@ static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
 	return s ? cJSON_AddStringToObject(o, key, (const char *)s) : cJSON_AddNullToObject(o, key);
 }
 
-/*
- * The reported conditions are the agent's last word; while it is not
- * connected the controller cannot vouch for them. Like the Kubernetes node
- * lifecycle controller (reason NodeStatusUnknown), the admin view then shows
- * Ready=Unknown, keeping what the agent last said in the message. Only the
- * view changes: the stored state is the agent's.
- */
-static es_err mark_ready_unknown(cJSON *conds, time_t seen)
-{
-	char ts[ES_TIME_RFC3339_LEN], msg[256];
-	cJSON *ready = es_cond_find(conds, "Ready");
-	const cJSON *was;
-
-	if (!ready)
-		return ES_OK;
-	was = cJSON_GetObjectItemCaseSensitive(ready, "status");
-	snprintf(msg, sizeof(msg), "the agent is not connected (last seen %s); "
-		 "it last reported Ready=%s",
-		 seen ? es_time_rfc3339(seen, ts) : "never",
-		 cJSON_IsString(was) ? was->valuestring : "?");
-	return es_cond_set(conds, "Ready", "Unknown", "NodeStatusUnknown", msg,
-			   0, time(NULL), NULL);
-}
-
-/* parent's member key, replaced by an empty object when it is not one;
- * NULL when out of memory. */
-static cJSON *object_member(cJSON *parent, const char *key)
-{
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(parent, key);
-
-	if (cJSON_IsObject(m))
-		return m;
-	cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
-	return cJSON_AddObjectToObject(parent, key);
-}
-
 /* Builds the admin view of the node row st is positioned on (ud: the
  * es_db; an es_sqlite_row_fn). */
 static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
@@ -537,7 +500,7 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 	if (!cJSON_AddStringToObject(node, "apiVersion", ES_API_VERSION) ||
 	    !cJSON_AddStringToObject(node, "kind", "Node"))
 		goto cleanup;
-	if (!(meta = object_member(node, "metadata")))
+	if (!(meta = es_json_object_member(node, "metadata")))
 		goto cleanup;
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "name");
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
@@ -551,7 +514,7 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 		cJSON_AddItemToObject(meta, "labels", labels);
 		labels = NULL;
 	}
-	if (!(status = object_member(node, "status")))
+	if (!(status = es_json_object_member(node, "status")))
 		goto cleanup;
 	cJSON_DeleteItemFromObjectCaseSensitive(status, "sync");
 	if (!(sync = cJSON_AddObjectToObject(status, "sync")) ||
@@ -565,10 +528,6 @@ static es_err node_from_row(void *ud, sqlite3_stmt *st, cJSON **out)
 	    !add_opt_str(sync, "agentVersion", sqlite3_column_text(st, 2)) ||
 	    !add_opt_str(sync, "bootId", sqlite3_column_text(st, 3)) ||
 	    !add_opt_str(sync, "streamId", sqlite3_column_text(st, 11)))
-		goto cleanup;
-	if (!sqlite3_column_int(st, 4) &&
-	    mark_ready_unknown(cJSON_GetObjectItemCaseSensitive(status, "conditions"),
-			       seen) != ES_OK)
 		goto cleanup;
 	*out = node;
 	node = NULL;
@@ -614,6 +573,74 @@ es_err es_db_node_list(es_db *db, cJSON **out)
 		rc = es_sqlite_collect(db->sq, st, node_from_row, db, "node list", out);
 	sqlite3_finalize(st);
 	return rc;
+}
+
+es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
+			 size_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	es_db_node_brief *b = NULL, *nb;
+	size_t cap = 0, len = 0;
+	es_err rc;
+	int s;
+
+	*out = NULL;
+	*n = 0;
+	rc = es_sqlite_prepare(db->sq, node ?
+		"SELECT name, connected, last_seen, desired_ack_rv, acked_seq,"
+		" coalesce(stream_id, '') FROM nodes WHERE name = ?1" :
+		"SELECT name, connected, last_seen, desired_ack_rv, acked_seq,"
+		" coalesce(stream_id, '') FROM nodes ORDER BY name", &st);
+	if (rc != ES_OK)
+		return rc;
+	if (node)
+		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == cap) {
+			cap = cap ? cap * 2 : 16;
+			if (!(nb = realloc(b, cap * sizeof(*b)))) {
+				rc = ES_ERR_NOMEM;
+				goto cleanup;
+			}
+			b = nb;
+		}
+		memset(&b[len], 0, sizeof(b[len]));
+		snprintf(b[len].name, sizeof(b[len].name), "%s",
+			 (const char *)sqlite3_column_text(st, 0));
+		b[len].connected = sqlite3_column_int(st, 1) != 0;
+		b[len].last_seen = (time_t)sqlite3_column_int64(st, 2);
+		b[len].desired_ack = sqlite3_column_int64(st, 3);
+		b[len].seq = sqlite3_column_int64(st, 4);
+		snprintf(b[len].stream, sizeof(b[len].stream), "%s",
+			 (const char *)sqlite3_column_text(st, 5));
+		len++;
+	}
+	if (s != SQLITE_DONE) {
+		rc = es_sqlite_fail(db->sq, "node briefs");
+		goto cleanup;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	for (size_t i = 0; i < len; i++)
+		if ((rc = es_db_node_conditions(db, b[i].name, &b[i].conditions)) != ES_OK)
+			goto cleanup;
+	*out = b;
+	*n = len;
+	b = NULL;
+	len = 0;
+cleanup:
+	sqlite3_finalize(st);
+	es_db_node_briefs_free(b, len);
+	return rc;
+}
+
+void es_db_node_briefs_free(es_db_node_brief *b, size_t n)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < n; i++)
+		cJSON_Delete(b[i].conditions);
+	free(b);
 }
 
 /* One entry of es_db_reports_list from the row st is positioned on (ud: the

@@ -2,6 +2,7 @@
  * store.c - the store interface (store.h) and its SQLite backend, which
  * completes every write before it returns.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/store.h"
@@ -61,6 +62,40 @@ static es_err sqlite_del(es_store *s, es_kind kind, const char *name,
 	return ES_OK;
 }
 
+/* The file's rows: the session is the agent's connection here. */
+static es_err sqlite_nodes_read(es_store *s, const char *node, es_store_nodes_cb cb,
+				void *ud)
+{
+	es_store_nodes_result r = { .error = "", .self = "" };
+	es_db_node_brief *b = NULL;
+	es_store_node *v = NULL;
+	size_t n = 0;
+
+	r.rc = es_db_node_briefs(s->db, node, &b, &n);
+	if (r.rc == ES_OK && n && !(v = calloc(n, sizeof(*v))))
+		r.rc = ES_ERR_NOMEM;
+	if (r.rc == ES_OK) {
+		for (size_t i = 0; i < n; i++) {
+			v[i].node = b[i].name;
+			v[i].controller = b[i].connected ? "" : NULL;
+			v[i].writer = "";
+			v[i].conditions = b[i].conditions;
+			v[i].desired_ack = b[i].desired_ack;
+			v[i].last_report = b[i].last_seen;
+			v[i].stream = b[i].stream;
+			v[i].seq = b[i].seq;
+		}
+		r.nodes = v;
+		r.n = n;
+	} else {
+		r.error = es_strerror(r.rc);
+	}
+	cb(ud, &r);
+	free(v);
+	es_db_node_briefs_free(b, n);
+	return ES_OK;
+}
+
 static const es_store_ops sqlite_ops = {
 	.name = "sqlite",
 	.put = sqlite_put,
@@ -72,6 +107,7 @@ static const es_store_ops sqlite_ops = {
 	.sessions_leave = NULL,
 	.cursors_put = NULL,
 	.cursor_get = NULL,
+	.nodes_read = sqlite_nodes_read,
 };
 
 void es_store_sqlite_init(es_store *s, es_db *db, es_store_changed_fn changed,
@@ -150,6 +186,15 @@ int es_store_cursor_get(es_store *s, const char *node, char *stream,
 	if (!s || !s->ops || !s->ops->cursor_get || !node)
 		return 0;
 	return s->ops->cursor_get(s, node, stream, streamsz, seq);
+}
+
+es_err es_store_nodes_read(es_store *s, const char *node, es_store_nodes_cb cb,
+			   void *ud)
+{
+	if (!s || !s->ops || !s->ops->nodes_read || !cb ||
+	    (node && (!*node || strlen(node) > ES_NAME_MAX)))
+		return ES_ERR_INVAL;
+	return s->ops->nodes_read(s, node, cb, ud);
 }
 
 void es_store_set_lost(es_store *s, es_store_lost_fn fn, void *ud)

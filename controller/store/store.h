@@ -10,7 +10,9 @@
  *           watch) holds the write, so a read after the answer sees it.
  *
  * Reads (get, list, resourceVersion, changes since) are synchronous on the
- * db.h file in both cases: with etcd it is the mirror.
+ * db.h file in both cases: with etcd it is the mirror. The nodes read
+ * (es_store_nodes_read: who serves each node, and its record) goes to etcd
+ * and answers later, as writes do.
  *
  * Every committed change, made here or (etcd) by any other controller, is
  * told to the store's changed callback after it is in the file, with the
@@ -87,6 +89,40 @@ typedef void (*es_store_cursors_cb)(void *ud, const es_store_cursor_result *res,
  * (it is not this controller's). */
 typedef void (*es_store_lost_fn)(void *ud, const char *node, const char *why);
 
+/* One node as the store holds it (es_store_nodes_read; every member
+ * borrowed for the callback only). */
+typedef struct es_store_node {
+	const char *node;
+	/* The controller holding the node's session (etcd: the value of
+	 * <prefix>sessions/<node>); "" for this controller where the backend
+	 * names none (sqlite: the agent is connected here); NULL when no
+	 * controller holds one (nobody serves the node). */
+	const char *controller;
+	/* Who wrote what follows (etcd: the node record's `controller`;
+	 * sqlite: ""); NULL when there is no record of the node (then the
+	 * members below are 0 and NULL). */
+	const char *writer;
+	const cJSON *conditions; /* reported status.conditions; NULL: none */
+	int64_t desired_ack;     /* the last desiredAck resourceVersion */
+	time_t last_report;      /* the last report (sqlite: hello or report); 0: none */
+	const char *stream;      /* the report stream id; "" when none */
+	int64_t seq;             /* the report cursor */
+} es_store_node;
+
+/* What es_store_nodes_read found (borrowed for the callback). */
+typedef struct es_store_nodes_result {
+	/* ES_OK; ES_ERR_IO (etcd did not answer, or the controller is
+	 * stopping: error says why); ES_ERR_PROTO (etcd's answer was not
+	 * one); ES_ERR_DB; ES_ERR_NOMEM. */
+	es_err rc;
+	const char *error;          /* "" on success, else one sentence */
+	const char *self;           /* this controller's id (sqlite: "") */
+	const es_store_node *nodes; /* ordered by name (byte order) */
+	size_t n;
+} es_store_nodes_result;
+
+typedef void (*es_store_nodes_cb)(void *ud, const es_store_nodes_result *r);
+
 /* One backend (a table of operations, docs/HACKING.md "Naming"). */
 typedef struct es_store_ops {
 	const char *name; /* "sqlite", "etcd" */
@@ -106,6 +142,9 @@ typedef struct es_store_ops {
 			      es_store_cursors_cb cb, void *ud);
 	int (*cursor_get)(es_store *s, const char *node, char *stream,
 			  size_t streamsz, int64_t *seq);
+	/* Node records and sessions (es_store_nodes_read). */
+	es_err (*nodes_read)(es_store *s, const char *node, es_store_nodes_cb cb,
+			     void *ud);
 	/* Joining (store_enroll.h); NULL: the db_enroll.h calls on db. */
 	const struct es_store_enroll_ops *enroll;
 } es_store_ops;
@@ -190,6 +229,23 @@ es_err es_store_cursors_put(es_store *s, const es_store_cursor *cur, size_t n,
  */
 int es_store_cursor_get(es_store *s, const char *node, char *stream,
 			size_t streamsz, int64_t *seq);
+
+/*
+ * Reads what the store holds of node (NULL: of every node) for the admin
+ * view (docs/ARCHITECTURE.md, "The store"): per node the controller
+ * serving it and its record (conditions, desiredAck, last report, cursor).
+ * etcd: one txn reading <prefix>nodes/ and <prefix>sessions/ (the node's
+ * two keys, or both prefixes) at one revision, without blocking the loop;
+ * a node with either key is in the answer. sqlite: the file's nodes rows,
+ * the session being the agent's connection to this controller. A node
+ * the store knows nothing of is absent (r->n 0 for a node not known).
+ * cb(ud, r) runs exactly once, inside the call (sqlite) or later on the
+ * loop (etcd; also when the store closes: ES_ERR_IO), unless the call
+ * fails. Errors returned at once (cb then never runs): ES_ERR_INVAL
+ * (cb NULL, node longer than a name), ES_ERR_NOMEM.
+ */
+es_err es_store_nodes_read(es_store *s, const char *node, es_store_nodes_cb cb,
+			   void *ud);
 
 /* Sets the callback told of sessions lost to another controller. */
 void es_store_set_lost(es_store *s, es_store_lost_fn fn, void *ud);

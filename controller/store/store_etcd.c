@@ -633,6 +633,7 @@ static void etcd_close(es_store *st)
 	es_etcd_destroy(s->e); /* no callback runs after this */
 	store_etcd__session_close(s);
 	store_etcd__cursor_close(s);
+	store_etcd__nodes_close(s);
 	while (s->ops)
 		op_finish(s->ops, ES_ERR_IO, "the controller is stopping");
 	free(s->opfx);
@@ -652,6 +653,7 @@ static const es_store_ops etcd_ops = {
 	.sessions_leave = store_etcd__sessions_leave,
 	.cursors_put = store_etcd__cursors_put,
 	.cursor_get = store_etcd__cursor_get,
+	.nodes_read = store_etcd__nodes_read,
 	.enroll = &store_etcd__enroll_ops,
 };
 
@@ -729,4 +731,11 @@ int es_store_etcd_synced(const es_store *st)
 	const est *s = st && st->ops == &etcd_ops ? st->impl : NULL;
 
 	return s && s->synced;
+}
+
+int es_store_etcd_leased(const es_store *st)
+{
+	const est *s = st && st->ops == &etcd_ops ? st->impl : NULL;
+
+	return s && s->lease != 0;
 }

@@ -79,4 +79,10 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
  * answer), else 0. */
 int es_store_etcd_synced(const es_store *s);
 
+/* 1 while this controller holds its session lease (granted, and etcd
+ * answered a grant or keepalive within ES_STORE_ETCD_SESSION_TTL), else 0:
+ * before the first grant, and from a lease lost until the next one.
+ * Without it no hello can take a node's session. 0 for another backend. */
+int es_store_etcd_leased(const es_store *s);
+
 #endif

@@ -18,6 +18,7 @@ typedef struct sop sop;
 typedef struct ncur ncur;
 typedef struct nseen nseen;
 typedef struct cwop cwop;
+typedef struct nrd nrd;
 
 /* The size of a prefix's range end buffer (est.npend, est.spend). */
 #define STORE_ETCD_END_MAX 512
@@ -72,6 +73,7 @@ typedef struct est {
 	es_etcd_watch *nw;
 	int nlisting, nrelist_owed;
 	store_etcd_enroll *enroll; /* store_etcd_enroll.c */
+	nrd *reads;          /* store_etcd_nodes.c: node reads in flight */
 } est;
 
 /* A node's record <prefix>nodes/<node> as parsed. */
@@ -153,6 +155,31 @@ es_err store_etcd__session_take(es_store *st, const char *node, es_store_cb cb,
 void store_etcd__session_cancel(es_store *st, void *token);
 void store_etcd__session_drop(es_store *st, const char *node);
 es_err store_etcd__sessions_leave(es_store *st, es_store_cb cb, void *ud);
+
+/* A node's record as es_store_nodes_read hands it back. */
+typedef struct store_etcd__nview {
+	store_etcd__rec rec;
+	time_t last_report; /* 0: none */
+	cJSON *conditions;  /* owned; NULL: none */
+} store_etcd__nview;
+
+/*
+ * Joins a range of <prefix>nodes/ (rn) and one of <prefix>sessions/ (rs),
+ * each in key order, by node name into out and views (each with room for
+ * rn->n_kvs + rs->n_kvs entries; out's members point into rn, rs and
+ * views): one entry per node with either key, in name order; a record
+ * that is not one leaves the node without (writer NULL); keys not of a
+ * node are skipped. *n gets the count. The caller frees each
+ * views[i].conditions. Errors: ES_ERR_NOMEM (*n: the entries so far).
+ */
+es_err store_etcd__nodes_join(const est *s, const es_etcd_resp *rn, const es_etcd_resp *rs,
+			      es_store_node *out, store_etcd__nview *views, size_t *n);
+
+/* store_etcd_nodes.c: es_store_nodes_read (store.h); close (after
+ * es_etcd_destroy) answers every read still in flight ES_ERR_IO. */
+es_err store_etcd__nodes_read(es_store *st, const char *node, es_store_nodes_cb cb,
+			      void *ud);
+void store_etcd__nodes_close(est *s);
 
 /* store_etcd_enroll.c (store_etcd_enroll.h): joining's records. start
  * lists them and watches; tick lists again when owed; close (before

@@ -227,7 +227,8 @@ class Controllers:
 
     def start_agent(self, node, order, extra=()):
         """Starts node's agent with controller-url the controllers of order
-        (indices), in that order."""
+        (indices), dialled in that order (controller-order = listed,
+        harness.Cluster.start_agent's default)."""
         urls = []
         for i in order:
             urls += ["--controller-url", self.url(i)]
@@ -276,3 +277,18 @@ kind: CollectorConfig
 metadata: {{name: {name}}}
 spec: {{intervalSeconds: {interval}, collectors: [cpu, memory]{sel}}}
 """
+
+
+def served_by(node):
+    """The id of the controller serving node (a Node of the admin API:
+    status.sync.controller), None when no controller holds its session."""
+    return (((node or {}).get("status") or {}).get("sync") or {}).get("controller")
+
+
+def stored_seq(h, i, node):
+    """The highest report seq in controller i's own history of node (its
+    db, read without etcd: nodes/NAME/reports), 0 when none."""
+    st, body = h.api(i, "GET", f"/nodes/{node}/reports?limit=1")
+    if st != 200:
+        raise AssertionError(f"reports of {node} at controller {i}: HTTP {st}: {body}")
+    return max((r["seq"] for r in body["items"]), default=0)

@@ -34,11 +34,20 @@ TOOLS_DIR = os.environ.get("ES_TOOLS_DIR", BIN_DIR)
 API = "/apis/edgesync.io/v1alpha1"
 
 
+_ports_given = set()
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on right now and that
+    this process has not handed out before (the kernel may give the same
+    free port to two binds in a row while neither is listening yet)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def wait_for(what, pred, timeout=30.0, interval=0.2):
@@ -225,10 +234,15 @@ class Cluster:
     def agent_conf(self, node):
         return os.path.join(self.dev, f"agent-{node}.conf")
 
-    def start_agent(self, node=None, extra=(), env=None, state_dir=None, binary=None):
+    def start_agent(self, node=None, extra=(), env=None, state_dir=None, binary=None,
+                    controller_order="listed"):
         """Starts an agent for node (default the first) with BIN_DIR's
         edgesync-agent, or the one binary names (another build's path, or
-        a list: an emulator command and the binary it runs)."""
+        a list: an emulator command and the binary it runs).
+        controller_order is its controller-order: "listed" by default, so
+        that a test giving several controller-url knows the one dialled
+        first and next; "node" (the agent's default) for a test of the
+        rendezvous order; None leaves the setting out."""
         node = node or self.nodes[0]
         port = self.agent_ports.get(node) or free_port()
         self.agent_ports[node] = port
@@ -242,7 +256,10 @@ class Cluster:
                        "--node-name", node,
                        "--state-dir", state_dir,
                        "--http-listen", f"127.0.0.1:{port}",
-                       "--log-level", "debug"] + list(extra)
+                       "--log-level", "debug"]
+        if controller_order:
+            argv += ["--controller-order", controller_order]
+        argv += list(extra)
         p = Proc(f"agent-{node}", argv, os.path.join(self.dir, f"agent-{node}.log"),
                  env=env)
         self.agents[node] = p

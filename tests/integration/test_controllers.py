@@ -2,12 +2,17 @@
 (and --server) naming two controllers of which the first is down, the
 agent is served by the second and edgesyncctl reads from it; when the
 second goes down and the first is back, the agent moves to the first by
-itself; when none answers, edgesyncctl names each."""
+itself; when none answers, edgesyncctl names each. With controller-order
+= node (the default), two agents given the same list start at the
+controllers the rendezvous order of their names gives (es-urlorder, the
+lib function the unit tests check), not both at the first."""
 
+import os
 import signal
+import subprocess
 import unittest
 
-from harness import API, Cluster, free_port, https_json, main, wait_for
+from harness import API, BIN_DIR, TOOLS_DIR, Cluster, free_port, https_json, main, wait_for
 
 
 class ControllerListTest(unittest.TestCase):
@@ -71,6 +76,57 @@ class ControllerListTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(str(dead), r.stderr)
         self.assertIn(str(self.b_admin), r.stderr)
+
+
+def node_order(node, urls):
+    """urls in the order node dials them with controller-order = node."""
+    r = subprocess.run([os.path.join(TOOLS_DIR, "es-urlorder"), node] + urls,
+                       capture_output=True, text=True, check=True)
+    return r.stdout.split()
+
+
+class RendezvousOrderTest(unittest.TestCase):
+    def test_same_list_different_first_controller(self):
+        a_port, b_port = free_port(), free_port()
+        urls = [f"wss://127.0.0.1:{a_port}", f"wss://127.0.0.1:{b_port}"]
+        # Two node names whose orders start at different controllers: the
+        # one starting at B shows the list's order is not followed.
+        first = {}
+        for k in range(64):
+            name = f"edge-{k:02d}"
+            first.setdefault(node_order(name, urls)[0], name)
+        self.assertEqual(len(first), 2, f"64 names all start at one of {urls}")
+        at_a, at_b = first[urls[0]], first[urls[1]]
+        self.assertEqual(node_order(at_b, urls[::-1])[0], urls[1])  # as listed either way
+
+        c = Cluster(self, nodes=[at_a, at_b])
+        c.port = a_port
+        c.start_controller()
+        b_admin = free_port()
+        c.start_peer_controller("controller-b", b_port, b_admin)
+        for node in (at_a, at_b):
+            c.start_agent(node, controller_order="node",
+                          extra=["--controller-url", ",".join(urls)])
+        try:
+            for node in (at_a, at_b):
+                wait_for(f"{node} connected",
+                         lambda n=node: c.agent_state(n)["sync"]["connected"], timeout=60)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{c.logs()}") from e
+        for node, want, admin in ((at_a, urls[0], c.admin_port),
+                                  (at_b, urls[1], b_admin)):
+            sync = c.agent_state(node)["sync"]
+            self.assertEqual(sync["url"], want, (node, sync))
+            self.assertEqual(sync["reconnects"], 0, (node, sync))  # its first dial
+            r = subprocess.run([os.path.join(BIN_DIR, "edgesync-agent"), "status",
+                                "--http-listen", f"127.0.0.1:{c.agent_ports[node]}"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(f"CONTROLLER   {want}\n", r.stdout)
+            st, body = https_json("localhost", admin, c.admin_ssl(), "GET",
+                                  f"{API}/nodes/{node}")
+            self.assertEqual(st, 200, body)
+            self.assertTrue(body["status"]["sync"]["connected"], body)
 
 
 if __name__ == "__main__":

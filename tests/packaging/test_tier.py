@@ -3,7 +3,8 @@
 its shell blocks are taken from README.md, their loopback ports moved by
 one offset to free ones and /tmp/es-tier to a scratch directory, and run
 with this build's programs first on PATH. Then: each agent is served by
-the controller its controller-url starts at, etcd holds one session per
+the controller its node name's rendezvous order of the list starts at
+(es-urlorder, controller-order = node), etcd holds one session per
 node naming that controller's id, an object applied on controller b
 reaches all three agents, /metrics counts etcd requests with etcd_up 1,
 and /readyz (the join listener) turns 503 while etcd is stopped
@@ -178,21 +179,29 @@ class TestTier(unittest.TestCase):
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
 
+    def first_controller(self, node, ctl_urls):
+        """The URL of ctl_urls node dials first (controller-order = node)."""
+        r = subprocess.run([os.path.join(pkgtest.BIN_DIR, "es-urlorder"), node] + ctl_urls,
+                           capture_output=True, text=True, check=True)
+        return r.stdout.split()[0]
+
     def test_tier(self):
         self.start()
-        urls = {1: 7443, 2: 7453, 3: 7463}
-        for n, port in urls.items():
+        names = {f"wss://127.0.0.1:{self.port(p)}": c
+                 for p, c in ((7443, "a"), (7453, "b"), (7463, "c"))}
+        first = {n: self.first_controller(f"n{n}", list(names)) for n in (1, 2, 3)}
+        for n, url in first.items():
             wait_for(f"agent n{n} connected to its first controller",
                      lambda: self.agent(n)["sync"]["connected"] and
-                     self.agent(n)["sync"]["url"] == f"wss://127.0.0.1:{self.port(port)}")
+                     self.agent(n)["sync"]["url"] == url)
         for jp in (7445, 7455, 7465):
             wait_for(f"/readyz 200 on {jp}", lambda: self.readyz(jp)[0] == 200)
 
         out = self.sh(self.moved(self.blocks[1]))
         print(out)
         # The agents say where they are connected.
-        for n, port in urls.items():
-            self.assertIn(f"wss://127.0.0.1:{self.port(port)}", out)
+        for n, url in first.items():
+            self.assertRegex(out, rf"NODE +n{n}\nCONTROLLER +{re.escape(url)}\n")
         # etcd: one session key per node, naming the controller that serves
         # it, whose id that controller logged.
         ids = {}
@@ -202,9 +211,10 @@ class TestTier(unittest.TestCase):
             self.assertIsNotNone(m, f"{name}.log names its controller id")
             ids[name] = m.group(1)
         sessions = dict(re.findall(r"^/edgesync/sessions/(n\d)\n(\S+)$", out, re.M))
-        self.assertEqual(sessions, {"n1": ids["a"], "n2": ids["b"], "n3": ids["c"]}, out)
+        self.assertEqual(sessions, {f"n{n}": ids[names[url]] for n, url in first.items()},
+                         out)
         # The apply on b reaches every agent.
-        for n in urls:
+        for n in first:
             wait_for(f"n{n} holds the CollectorConfig applied on b",
                      lambda: any(d["metadata"]["name"] == "tier"
                                  for d in self.agent(n).get("desired", [])))

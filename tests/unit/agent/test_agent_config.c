@@ -292,6 +292,45 @@ static void test_enum_settings(void **state)
 	es_agent_config_free(&cfg);
 }
 
+/* controller-order: node by default, listed from the file or a flag, any
+ * other value refused naming it and the two allowed. */
+static void test_controller_order(void **state)
+{
+	char path[64], bad_path[64]; /* write_file's buffer is static */
+	char cfgflag[128], badflag[128];
+	char *argv[] = { "edgesync-agent", "run", cfgflag, "--controller-order", "node" };
+	char *bad[] = { "edgesync-agent", "run", "--controller-order=Listed-ish" };
+	char *badfile[] = { "edgesync-agent", "run", badflag };
+	es_agent_config cfg;
+	char err[256] = "";
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s", write_file("controller-order = listed\n"));
+	snprintf(bad_path, sizeof(bad_path), "%s",
+		 write_file("controller-order = random\n"));
+	assert_int_equal(load(&cfg, 2, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(cfg.controller_order, ES_AGENT_ORDER_NODE);
+	es_agent_config_free(&cfg);
+	snprintf(cfgflag, sizeof(cfgflag), "--config=%s", path);
+	assert_int_equal(load(&cfg, 3, argv, err, sizeof(err)), ES_OK);
+	assert_int_equal(cfg.controller_order, ES_AGENT_ORDER_LISTED);
+	es_agent_config_free(&cfg);
+	assert_int_equal(load(&cfg, 5, argv, err, sizeof(err)), ES_OK); /* flag wins */
+	assert_int_equal(cfg.controller_order, ES_AGENT_ORDER_NODE);
+	es_agent_config_free(&cfg);
+	assert_int_equal(load(&cfg, 3, bad, err, sizeof(err)), ES_ERR_INVAL);
+	assert_string_equal(err,
+			    "--controller-order: \"Listed-ish\": expected node or listed");
+	es_agent_config_free(&cfg);
+	snprintf(badflag, sizeof(badflag), "--config=%s", bad_path);
+	assert_int_equal(load(&cfg, 3, badfile, err, sizeof(err)), ES_ERR_INVAL);
+	assert_non_null(strstr(err, "controller-order"));
+	assert_non_null(strstr(err, "\"random\": expected node or listed"));
+	es_agent_config_free(&cfg);
+	unlink(path);
+	unlink(bad_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +343,7 @@ int main(void)
 		cmocka_unit_test_setup(test_url_parse, setup),
 		cmocka_unit_test_setup(test_url_list, setup),
 		cmocka_unit_test_setup(test_enum_settings, setup),
+		cmocka_unit_test_setup(test_controller_order, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

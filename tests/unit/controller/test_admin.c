@@ -16,6 +16,7 @@
 
 #include "api/admin.h"
 #include "api/admin_int.h"
+#include "es_cond.h"
 #include "es_json.h"
 #include "testutil.h"
 
@@ -472,7 +473,19 @@ static const es_store_ops later_ops = { .name = "later", .put = later_put,
 typedef struct answer {
 	int n, status;
 	char body[512];
+	cJSON *json; /* on_done_json's: the whole body parsed */
 } answer;
+
+static void on_done_json(void *ud, es_admin_resp *resp)
+{
+	answer *a = ud;
+
+	a->n++;
+	assert_non_null(resp);
+	a->status = resp->status;
+	a->json = es_test_json(resp->body);
+	free(resp->body);
+}
 
 static void on_done(void *ud, es_admin_resp *resp)
 {
@@ -558,6 +571,244 @@ static void test_async_store(void **state)
 	cJSON_Delete(obj);
 }
 
+/* The SQLite store: a node whose agent is not connected shows Ready
+ * Unknown (NodeStatusUnknown, what it last said in the message) and no
+ * controller ids; connected, the agent's word. */
+static void test_nodes_ready_unknown(void **state)
+{
+	fx *f = *state;
+	const cJSON *ready, *sync;
+	cJSON *o;
+
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "0.1.0", "b", 100, NULL, NULL), ES_OK);
+	snapshot(f, 1, "u", 1, "True");
+	o = req(f, "GET", API "nodes/n1", NULL, NULL, 200);
+	ready = cJSON_GetArrayItem(at(at(o, "status"), "conditions"), 0);
+	assert_string_equal(str_at(ready, "status"), "True");
+	sync = at(at(o, "status"), "sync");
+	assert_null(at(sync, "controller"));
+	assert_null(at(sync, "stateController"));
+	cJSON_Delete(o);
+	assert_int_equal(es_db_node_disconnected(f->db, "n1", 200), ES_OK);
+	o = req(f, "GET", API "nodes", NULL, NULL, 200);
+	ready = cJSON_GetArrayItem(at(at(cJSON_GetArrayItem(at(o, "items"), 0), "status"),
+				      "conditions"), 0);
+	assert_string_equal(str_at(ready, "status"), "Unknown");
+	assert_string_equal(str_at(ready, "reason"), "NodeStatusUnknown");
+	assert_non_null(strstr(str_at(ready, "message"), "no controller holds a session"));
+	assert_non_null(strstr(str_at(ready, "message"), "last reported Ready=True"));
+	cJSON_Delete(o);
+}
+
+/* A store of several controllers (etcd) as a fake: "h/a" is this one; it
+ * answers the nodes read later with views. */
+typedef struct shared {
+	es_store_nodes_cb cb;
+	void *ud;
+	char asked[64];
+	int reads;
+} shared;
+
+static es_err shared_read(es_store *s, const char *node, es_store_nodes_cb cb, void *ud)
+{
+	shared *sh = s->impl;
+
+	sh->cb = cb;
+	sh->ud = ud;
+	snprintf(sh->asked, sizeof(sh->asked), "%s", node ? node : "(all)");
+	sh->reads++;
+	return ES_OK;
+}
+
+static const es_store_ops shared_ops = { .name = "etcd", .put = later_put,
+					 .del = later_del, .nodes_read = shared_read };
+
+static const cJSON *ready_of(const cJSON *node)
+{
+	return es_cond_find(at(at(node, "status"), "conditions"), "Ready");
+}
+
+/* The admin view of nodes with a store shared by controllers: the serving
+ * controller from the session, another controller's record where it serves
+ * the node, Ready Unknown where none does, nodes this controller never had
+ * listed from the store, 503 when the store does not answer. */
+static void test_nodes_shared_store(void **state)
+{
+	fx *f = *state;
+	shared sh = { 0 };
+	es_store st = { .ops = &shared_ops, .impl = &sh, .db = f->db };
+	cJSON *rec = es_test_json("[{\"type\":\"Ready\",\"status\":\"False\","
+				  "\"reason\":\"Disk\"}]");
+	es_store_node v[3] = {
+		{ .node = "n0", .controller = NULL, .writer = "h/b", .conditions = rec,
+		  .desired_ack = 7, .last_report = 1000, .stream = "s", .seq = 5 },
+		{ .node = "n1", .controller = "h/b", .writer = "h/b", .conditions = rec,
+		  .desired_ack = 9, .last_report = 2000, .stream = "s2", .seq = 11 },
+		{ .node = "n2", .controller = "h/a", .writer = "h/a", .conditions = rec,
+		  .desired_ack = 1, .last_report = 100, .stream = "", .seq = 1 },
+	};
+	es_store_nodes_result r = { .rc = ES_OK, .error = "", .self = "h/a", .nodes = v,
+				    .n = 3 };
+	es_admin_resp resp;
+	answer a = { 0 };
+	const cJSON *items, *n, *sync;
+	cJSON *o;
+
+	/* n1 and n2 have rows here (n1 reported Ready=True here before h/b
+	 * took it); n0 was only ever served elsewhere. */
+	assert_int_equal(es_db_node_hello(f->db, "n1", NULL, "0.1.0", "b", 100, NULL, NULL), ES_OK);
+	snapshot(f, 1, "u", 1, "True");
+	assert_int_equal(es_db_node_disconnected(f->db, "n1", 150), ES_OK);
+	assert_int_equal(es_db_node_hello(f->db, "n2", NULL, "0.1.0", "b", 100, NULL, NULL), ES_OK);
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET", API "nodes",
+					       NULL, NULL, 0, "admin-test", on_done_json, &a,
+					       &resp), ES_OK);
+	assert_int_equal(resp.status, 0);
+	assert_string_equal(sh.asked, "(all)");
+	sh.cb(sh.ud, &r);
+	assert_int_equal(a.n, 1);
+	assert_int_equal(a.status, 200);
+	cJSON_Delete(a.json);
+	a.json = NULL;
+
+	/* one node at a time */
+	{
+		static const char *const names[] = { "n0", "n1", "n2" };
+
+		for (int i = 0; i < 3; i++) {
+			char path[64];
+			es_store_nodes_result one = r;
+
+			snprintf(path, sizeof(path), API "nodes/%s", names[i]);
+			one.nodes = &v[i];
+			one.n = 1;
+			a.n = 0;
+			assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET", path,
+							       NULL, NULL, 0, "admin-test",
+							       on_done_json, &a, &resp), ES_OK);
+			assert_int_equal(resp.status, 0);
+			assert_string_equal(sh.asked, names[i]);
+			sh.cb(sh.ud, &one);
+			assert_int_equal(a.status, 200);
+			o = a.json;
+			a.json = NULL;
+			sync = at(at(o, "status"), "sync");
+			if (i == 0) {
+				/* no row here, no session: the record, Ready Unknown */
+				assert_string_equal(str_at(ready_of(o), "status"), "Unknown");
+				assert_string_equal(str_at(ready_of(o), "reason"),
+						    "NodeStatusUnknown");
+				assert_non_null(strstr(str_at(ready_of(o), "message"),
+						       "last reported Ready=False"));
+				assert_null(at(sync, "controller"));
+				assert_null(at(sync, "stateController"));
+				assert_string_equal(str_at(sync, "recordController"), "h/b");
+				assert_int_equal(num_at(sync, "desiredResourceVersion"), 7);
+				assert_int_equal(num_at(sync, "ackedSeq"), 5);
+			} else if (i == 1) {
+				/* served by h/b: its record's conditions, not this row's */
+				assert_string_equal(str_at(sync, "controller"), "h/b");
+				assert_string_equal(str_at(sync, "stateController"), "h/a");
+				assert_string_equal(str_at(sync, "recordController"), "h/b");
+				assert_string_equal(str_at(ready_of(o), "status"), "False");
+				assert_string_equal(str_at(ready_of(o), "reason"), "Disk");
+				assert_int_equal(num_at(sync, "desiredResourceVersion"), 9);
+				assert_string_equal(str_at(sync, "streamId"), "s2");
+				assert_true(cJSON_IsFalse(at(sync, "connected")));
+			} else {
+				/* served here: this row as it is */
+				assert_string_equal(str_at(sync, "controller"), "h/a");
+				assert_string_equal(str_at(sync, "stateController"), "h/a");
+				assert_null(at(sync, "recordController"));
+				assert_null(ready_of(o));
+			}
+			cJSON_Delete(o);
+		}
+	}
+
+	/* the list: every node of either, in order, merged as one by one */
+	a.n = 0;
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET", API "nodes",
+					       NULL, NULL, 0, "admin-test", on_done_json, &a,
+					       &resp), ES_OK);
+	sh.cb(sh.ud, &r);
+	o = a.json;
+	a.json = NULL;
+	items = at(o, "items");
+	assert_int_equal(cJSON_GetArraySize(items), 3);
+	n = cJSON_GetArrayItem(items, 0);
+	assert_string_equal(es_obj_name(n), "n0");
+	assert_string_equal(str_at(ready_of(n), "status"), "Unknown");
+	n = cJSON_GetArrayItem(items, 1);
+	assert_string_equal(str_at(at(at(n, "status"), "sync"), "controller"), "h/b");
+	assert_string_equal(str_at(ready_of(n), "status"), "False");
+	assert_string_equal(es_obj_name(cJSON_GetArrayItem(items, 2)), "n2");
+	cJSON_Delete(o);
+
+	/* describe of a node another controller serves: every object */
+	cJSON_Delete(req(f, "PUT", API "collectorconfigs/all", NULL,
+			 cc_body("all", "{\"intervalSeconds\":10}"), 201));
+	a.n = 0;
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET",
+					       API "nodes/n1/describe", NULL, NULL, 0,
+					       "admin-test", on_done_json, &a, &resp), ES_OK);
+	r.nodes = &v[1];
+	r.n = 1;
+	sh.cb(sh.ud, &r);
+	o = a.json;
+	a.json = NULL;
+	assert_string_equal(str_at(at(o, "sync"), "controller"), "h/b");
+	assert_string_equal(str_at(cJSON_GetArrayItem(at(o, "conditions"), 0), "status"),
+			    "False");
+	assert_int_equal(cJSON_GetArraySize(at(o, "objects")), 3); /* all; lab, gone reported */
+	cJSON_Delete(o);
+	/* ... and of one this controller has no rows of: no objects (its
+	 * labels and report are not known here), the record's conditions */
+	a.n = 0;
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET",
+					       API "nodes/n0/describe", NULL, NULL, 0,
+					       "admin-test", on_done_json, &a, &resp), ES_OK);
+	r.nodes = &v[0];
+	sh.cb(sh.ud, &r);
+	o = a.json;
+	a.json = NULL;
+	assert_int_equal(a.status, 200);
+	assert_int_equal(cJSON_GetArraySize(at(o, "objects")), 0);
+	assert_string_equal(str_at(cJSON_GetArrayItem(at(o, "conditions"), 0), "status"),
+			    "Unknown");
+	cJSON_Delete(o);
+
+	/* a node neither knows */
+	a.n = 0;
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET", API "nodes/n9",
+					       NULL, NULL, 0, "admin-test", on_done, &a,
+					       &resp), ES_OK);
+	r.n = 0;
+	sh.cb(sh.ud, &r);
+	assert_int_equal(a.status, 404);
+
+	/* the store does not answer */
+	a.n = 0;
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET", API "nodes/n1",
+					       NULL, NULL, 0, "admin-test", on_done, &a,
+					       &resp), ES_OK);
+	r.rc = ES_ERR_IO;
+	r.error = "no endpoint answered";
+	sh.cb(sh.ud, &r);
+	assert_int_equal(a.status, 503);
+	assert_non_null(strstr(a.body, "\"reason\":\"ServiceUnavailable\""));
+	assert_non_null(strstr(a.body, "get nodes \\\"n1\\\": the etcd store is unavailable:"
+			       " no endpoint answered"));
+	a.n = 0;
+	assert_int_equal(es_admin_handle_async(f->db, &st, &f->hooks, "GET", API "nodes",
+					       NULL, NULL, 0, "admin-test", on_done, &a,
+					       &resp), ES_OK);
+	sh.cb(sh.ud, &r);
+	assert_int_equal(a.status, 503);
+	assert_non_null(strstr(a.body, "list nodes: the etcd store is unavailable"));
+	cJSON_Delete(rec);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +819,8 @@ int main(void)
 		cmocka_unit_test(test_describe_omitted),
 		cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_async_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nodes_ready_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nodes_shared_store, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

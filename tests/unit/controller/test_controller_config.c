@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "etcd/etcd_client.h"
 
 static const char *const env_vars[] = {
 	"EDGESYNC_CONFIG", "EDGESYNC_LISTEN", "EDGESYNC_ADMIN_LISTEN",
@@ -248,6 +249,26 @@ static void test_etcd_store_settings(void **state)
 		assert_non_null(strstr(err, bad[i].key));
 		es_ccfg_free(&c);
 	}
+	/* each endpoint is a URL: the bad one is named, whichever it is */
+	{
+		static const char *const bad_ep[] = {
+			"ftp://e:2379", "http://", "http://:2379", "http://e:0",
+			"http://e:65536", "http://e:x", "http://e:2379/v3", "http://e:2379?a=b",
+			"http://u@e:2379", "http://e:2379#f", "http://[::1:2379", "http://e f",
+		};
+
+		for (size_t i = 0; i < sizeof(bad_ep) / sizeof(bad_ep[0]); i++) {
+			char list[128];
+
+			snprintf(list, sizeof(list), "http://ok:2379,%s", bad_ep[i]);
+			err[0] = '\0';
+			assert_int_equal(load(&c, err, sizeof(err), "--dev", "--store", "etcd",
+					      "--etcd-endpoints", list, NULL), ES_ERR_INVAL);
+			if (!strstr(err, "etcd-endpoints") || !strstr(err, bad_ep[i]))
+				fail_msg("%s: %s", bad_ep[i], err);
+			es_ccfg_free(&c);
+		}
+	}
 	/* etcd-endpoints without store = etcd: refused, not ignored. */
 	err[0] = '\0';
 	assert_int_equal(load(&c, err, sizeof(err), "--dev", "--etcd-endpoints",
@@ -426,6 +447,35 @@ static void test_help_lists_every_setting(void **state)
 	free(buf);
 }
 
+/* An etcd endpoint's port: the one written, else etcd's 2379 (not the
+ * scheme's 80 or 443); IPv6 literals have colons of their own. */
+static void test_etcd_endpoint_port(void **state)
+{
+	static const struct { const char *url; const char *host; int port; } ok[] = {
+		{ "http://e", "e", 2379 },
+		{ "https://e/", "e", 2379 },
+		{ "http://e:2380", "e", 2380 },
+		{ "https://10.0.0.1:443", "10.0.0.1", 443 },
+		{ "http://[::1]", "::1", 2379 },
+		{ "http://[fd00::2]:12379", "fd00::2", 12379 },
+		{ "HTTP://E.example", "E.example", 2379 },
+	};
+	char err[256];
+	es_url u;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (es_etcd_endpoint_parse(ok[i].url, &u, err, sizeof(err)) != ES_OK)
+			fail_msg("%s: %s", ok[i].url, err);
+		assert_string_equal(u.host, ok[i].host);
+		assert_int_equal(u.port, ok[i].port);
+	}
+	assert_int_equal(es_etcd_endpoint_parse("wss://e:2379", &u, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_string_equal(err, "etcd-endpoints: \"wss://e:2379\": expected "
+			    "http://host[:port] or https://host[:port]");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +489,7 @@ int main(void)
 		cmocka_unit_test_setup(test_dev_node_repeatable, clear_env),
 		cmocka_unit_test_setup(test_dev_node_checks, clear_env),
 		cmocka_unit_test_setup(test_etcd_store_settings, clear_env),
+		cmocka_unit_test(test_etcd_endpoint_port),
 		cmocka_unit_test_setup(test_event_loop, clear_env),
 		cmocka_unit_test_setup(test_bad_values_name_the_key, clear_env),
 		cmocka_unit_test_setup(test_hostport, clear_env),

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "es_json.h"
 #include "store/db.h"
 #include "store/store_etcd_int.h"
 
@@ -217,6 +218,78 @@ static void test_provisional_rows(void **state)
 	es_test_rmtree(dir);
 }
 
+static es_etcd_kv kv_of(const char *key, const char *value)
+{
+	es_etcd_kv kv = { .key = (char *)key, .key_len = strlen(key),
+			  .value = (char *)value, .value_len = strlen(value) };
+
+	return kv;
+}
+
+/* The admin view's read of every node (store_etcd_nodes.c): records and
+ * session keys joined by name in order, a node with either key in it, a
+ * record that is not one shown without, keys of no node skipped. */
+static void test_nodes_join(void **state)
+{
+	char prefix[] = "/es/", npfx[] = "/es/nodes/";
+	est s = { .prefix = prefix, .plen = 4, .npfx = npfx, .nplen = 10 };
+	es_store_cursor c = { .node = "b", .stream = "st", .seq = 9, .desired_ack = 4,
+			      .last_report = 1767225600 };
+	cJSON *conds = cJSON_Parse("[{\"type\":\"Ready\",\"status\":\"True\"}]");
+	char *rec_b, *rec_c;
+	es_etcd_kv nk[4], sk[3];
+	es_etcd_resp rn = { .kvs = nk, .n_kvs = 4 }, rs = { .kvs = sk, .n_kvs = 3 };
+	es_store_node out[7];
+	store_etcd__nview views[7];
+	size_t n = 99;
+
+	(void)state;
+	c.conditions = conds;
+	rec_b = store_etcd__cursor_value("h/b", 1, &c, 2);
+	c.conditions = NULL;
+	c.last_report = 0;
+	rec_c = store_etcd__cursor_value("h/c", 2, &c, 0);
+	assert_non_null(rec_b);
+	assert_non_null(rec_c);
+	nk[0] = kv_of("/es/nodes/a", "not json");
+	nk[1] = kv_of("/es/nodes/b", rec_b);
+	nk[2] = kv_of("/es/nodes/c", rec_c);
+	nk[3] = kv_of("/es/nodesX", rec_c);         /* no node */
+	sk[0] = kv_of("/es/sessions/", "h/x");      /* no node */
+	sk[1] = kv_of("/es/sessions/b", "h/a");
+	sk[2] = kv_of("/es/sessions/d", "h/d");
+	assert_int_equal(store_etcd__nodes_join(&s, &rn, &rs, out, views, &n), ES_OK);
+	assert_int_equal(n, 4);
+	assert_string_equal(out[0].node, "a");
+	assert_null(out[0].writer);
+	assert_null(out[0].controller);
+	assert_string_equal(out[1].node, "b");
+	assert_string_equal(out[1].controller, "h/a");
+	assert_string_equal(out[1].writer, "h/b");
+	assert_int_equal(out[1].desired_ack, 4);
+	assert_int_equal(out[1].seq, 9);
+	assert_string_equal(out[1].stream, "st");
+	assert_int_equal(out[1].last_report, 1767225600);
+	assert_int_equal(es_json_equal(out[1].conditions, conds), 1);
+	assert_string_equal(out[2].node, "c");
+	assert_null(out[2].controller);
+	assert_string_equal(out[2].writer, "h/c");
+	assert_null(out[2].conditions);
+	assert_int_equal(out[2].last_report, 0);
+	assert_string_equal(out[3].node, "d");
+	assert_string_equal(out[3].controller, "h/d");
+	assert_null(out[3].writer);
+	for (size_t i = 0; i < n; i++)
+		cJSON_Delete(views[i].conditions);
+	/* nothing at all */
+	rn.n_kvs = rs.n_kvs = 0;
+	assert_int_equal(store_etcd__nodes_join(&s, &rn, &rs, out, views, &n), ES_OK);
+	assert_int_equal(n, 0);
+	free(rec_b);
+	free(rec_c);
+	cJSON_Delete(conds);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_record_round_trip),
 		cmocka_unit_test(test_record_refused),
 		cmocka_unit_test(test_provisional_rows),
+		cmocka_unit_test(test_nodes_join),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

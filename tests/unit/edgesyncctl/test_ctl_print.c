@@ -80,6 +80,18 @@ static void test_nodes_table(void **state)
 	out = capture_nodes(list, 1);
 	assert_non_null(strstr(out, "KERNEL-VERSION   OS-IMAGE    CPU         MEMORY      LAST-SEEN"));
 	assert_non_null(strstr(out, "6.1.0            Debian 12   4           16Gi        30s"));
+	assert_non_null(strstr(out, "LAST-SEEN   CONTROLLER\n"));
+	assert_non_null(strstr(out, "30s         -\n"));
+	free(out);
+	/* store = etcd: the serving controller, "<none>" when none holds the
+	 * node's session */
+	out = capture_nodes("{\"kind\":\"NodeList\",\"items\":["
+			    "{\"metadata\":{\"name\":\"x\"},\"status\":{\"sync\":"
+			    "{\"controller\":\"h/b\",\"stateController\":\"h/a\"}}},"
+			    "{\"metadata\":{\"name\":\"y\"},\"status\":{\"sync\":"
+			    "{\"stateController\":\"h/a\"}}}]}", 1);
+	assert_non_null(strstr(out, "   h/b\n"));
+	assert_non_null(strstr(out, "   <none>\n"));
 	free(out);
 	out = capture_nodes("{\"kind\":\"NodeList\",\"items\":[]}", 0);
 	assert_string_equal(out, "No resources found.\n");
@@ -246,6 +258,34 @@ static void test_describe_collectors(void **state)
 	free(buf);
 }
 
+/* describe node names the serving controller and whose file the status
+ * came from on the etcd store (status.sync.controller, stateController,
+ * recordController), "<none>" for each one absent; neither line with the
+ * SQLite store, which names no controller. */
+static void test_describe_controller(void **state)
+{
+	char *buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+			     "{\"sync\":{\"connected\":false,\"controller\":\"h/b\","
+			     "\"stateController\":\"h/a\",\"recordController\":\"h/b\"}}}");
+	(void)state;
+
+	assert_string_equal(line_with(buf, "Controller:"), "Controller:          h/b");
+	free(buf);
+	buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+		       "{\"sync\":{\"connected\":false,\"stateController\":\"h/a\"}}}");
+	assert_string_equal(line_with(buf, "  Controller:"), "  Controller:          <none>");
+	free(buf);
+	buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+		       "{\"sync\":{\"controller\":\"h/b\",\"recordController\":\"h/b\"}}}");
+	assert_string_equal(line_with(buf, "Status From:"), "Status From:         <none>");
+	free(buf);
+	buf = describe("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+		       "{\"sync\":{\"connected\":true}}}");
+	assert_null(strstr(buf, "Controller:"));
+	assert_null(strstr(buf, "Status From:"));
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +297,7 @@ int main(void)
 		cmocka_unit_test(test_describe_fs_use),
 		cmocka_unit_test(test_describe_collectors),
 		cmocka_unit_test(test_describe_usage_age),
+		cmocka_unit_test(test_describe_controller),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

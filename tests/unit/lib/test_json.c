@@ -663,6 +663,28 @@ static void test_diff_members(void **state)
 	walk("{\"stop\":1,\"b\":1}", "{}", "stop:1:-", -7);
 }
 
+/* es_json_object_member: an object member as it is, anything else (or
+ * nothing) replaced by an empty object. */
+static void test_object_member(void **state)
+{
+	cJSON *o = cJSON_Parse("{\"a\":{\"x\":1},\"b\":3}");
+	cJSON *m;
+
+	(void)state;
+	assert_non_null(o);
+	m = es_json_object_member(o, "a");
+	assert_ptr_equal(m, cJSON_GetObjectItemCaseSensitive(o, "a"));
+	assert_non_null(cJSON_GetObjectItemCaseSensitive(m, "x"));
+	m = es_json_object_member(o, "b");
+	assert_true(cJSON_IsObject(m));
+	assert_null(m->child);
+	assert_ptr_equal(m, cJSON_GetObjectItemCaseSensitive(o, "b"));
+	m = es_json_object_member(o, "c");
+	assert_true(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "c")));
+	assert_int_equal(cJSON_GetArraySize(o), 3);
+	cJSON_Delete(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -689,6 +711,7 @@ int main(void)
 		cmocka_unit_test(test_equal_duplicate_names),
 		cmocka_unit_test(test_equal_large),
 		cmocka_unit_test(test_print_numbers_read_back),
+		cmocka_unit_test(test_object_member),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
