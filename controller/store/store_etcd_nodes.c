@@ -44,14 +44,6 @@ static void nrd_fail(nrd *op, es_err rc, const char *error)
 }
 
 /* The name after prefix in kv's key, or NULL when it is not one. */
-static const char *name_of(const es_etcd_kv *kv, const char *prefix, size_t plen)
-{
-	if (kv->key_len <= plen || memcmp(kv->key, prefix, plen) != 0 ||
-	    kv->key_len - plen > ES_NAME_MAX)
-		return NULL;
-	return kv->key + plen;
-}
-
 /* Parses a record's value into v: ES_OK, ES_ERR_PROTO (not a record: the
  * node is shown without one), ES_ERR_NOMEM. The value is read twice: its
  * members by store_etcd__cursor_parse's rules, then lastReport and
@@ -84,16 +76,16 @@ static es_err view_parse(const es_etcd_kv *kv, store_etcd__nview *v)
 es_err store_etcd__nodes_join(const est *s, const es_etcd_resp *rn, const es_etcd_resp *rs,
 			      es_store_node *out, store_etcd__nview *views, size_t *n)
 {
-	char spfx[sizeof(s->npend) + sizeof("sessions/")];
-	size_t i = 0, j = 0, slen;
+	size_t i = 0, j = 0;
 	es_err rc;
 
 	*n = 0;
-	slen = (size_t)snprintf(spfx, sizeof(spfx), "%ssessions/", s->prefix);
 	/* Both lists come in key order, so one pass joins them by name. */
 	while (i < rn->n_kvs || j < rs->n_kvs) {
-		const char *a = i < rn->n_kvs ? name_of(&rn->kvs[i], s->npfx, s->nplen) : NULL;
-		const char *b = j < rs->n_kvs ? name_of(&rs->kvs[j], spfx, slen) : NULL;
+		const char *a = i < rn->n_kvs ?
+			store_etcd__key_node(s->npfx, s->nplen, &rn->kvs[i]) : NULL;
+		const char *b = j < rs->n_kvs ?
+			store_etcd__key_node(s->spfx, s->splen, &rs->kvs[j]) : NULL;
 		int cmp;
 
 		if ((i < rn->n_kvs && !a) || (j < rs->n_kvs && !b)) {

@@ -231,8 +231,9 @@ static es_etcd_kv kv_of(const char *key, const char *value)
  * record that is not one shown without, keys of no node skipped. */
 static void test_nodes_join(void **state)
 {
-	char prefix[] = "/es/", npfx[] = "/es/nodes/";
-	est s = { .prefix = prefix, .plen = 4, .npfx = npfx, .nplen = 10 };
+	char prefix[] = "/es/", npfx[] = "/es/nodes/", spfx[] = "/es/sessions/";
+	est s = { .prefix = prefix, .plen = 4, .npfx = npfx, .nplen = 10, .spfx = spfx,
+		  .splen = 13 };
 	es_store_cursor c = { .node = "b", .stream = "st", .seq = 9, .desired_ack = 4,
 			      .last_report = 1767225600 };
 	cJSON *conds = cJSON_Parse("[{\"type\":\"Ready\",\"status\":\"True\"}]");
