@@ -714,11 +714,14 @@ es_err es_store_etcd_open(struct lws_context *ctx, const es_store_etcd_opts *o,
 		es_errf(rc, err, errsz, "the store's mirror could not be read");
 		goto fail;
 	}
+	/* Listed at every start, even when the file follows etcd already: a
+	 * watch resumed from the file's revision would not know it had caught
+	 * up until an event or a progress notification came (etcd sends none
+	 * without --experimental-watch-progress-notify-interval), and /readyz
+	 * would wait for it. The list's revision is current at once; what
+	 * changed while the controller was away is told as a relist tells it. */
 	s->followed = following;
-	if (following && s->rev > 0)
-		watch_from(s, s->rev + 1);
-	else
-		relist(s);
+	relist(s);
 	schedule(s, TICK_US);
 	return ES_OK;
 fail:

@@ -26,8 +26,9 @@
  * the older controller's cursor writes, until it saw the key move. */
 #define SOP_REC_ATTEMPTS 16
 
-/* What a take-over's txn in flight does (sop.takeover). */
-enum { TO_NONE = 0, TO_BOTH, TO_KEY, TO_REC };
+/* What a take-over's txn in flight does (sop.takeover); TO_LEASE moves
+ * this controller's own key from an earlier lease under the current one. */
+enum { TO_NONE = 0, TO_BOTH, TO_KEY, TO_REC, TO_LEASE };
 
 struct sop {
 	est *s;
@@ -301,7 +302,7 @@ static void on_take(void *ud, const es_etcd_result *r)
 				drop_unheld(op); /* given up meanwhile */
 			store_etcd__held_set_smod(s, op->node, r->resp->revision);
 			rc = ES_OK;
-		} else if (op->takeover) {
+		} else if (op->takeover == TO_BOTH) {
 			es_log_info("store", "node session taken over from another controller"
 				    " (a newer session of the node here)", "node", op->node,
 				    "controller", op->from, NULL);
@@ -318,6 +319,19 @@ static void on_take(void *ud, const es_etcd_result *r)
 	}
 	held = rr && rr->n_kvs ? &rr->kvs[0] : NULL;
 	rec = nr && nr->n_kvs ? &nr->kvs[0] : NULL;
+	if (held && strcmp(held->value, s->id) == 0 && held->lease != s->lease &&
+	    ++op->attempts < SOP_ATTEMPTS) {
+		/* Ours, under an earlier lease: an etcd restarted from its data
+		 * brings a lost lease back with a fresh TTL, and the key would go
+		 * when that lease expires. Moved under this one (compare its
+		 * mod_revision). */
+		op->takeover = TO_LEASE;
+		op->smod = held->mod_revision;
+		sop_send(op);
+		return;
+	}
+	if (op->takeover == TO_LEASE)
+		op->takeover = TO_NONE;
 	if (held && strcmp(held->value, s->id) == 0) {
 		/* Ours already. A session put back keeps the record this
 		 * controller holds. */
