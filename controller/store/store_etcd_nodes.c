@@ -167,9 +167,9 @@ es_err store_etcd__nodes_read(es_store *st, const char *node, es_store_nodes_cb 
 			      void *ud)
 {
 	est *s = st->impl;
-	size_t klen = s->plen + sizeof("sessions/") + (node ? strlen(node) : 0);
-	char *nkey = NULL, *skey = malloc(klen), send[sizeof(s->npend) + sizeof("sessions/")];
-	size_t nklen = 0, sklen, sendlen;
+	size_t klen = s->splen + (node ? strlen(node) : 0) + 1;
+	char *nkey = NULL, *skey = malloc(klen);
+	size_t nklen = 0, sklen;
 	nrd *op = NULL;
 	es_etcd_txn t;
 	es_err rc;
@@ -179,8 +179,8 @@ es_err store_etcd__nodes_read(es_store *st, const char *node, es_store_nodes_cb 
 		rc = ES_ERR_NOMEM;
 		goto cleanup;
 	}
-	sklen = (size_t)snprintf(skey, klen, "%ssessions/%s", s->prefix, node ? node : "");
 	if (node) {
+		sklen = (size_t)snprintf(skey, klen, "%s%s", s->spfx, node);
 		if (!(nkey = store_etcd__node_key(s, node, &nklen))) {
 			rc = ES_ERR_NOMEM;
 			goto cleanup;
@@ -188,9 +188,8 @@ es_err store_etcd__nodes_read(es_store *st, const char *node, es_store_nodes_cb 
 		es_etcd_txn_range(&t, 1, nkey, nklen, NULL, 0);
 		rc = es_etcd_txn_range(&t, 1, skey, sklen, NULL, 0);
 	} else {
-		sendlen = es_etcd_prefix_end(skey, sklen, send);
 		es_etcd_txn_range(&t, 1, s->npfx, s->nplen, s->npend, s->npendlen);
-		rc = es_etcd_txn_range(&t, 1, skey, sklen, send, sendlen);
+		rc = es_etcd_txn_range(&t, 1, s->spfx, s->splen, s->spend, s->spendlen);
 	}
 	if (rc != ES_OK)
 		goto cleanup;

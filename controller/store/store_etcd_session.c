@@ -53,12 +53,27 @@ struct sop {
 
 static char *session_key(const est *s, const char *node, size_t *len)
 {
-	size_t n = s->plen + sizeof("sessions/") + strlen(node);
+	size_t n = s->splen + strlen(node) + 1;
 	char *k = malloc(n);
 
 	if (k)
-		*len = (size_t)snprintf(k, n, "%ssessions/%s", s->prefix, node);
+		*len = (size_t)snprintf(k, n, "%s%s", s->spfx, node);
 	return k;
+}
+
+/* Deletes a session key if it still names this controller (a txn
+ * comparing its value); on_done (may be NULL) gets etcd's answer. */
+static void delete_if_ours(est *s, const char *key, size_t klen, es_etcd_cb on_done)
+{
+	es_etcd_txn t;
+
+	if (es_etcd_txn_init(&t) != ES_OK)
+		return;
+	es_etcd_txn_compare(&t, key, klen, ES_ETCD_CMP_VALUE, ES_ETCD_EQUAL, 0, s->id,
+			    strlen(s->id));
+	es_etcd_txn_delete(&t, 1, key, klen, NULL, 0);
+	(void)es_etcd_txn_send(s->e, &t, on_done, NULL);
+	es_etcd_txn_free(&t);
 }
 
 static void unlink_sop(sop *op)
@@ -154,15 +169,8 @@ static void verify_take(est *s, const char *node, int64_t rev)
  * session of the node here holds it). */
 static void drop_unheld(sop *op)
 {
-	es_etcd_txn t;
-
-	if (store_etcd__held_smod(op->s, op->node) >= 0 || es_etcd_txn_init(&t) != ES_OK)
-		return;
-	es_etcd_txn_compare(&t, op->key, op->klen, ES_ETCD_CMP_VALUE, ES_ETCD_EQUAL, 0,
-			    op->s->id, strlen(op->s->id));
-	es_etcd_txn_delete(&t, 1, op->key, op->klen, NULL, 0);
-	(void)es_etcd_txn_send(op->s->e, &t, NULL, NULL);
-	es_etcd_txn_free(&t);
+	if (store_etcd__held_smod(op->s, op->node) < 0)
+		delete_if_ours(op->s, op->key, op->klen, NULL);
 }
 
 /* The take's txn answered and did not take the key: held by this
@@ -745,19 +753,11 @@ static void on_drop(void *ud, const es_etcd_result *r)
 void store_etcd__session_drop(es_store *st, const char *node)
 {
 	est *s = st->impl;
-	es_etcd_txn t;
 	size_t klen = 0;
 	char *key = session_key(s, node, &klen);
 
 	store_etcd__cursor_release(s, node);
-	if (!key || es_etcd_txn_init(&t) != ES_OK) {
-		free(key);
-		return;
-	}
-	es_etcd_txn_compare(&t, key, klen, ES_ETCD_CMP_VALUE, ES_ETCD_EQUAL, 0, s->id,
-			    strlen(s->id));
-	es_etcd_txn_delete(&t, 1, key, klen, NULL, 0);
-	(void)es_etcd_txn_send(s->e, &t, on_drop, NULL);
-	es_etcd_txn_free(&t);
+	if (key)
+		delete_if_ours(s, key, klen, on_drop);
 	free(key);
 }
