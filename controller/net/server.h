@@ -32,12 +32,13 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "es_err.h"
+#include "es_proto.h"
 #include "store/db.h"
 #include "store/store.h"
 
 /* WebSocket close code for a connection replaced by a newer one of the same
- * node (private-use range, RFC 6455 section 7.4.2). */
-#define ES_SERVER_CLOSE_REPLACED 4000
+ * node (es_proto.h). */
+#define ES_SERVER_CLOSE_REPLACED ES_PROTO_CLOSE_REPLACED
 
 struct lws_context;
 typedef struct es_server es_server;

@@ -624,22 +624,22 @@ static es_err hello_stream(conn *c, const char *stream, int64_t next_seq,
 
 /*
  * store = etcd: the node's cursor is the one etcd holds (read when this
- * controller took the session), for the hello's stream (another stream
- * there: nothing of this one is committed). This file's reports of the
- * stream above it are provisional (stored here, never committed to etcd)
- * and go: the agent sends them again. No record on etcd: the file's
- * cursor stands (the first write creates the record).
+ * controller took the session) for the hello's stream: the record's own,
+ * or one of the earlier streams it keeps (two agents with one identity,
+ * or an agent back with an older database, switch the node's stream);
+ * a stream it does not name: nothing of it is committed (0). This file's
+ * reports of the stream above it are provisional (stored here, never
+ * committed to etcd) and go: the agent sends them again. No record on
+ * etcd: the file's cursor stands (the first write creates the record).
  */
 static es_err hello_cursor(conn *c, const char *stream, int64_t *acked)
 {
-	char est[ES_PROTO_STREAM_ID_MAX + 1], d[24], a[24];
+	char d[24], a[24];
 	int64_t seq = 0, dropped = 0;
 	es_err rc;
 
-	if (!es_store_cursor_get(c->srv->store, c->node, est, sizeof(est), &seq))
+	if (!es_store_cursor_get(c->srv->store, c->node, stream ? stream : "", &seq))
 		return ES_OK;
-	if (strcmp(est, stream ? stream : "") != 0)
-		seq = 0;
 	rc = es_db_node_cursor_set(c->srv->db, c->node, stream ? stream : "", seq, 0,
 				   &dropped);
 	if (rc != ES_OK)

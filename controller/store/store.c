@@ -180,12 +180,12 @@ es_err es_store_cursors_put(es_store *s, const es_store_cursor *cur, size_t n,
 	return s->ops->cursors_put(s, cur, n, cb, ud);
 }
 
-int es_store_cursor_get(es_store *s, const char *node, char *stream,
-			size_t streamsz, int64_t *seq)
+int es_store_cursor_get(es_store *s, const char *node, const char *stream,
+			int64_t *seq)
 {
-	if (!s || !s->ops || !s->ops->cursor_get || !node)
+	if (!s || !s->ops || !s->ops->cursor_get || !node || !stream)
 		return 0;
-	return s->ops->cursor_get(s, node, stream, streamsz, seq);
+	return s->ops->cursor_get(s, node, stream, seq);
 }
 
 es_err es_store_nodes_read(es_store *s, const char *node, es_store_nodes_cb cb,

@@ -140,8 +140,8 @@ typedef struct es_store_ops {
 	/* Report cursors (es_store_cursors_put); NULL: kept locally only. */
 	es_err (*cursors_put)(es_store *s, const es_store_cursor *cur, size_t n,
 			      es_store_cursors_cb cb, void *ud);
-	int (*cursor_get)(es_store *s, const char *node, char *stream,
-			  size_t streamsz, int64_t *seq);
+	int (*cursor_get)(es_store *s, const char *node, const char *stream,
+			  int64_t *seq);
 	/* Node records and sessions (es_store_nodes_read). */
 	es_err (*nodes_read)(es_store *s, const char *node, es_store_nodes_cb cb,
 			     void *ud);
@@ -222,13 +222,16 @@ es_err es_store_cursors_put(es_store *s, const es_store_cursor *cur, size_t n,
 			    es_store_cursors_cb cb, void *ud);
 
 /*
- * The report cursor the store holds for node, as read when this
- * controller took the node's session: returns 1 and fills stream (NUL-
- * terminated, truncated to streamsz) and *seq, or 0 when the store holds
- * none (sqlite, or etcd has no record of the node yet).
+ * The report cursor the store holds for node's report stream `stream`
+ * (NUL-terminated), as read when this controller took the node's session
+ * or last wrote it: returns 1 and sets *seq (0 when the store's record of
+ * the node names neither that stream nor it among the earlier streams it
+ * keeps, STORE_ETCD_EARLIER_MAX of them on etcd: a new stream), or 0 when
+ * the store holds no record of the node (sqlite, or etcd has none yet;
+ * the file's cursor stands).
  */
-int es_store_cursor_get(es_store *s, const char *node, char *stream,
-			size_t streamsz, int64_t *seq);
+int es_store_cursor_get(es_store *s, const char *node, const char *stream,
+			int64_t *seq);
 
 /*
  * Reads what the store holds of node (NULL: of every node) for the admin

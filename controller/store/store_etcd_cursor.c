@@ -38,6 +38,8 @@ struct ncur {
 	int64_t seq;   /* the cursor it holds */
 	int64_t since; /* the cursor when this controller's tenure began */
 	int64_t smod;  /* the session key's mod_revision when last taken */
+	store_etcd__stream earlier[STORE_ETCD_EARLIER_MAX]; /* the record's */
+	size_t n_earlier;
 };
 
 /* Another controller's last record of a node (its tenure). */
@@ -45,6 +47,7 @@ struct nseen {
 	UT_hash_handle hh; /* est.seen, by node */
 	char node[ES_NAME_MAX + 1];
 	char controller[320];
+	char stream[ES_PROTO_STREAM_ID_MAX + 1];
 	int64_t since;
 	int64_t bound; /* this controller's rows above it are provisional; -1:
 			* no tenure of another seen since this one's */
@@ -56,6 +59,8 @@ typedef struct cwitem {
 	char node[ES_NAME_MAX + 1];
 	char stream[ES_PROTO_STREAM_ID_MAX + 1];
 	int64_t seq, since, mod;
+	store_etcd__stream earlier[STORE_ETCD_EARLIER_MAX]; /* the record's */
+	size_t n_earlier;
 	char *key, *value;
 	size_t klen;
 	int done;
@@ -122,6 +127,30 @@ static int64_t rec_bound(const est *s, const store_etcd__rec *rec)
 	return rec->file == s->file_id ? rec->seq : rec->since;
 }
 
+/* rec_bound for this controller's rows of stream: by the record's own
+ * stream, or its entry of stream among the earlier ones; -1 when the
+ * record says nothing of stream (nothing is provisional by it). */
+static int64_t rec_stream_bound(const est *s, const store_etcd__rec *rec,
+				const char *stream)
+{
+	const store_etcd__stream *e;
+
+	if (strcmp(rec->stream, stream) == 0)
+		return rec_bound(s, rec);
+	e = store_etcd__earlier_find(rec->earlier, rec->n_earlier, stream);
+	if (!e)
+		return -1;
+	return e->file == s->file_id ? e->seq : e->since;
+}
+
+/* c's earlier streams become the n of e (copied). */
+static void held_set_earlier(ncur *c, const store_etcd__stream *e, size_t n)
+{
+	c->n_earlier = n < STORE_ETCD_EARLIER_MAX ? n : STORE_ETCD_EARLIER_MAX;
+	if (c->n_earlier)
+		memcpy(c->earlier, e, c->n_earlier * sizeof(*e));
+}
+
 static nseen *seen_get(est *s, const char *node, int make);
 
 es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_kv *kv,
@@ -145,12 +174,13 @@ es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_kv *kv,
 	c->mod = c->seq = c->since = 0;
 	c->smod = smod;
 	c->stream[0] = '\0';
+	held_set_earlier(c, NULL, 0);
 	/* Another controller's tenure seen before is over: its bound must
 	 * not be taken for this one's, nor its events that the watch still
 	 * delivers. */
 	if ((n = seen_get(s, node, 1)) != NULL) {
 		n->bound = n->since = -1;
-		n->controller[0] = '\0';
+		n->controller[0] = n->stream[0] = '\0';
 		if (kv && kv->mod_revision > n->floor)
 			n->floor = kv->mod_revision;
 	}
@@ -166,6 +196,7 @@ es_err store_etcd__cursor_held(est *s, const char *node, const es_etcd_kv *kv,
 	c->seq = rec.seq;
 	/* A tenure of this file's controller goes on; another one's ends. */
 	c->since = rec_ours(s, &rec) ? rec.since : rec.seq;
+	held_set_earlier(c, rec.earlier, rec.n_earlier);
 	return ES_OK;
 }
 
@@ -218,15 +249,20 @@ void store_etcd__cursor_release(est *s, const char *node)
 	}
 }
 
-int store_etcd__cursor_get(es_store *st, const char *node, char *stream,
-			   size_t streamsz, int64_t *seq)
+int store_etcd__cursor_get(es_store *st, const char *node, const char *stream,
+			   int64_t *seq)
 {
 	ncur *c = held_find(st->impl, node);
+	const store_etcd__stream *e;
 
 	if (!c || !c->mod)
 		return 0;
-	snprintf(stream, streamsz, "%s", c->stream);
-	*seq = c->seq;
+	if (strcmp(c->stream, stream) == 0)
+		*seq = c->seq;
+	else if ((e = store_etcd__earlier_find(c->earlier, c->n_earlier, stream)) != NULL)
+		*seq = e->seq;
+	else
+		*seq = 0; /* a new stream, or one older than the record keeps */
 	return 1;
 }
 
@@ -290,6 +326,7 @@ static void item_committed(est *s, cwitem *it, int64_t mod)
 		c->seq = it->seq;
 		c->since = it->since;
 		snprintf(c->stream, sizeof(c->stream), "%s", it->stream);
+		held_set_earlier(c, it->earlier, it->n_earlier);
 	}
 	item_done(it, ES_OK, it->seq, NULL);
 }
@@ -340,9 +377,10 @@ static int item_settle(est *s, cwitem *it, const es_etcd_kv *kv)
 	/* What this controller committed is what the other's tenure began
 	 * with (its take compared the record this one last wrote): not
 	 * c->seq, which trails a write whose outcome was unknown, nor
-	 * nothing when the session was released while this write flew. */
+	 * nothing when the session was released while this write flew. Of
+	 * this write's stream: the other's record may be of another one. */
 	if (rec.controller[0])
-		committed = rec_bound(s, &rec);
+		committed = rec_stream_bound(s, &rec, it->stream);
 	item_done(it, ES_ERR_EXISTS, committed, msg);
 	return 0;
 }
@@ -509,6 +547,7 @@ es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t 
 		cwitem *it = &op->it[i];
 		ncur *c = held_find(s, cur[i].node);
 		const char *stream = cur[i].stream ? cur[i].stream : "";
+		const store_etcd__stream *e;
 
 		it->idx = i;
 		snprintf(it->node, sizeof(it->node), "%s", cur[i].node);
@@ -525,11 +564,22 @@ es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t 
 			continue;
 		}
 		it->mod = c->mod;
-		/* A new stream starts a new tenure from nothing. */
-		it->since = strcmp(c->stream, stream) == 0 ? c->since : 0;
+		/* Another stream than the record's: its tenure begins at the
+		 * cursor the record keeps of it, else from nothing (a new
+		 * stream); the record's stream joins the earlier ones. */
+		if (strcmp(c->stream, stream) == 0)
+			it->since = c->since;
+		else if ((e = store_etcd__earlier_find(c->earlier, c->n_earlier, stream)))
+			it->since = e->seq;
+		else
+			it->since = 0;
+		it->n_earlier = store_etcd__earlier_next(c->mod ? c->stream : NULL, c->seq,
+							 c->since, s->file_id, c->earlier,
+							 c->n_earlier, stream, it->earlier);
 		if (!(it->key = store_etcd__node_key(s, it->node, &it->klen)) ||
 		    !(it->value = store_etcd__cursor_value(s->id, s->file_id, &cur[i],
-							   it->since))) {
+							   it->since, it->earlier,
+							   it->n_earlier))) {
 			for (size_t j = 0; j <= i; j++) {
 				free(op->it[j].key);
 				free(op->it[j].value);
@@ -584,15 +634,17 @@ static nseen *seen_get(est *s, const char *node, int make)
  * controller's tenure began (or, listing, whatever it is): this
  * controller's reports of the node above what it committed are
  * provisional and go. Its own tenure's record (this file's controller
- * before a restart) bounds them at its cursor, another's at its start.
+ * before a restart) bounds them at its cursor, another's at its start,
+ * each for the stream this file holds of the node (the record's own, or
+ * one of its earlier streams; one it does not name bounds nothing).
  */
 static void node_record(est *s, const char *node, const es_etcd_kv *kv)
 {
 	store_etcd__rec rec;
 	ncur *c = held_find(s, node);
 	nseen *n;
-	int64_t dropped = 0, bound;
-	char d[24], why[ES_NAME_MAX + 400];
+	int64_t dropped = 0, bound, lseq, lack;
+	char d[24], why[ES_NAME_MAX + 400], local[ES_PROTO_STREAM_ID_MAX + 1];
 
 	if (store_etcd__cursor_parse(kv->value, kv->value_len, &rec) != ES_OK ||
 	    strcmp(rec.controller, s->id) == 0)
@@ -608,17 +660,26 @@ static void node_record(est *s, const char *node, const es_etcd_kv *kv)
 	}
 	if (!(n = seen_get(s, node, 1)) || kv->mod_revision <= n->floor)
 		return; /* from before this controller last took the node */
-	if (n->since == rec.since && strcmp(n->controller, rec.controller) == 0)
+	if (n->since == rec.since && strcmp(n->controller, rec.controller) == 0 &&
+	    strcmp(n->stream, rec.stream) == 0)
 		return; /* the same tenure: nothing new for this controller */
 	n->since = rec.since;
 	snprintf(n->controller, sizeof(n->controller), "%s", rec.controller);
-	n->bound = bound = rec_bound(s, &rec);
-	if (es_db_node_cursor_set(s->db, node, rec.stream, bound, 1, &dropped) == ES_OK &&
+	snprintf(n->stream, sizeof(n->stream), "%s", rec.stream);
+	/* The bound is of the file's stream, which changes only with a hello
+	 * here (a take, which resets n). */
+	n->bound = -1;
+	if (es_db_node_cursor_get(s->db, node, local, sizeof(local), &lseq, &lack) != ES_OK ||
+	    (bound = rec_stream_bound(s, &rec, local)) < 0)
+		return;
+	n->bound = bound;
+	if (es_db_node_cursor_set(s->db, node, local, bound, 1, &dropped) == ES_OK &&
 	    dropped > 0) {
 		snprintf(d, sizeof(d), "%" PRId64, dropped);
 		es_log_info("store", "provisional reports dropped: another controller"
 			    " stored the node's reports from there", "node", node,
-			    "controller", rec.controller, "reports", d, NULL);
+			    "controller", rec.controller, "streamId", local, "reports", d,
+			    NULL);
 	}
 }
 

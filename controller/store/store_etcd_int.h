@@ -76,18 +76,50 @@ typedef struct est {
 	nrd *reads;          /* store_etcd_nodes.c: node reads in flight */
 } est;
 
+/* The earlier report streams of a node a record remembers, newest first
+ * (an agent whose database was made anew, or two agents with one node's
+ * identity, switch the node's stream; each keeps its cursor). */
+#define STORE_ETCD_EARLIER_MAX 4
+
+/* One report stream's cursor in a record: seq the last committed, since
+ * and file those of the tenure that committed it (as in the record). */
+typedef struct store_etcd__stream {
+	char id[ES_PROTO_STREAM_ID_MAX + 1];
+	int64_t seq, since, file;
+} store_etcd__stream;
+
 /* A node's record <prefix>nodes/<node> as parsed. */
 typedef struct store_etcd__rec {
 	char stream[ES_PROTO_STREAM_ID_MAX + 1];
 	char controller[320];
 	int64_t seq, since, file, desired_ack;
+	store_etcd__stream earlier[STORE_ETCD_EARLIER_MAX]; /* earlierStreams */
+	size_t n_earlier;
 } store_etcd__rec;
 
-/* The JSON value of a node's record (caller frees), or NULL (memory). */
+/* The JSON value of a node's record (caller frees), or NULL (memory):
+ * c's stream and cursor, since, this controller and file, and the n
+ * (at most STORE_ETCD_EARLIER_MAX) earlier streams' cursors. */
 char *store_etcd__cursor_value(const char *controller, int64_t file_id,
-			       const es_store_cursor *c, int64_t since);
-/* Parses a record's value; ES_ERR_PROTO when it is not one. */
+			       const es_store_cursor *c, int64_t since,
+			       const store_etcd__stream *earlier, size_t n);
+/* Parses a record's value; ES_ERR_PROTO when it is not one (an
+ * earlierStreams entry without streamId or seq is not one either; entries
+ * past STORE_ETCD_EARLIER_MAX are ignored). */
 es_err store_etcd__cursor_parse(const char *value, size_t len, store_etcd__rec *out);
+/* The entry of stream id among n earlier streams, or NULL. */
+const store_etcd__stream *store_etcd__earlier_find(const store_etcd__stream *e, size_t n,
+						   const char *id);
+/*
+ * The earlier streams of a record written for stream `next` by the holder
+ * of a record whose stream is cur (cur_seq, cur_since, file: that
+ * record's; cur "" or NULL: none) with earlier streams e[0..n): unchanged
+ * when next is cur, else cur first, then e without next, at most
+ * STORE_ETCD_EARLIER_MAX (the oldest go). Into out; returns the count.
+ */
+size_t store_etcd__earlier_next(const char *cur, int64_t cur_seq, int64_t cur_since,
+				int64_t file, const store_etcd__stream *e, size_t n,
+				const char *next, store_etcd__stream out[STORE_ETCD_EARLIER_MAX]);
 /* The txn writing n keys (compare mod_revision == mods[i], create_revision
  * == 0 where mods[i] is 0; put values[i]; on failure read each key), into
  * t (initialised here). Errors: ES_ERR_INVAL (n 0 or over
@@ -129,8 +161,8 @@ const char *store_etcd__key_node(const char *pfx, size_t plen, const es_etcd_kv 
 char *store_etcd__node_key(const est *s, const char *node, size_t *len);
 es_err store_etcd__cursors_put(es_store *st, const es_store_cursor *cur, size_t n,
 			       es_store_cursors_cb cb, void *ud);
-int store_etcd__cursor_get(es_store *st, const char *node, char *stream,
-			   size_t streamsz, int64_t *seq);
+int store_etcd__cursor_get(es_store *st, const char *node, const char *stream,
+			   int64_t *seq);
 /* The node names of held sessions, for putting them under a new lease. */
 ncur *store_etcd__held_first(est *s);
 ncur *store_etcd__held_next(ncur *c);

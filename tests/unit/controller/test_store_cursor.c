@@ -111,11 +111,19 @@ static void test_record_round_trip(void **state)
 	store_etcd__rec rec;
 	char *v;
 	cJSON *o;
+	store_etcd__stream earlier[2] = { { "s-0", 12, 3, 9 }, { "s-old", 5, 0, INT64_MAX } };
 
 	(void)state;
-	v = store_etcd__cursor_value("host/uuid", INT64_MAX - 5, &c, 40);
+	v = store_etcd__cursor_value("host/uuid", INT64_MAX - 5, &c, 40, earlier, 2);
 	assert_non_null(v);
 	assert_int_equal(store_etcd__cursor_parse(v, strlen(v), &rec), ES_OK);
+	assert_int_equal(rec.n_earlier, 2);
+	assert_string_equal(rec.earlier[0].id, "s-0");
+	assert_int_equal(rec.earlier[0].seq, 12);
+	assert_int_equal(rec.earlier[0].since, 3);
+	assert_int_equal(rec.earlier[0].file, 9);
+	assert_string_equal(rec.earlier[1].id, "s-old");
+	assert_true(rec.earlier[1].file == INT64_MAX);
 	assert_string_equal(rec.stream, "s-1");
 	assert_string_equal(rec.controller, "host/uuid");
 	assert_int_equal(rec.seq, 77);
@@ -142,6 +150,17 @@ static void test_record_refused(void **state)
 		"{\"streamId\":\"s\",\"controller\":\"c\",\"seq\":-1}",
 		"{\"streamId\":\"s\",\"controller\":\"c\",\"seq\":\"1\"}",
 		"{\"streamId\":\"s\",\"controller\":\"c\",\"seq\":1,\"file\":7}",
+		/* earlier streams: an array of entries with streamId and seq */
+		"{\"streamId\":\"s\",\"controller\":\"c\",\"seq\":1,\"earlierStreams\":{}}",
+		"{\"streamId\":\"s\",\"controller\":\"c\",\"seq\":1,\"earlierStreams\":[1]}",
+		"{\"streamId\":\"s\",\"controller\":\"c\",\"seq\":1,\"earlierStreams\":"
+		"[{\"seq\":1}]}",
+		"{\"streamId\":\"s\",\"controller\":\"c\",\"seq\":1,\"earlierStreams\":"
+		"[{\"streamId\":\"t\"}]}",
+		"{\"streamId\":\"s\",\"controller\":\"c\",\"seq\":1,\"earlierStreams\":"
+		"[{\"streamId\":\"t\",\"seq\":-2}]}",
+		"{\"streamId\":\"s\",\"controller\":\"c\",\"seq\":1,\"earlierStreams\":"
+		"[{\"streamId\":\"t\",\"seq\":2,\"file\":3}]}",
 	};
 	store_etcd__rec rec;
 
@@ -149,6 +168,49 @@ static void test_record_refused(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(store_etcd__cursor_parse(bad[i], strlen(bad[i]), &rec),
 				 ES_ERR_PROTO);
+}
+
+/* The earlier streams a record keeps when the node's stream changes: the
+ * record's own first, the one taken up again out, at most
+ * STORE_ETCD_EARLIER_MAX; the same stream keeps them as they are. */
+static void test_earlier_streams(void **state)
+{
+	store_etcd__stream e[STORE_ETCD_EARLIER_MAX] = {
+		{ "b", 20, 20, 2 }, { "c", 7, 0, 3 }, { "d", 4, 1, 3 }, { "e", 1, 0, 3 } };
+	store_etcd__stream out[STORE_ETCD_EARLIER_MAX];
+	size_t n;
+
+	(void)state;
+	/* the same stream: unchanged */
+	assert_int_equal(store_etcd__earlier_next("a", 30, 25, 1, e, 2, "a", out), 2);
+	assert_string_equal(out[0].id, "b");
+	assert_string_equal(out[1].id, "c");
+	/* a switch back to b (two agents with one identity): a joins, b leaves */
+	n = store_etcd__earlier_next("a", 30, 25, 1, e, 2, "b", out);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0].id, "a");
+	assert_int_equal(out[0].seq, 30);
+	assert_int_equal(out[0].since, 25);
+	assert_int_equal(out[0].file, 1);
+	assert_string_equal(out[1].id, "c");
+	assert_non_null(store_etcd__earlier_find(out, n, "a"));
+	assert_null(store_etcd__earlier_find(out, n, "b"));
+	/* a new stream with the list full: the oldest goes */
+	n = store_etcd__earlier_next("a", 30, 25, 1, e, STORE_ETCD_EARLIER_MAX, "new", out);
+	assert_int_equal(n, STORE_ETCD_EARLIER_MAX);
+	assert_string_equal(out[0].id, "a");
+	assert_string_equal(out[STORE_ETCD_EARLIER_MAX - 1].id, "d");
+	assert_null(store_etcd__earlier_find(out, n, "e"));
+	/* no record yet (no current stream): nothing joins */
+	assert_int_equal(store_etcd__earlier_next(NULL, 0, 0, 1, NULL, 0, "a", out), 0);
+	assert_int_equal(store_etcd__earlier_next("", 0, 0, 1, NULL, 0, "a", out), 0);
+	/* a stale entry of the record's own stream is not kept twice */
+	e[1] = (store_etcd__stream){ "a", 3, 0, 3 };
+	n = store_etcd__earlier_next("a", 30, 25, 1, e, 2, "z", out);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0].id, "a");
+	assert_int_equal(out[0].seq, 30);
+	assert_string_equal(out[1].id, "b");
 }
 
 static cJSON *report(int64_t seq)
@@ -246,10 +308,10 @@ static void test_nodes_join(void **state)
 
 	(void)state;
 	c.conditions = conds;
-	rec_b = store_etcd__cursor_value("h/b", 1, &c, 2);
+	rec_b = store_etcd__cursor_value("h/b", 1, &c, 2, NULL, 0);
 	c.conditions = NULL;
 	c.last_report = 0;
-	rec_c = store_etcd__cursor_value("h/c", 2, &c, 0);
+	rec_c = store_etcd__cursor_value("h/c", 2, &c, 0, NULL, 0);
 	assert_non_null(rec_b);
 	assert_non_null(rec_c);
 	nk[0] = kv_of("/es/nodes/a", "not json");
@@ -298,6 +360,7 @@ int main(void)
 		cmocka_unit_test(test_txn_op_limit),
 		cmocka_unit_test(test_record_round_trip),
 		cmocka_unit_test(test_record_refused),
+		cmocka_unit_test(test_earlier_streams),
 		cmocka_unit_test(test_provisional_rows),
 		cmocka_unit_test(test_nodes_join),
 	};
