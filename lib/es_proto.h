@@ -81,6 +81,10 @@ typedef enum es_proto_code {
 	ES_PC_OVERLOADED,         /* "Overloaded", 1013 (come back later) */
 } es_proto_code;
 
+/* WebSocket close code of a session replaced by a newer one of the same
+ * node (PROTOCOL.md "Errors"; private-use range, RFC 6455 section 7.4.2). */
+#define ES_PROTO_CLOSE_REPLACED 4000
+
 /* Bounds of error.retryAfterSeconds (PROTOCOL.md "Errors"). */
 #define ES_PROTO_RETRY_AFTER_MAX_S 3600
 

@@ -154,6 +154,25 @@ static void pick_addr(es_sync *s)
 	freeaddrinfo(res);
 }
 
+/*
+ * The controller closed this agent's session with 4000 `replaced`: a
+ * newer session of this node opened, and this agent holds only one, so
+ * another agent runs with this node's identity (a cloned disk or copied
+ * certificate). Redialling at once would take the node back and start an
+ * endless exchange: the next dial waits 30 to 60 s (PROTOCOL.md "Errors").
+ */
+static void replaced(es_sync *s)
+{
+	es_log_warn("sync", "this node's session was replaced by a newer one:"
+		    " another agent may be running with this node's identity (a"
+		    " cloned disk or a copied certificate; every host needs its own,"
+		    " edgesync-agent join); redialling in 30 to 60 s", "node", s->node,
+		    NULL);
+	sync__set_error(s, "session replaced by a newer session of this node: another"
+			" agent may be running with this node's identity", NULL);
+	es_backoff_retry_after(&s->bo, ES_BACKOFF_CAP_MS / 2);
+}
+
 static void conn_down(es_sync *s, const char *why)
 {
 	const char *failed;
@@ -351,11 +370,14 @@ static int sync_cb(struct lws *wsi, enum lws_callback_reasons reason,
 	case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
 		if (in && len >= 2) {
 			const unsigned char *p = in;
+			unsigned code = (unsigned)(p[0] << 8 | p[1]);
 
 			snprintf(why, sizeof(why), "controller closed with %u%s%.*s",
-				 (unsigned)(p[0] << 8 | p[1]), len > 2 ? ": " : "",
-				 (int)(len - 2), (const char *)in + 2);
+				 code, len > 2 ? ": " : "", (int)(len - 2),
+				 (const char *)in + 2);
 			sync__set_error(s, why, NULL);
+			if (wsi == s->wsi && code == ES_PROTO_CLOSE_REPLACED)
+				replaced(s);
 		}
 		break;
 	case LWS_CALLBACK_CLIENT_CLOSED:

@@ -229,8 +229,9 @@ class OutageTest(unittest.TestCase):
 
         # Two agent processes of node-0 (one certificate), one per
         # controller: the newer session wins, so the second one started
-        # replaces the first on the other controller; once it goes, the
-        # first is served again, by one controller.
+        # replaces the first on the other controller, which warns and
+        # waits 30 to 60 s; once the second goes and the first is started
+        # again, it is served again, by one controller.
         a = h.start_agent("node-0", [0])
         wait_for("node-0 served at controller 0",
                  lambda: self.served("node-0") == ([0], 1), timeout=60)
@@ -243,7 +244,12 @@ class OutageTest(unittest.TestCase):
         h.c.procs.append(b)
         wait_for("controller 0 to close the older session",
                  lambda: REPLACED in h.procs[0].output()[mark:], timeout=60)
+        wait_for("the replaced agent's warning",
+                 lambda: "another agent may be running with this node's identity"
+                 in a.output(), timeout=20)
         b.stop()
+        a.stop()
+        a = h.start_agent("node-0", [0])
         try:
             wait_for("node-0 served by controller 0 again",
                      lambda: self.served("node-0") == ([0], 1), timeout=90, interval=0.5)
