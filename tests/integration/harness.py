@@ -13,6 +13,7 @@ import hashlib
 import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -35,19 +36,41 @@ API = "/apis/edgesync.io/v1alpha1"
 
 
 _ports_given = set()
+_rng = random.SystemRandom()
+
+
+def _ephemeral_range():
+    """The kernel's range of local ports for outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now and that
-    this process has not handed out before (the kernel may give the same
-    free port to two binds in a row while neither is listening yet)."""
-    while True:
+    """A TCP port on 127.0.0.1 that nothing listens on right now, that this
+    process has not handed out before (the kernel may give the same free
+    port to two binds in a row while neither is listening yet), and that is
+    outside the kernel's range for outgoing connections: a server the test
+    stops and starts again (an etcd member, a controller) must find its
+    port free, and any connection's local port could take one from that
+    range meanwhile."""
+    lo, hi = _ephemeral_range()
+    low = (10000, lo - 1) if lo - 1 - 10000 >= 2000 else (hi + 1, 65535)
+    for _ in range(1000):
+        port = _rng.randint(*low)
+        if port in _ports_given:
+            continue
         with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _ports_given:
-            _ports_given.add(port)
-            return port
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports_given.add(port)
+        return port
+    raise RuntimeError(f"no free TCP port in {low[0]}-{low[1]}")
 
 
 def wait_for(what, pred, timeout=30.0, interval=0.2):

@@ -182,9 +182,10 @@ class EtcdStoreTest(unittest.TestCase):
     def test_one_controller_per_node(self):
         """The newer session of a node wins: a hello at B of a node served
         by A takes the session over and A closes its session (4000,
-        replaced); the agent, dialling A again, takes it back and B closes
-        its own. B SIGKILLed while it serves the node: a hello at A is
-        served at once, not after B's lease (10 s)."""
+        replaced); the agent, started again (closed with 4000 it waits 30
+        to 60 s: another agent has its identity) and dialling A, takes it
+        back and B closes its own. B SIGKILLed while it serves the node: a
+        hello at A is served at once, not after B's lease (10 s)."""
         self.c.start_agent("node-a")
         wait_for("node-a at A", lambda: (self.c.node("node-a") or {}).get(
             "status", {}).get("sync", {}).get("connected"))
@@ -192,8 +193,12 @@ class EtcdStoreTest(unittest.TestCase):
                       *self.c.node_cert("node-a"))
         ws.send_json(hello("node-a"))
         self.assertEqual(ws.recv()[1]["type"], "welcome")
-        # The agent knows A only: closed there, it dials A again, which
-        # takes the session back from B.
+        wait_for("A to close the agent's session", lambda: 'msg="connection replaced by a'
+                 ' newer session on another controller"' in self.c.controller.output())
+        # The agent knows A only: started again, it dials A, which takes
+        # the session back from B.
+        self.c.agents["node-a"].stop()
+        self.c.start_agent("node-a")
         ws.s.settimeout(30)
         while True:
             m = ws.recv()
