@@ -104,11 +104,14 @@ es_err admin__node_merge(cJSON *node, const es_store_node *v, const char *self,
  * controller, the view then shows Ready status Unknown, reason
  * NodeStatusUnknown, its message naming that no controller holds a
  * session, when the node was last seen (last_seen: RFC 3339 text, NULL:
- * never) and what the agent last said; lastTransitionTime now. Only the
- * view changes. conds without a Ready condition (or NULL) is left as is.
+ * never) and what the agent last said. lastTransitionTime is last_seen
+ * (when the controllers stopped hearing from the node), so every read of
+ * the view shows the same time; with last_seen NULL or not RFC 3339 the
+ * condition's own lastTransitionTime stays. Only the view changes. conds
+ * without a Ready condition (or NULL) is left as is.
  * Errors: ES_ERR_NOMEM.
  */
-es_err admin__ready_unknown(cJSON *conds, const char *last_seen, time_t now);
+es_err admin__ready_unknown(cJSON *conds, const char *last_seen);
 
 /* Response helpers of admin.c. Each fills resp and returns ES_OK, or
  * ES_ERR_NOMEM. fail: a Status of code (details taken, may be NULL);

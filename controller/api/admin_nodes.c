@@ -30,20 +30,28 @@ typedef struct nwait {
 	char who[ES_NAME_MAX + 1], name[ES_NAME_MAX + 1];
 } nwait;
 
-es_err admin__ready_unknown(cJSON *conds, const char *last_seen, time_t now)
+es_err admin__ready_unknown(cJSON *conds, const char *last_seen)
 {
 	char msg[320];
 	cJSON *ready = es_cond_find(conds, "Ready");
-	const cJSON *was;
+	const cJSON *was, *ltt;
+	time_t since = 0;
 
 	if (!ready)
 		return ES_OK;
 	was = cJSON_GetObjectItemCaseSensitive(ready, "status");
+	ltt = cJSON_GetObjectItemCaseSensitive(ready, "lastTransitionTime");
+	/* A view computed at each read: its transition time must not move from
+	 * one read to the next, so it is when the node was last heard from (or,
+	 * never seen, the time its condition already carries). */
+	if ((!last_seen || es_time_parse_rfc3339(last_seen, &since) != 0) &&
+	    (!cJSON_IsString(ltt) || es_time_parse_rfc3339(ltt->valuestring, &since) != 0))
+		since = time(NULL);
 	snprintf(msg, sizeof(msg), "no controller holds a session of the node: its agent"
 		 " is not connected (last seen %s); it last reported Ready=%s",
 		 last_seen ? last_seen : "never",
 		 cJSON_IsString(was) ? was->valuestring : "?");
-	return es_cond_set(conds, "Ready", "Unknown", "NodeStatusUnknown", msg, 0, now,
+	return es_cond_set(conds, "Ready", "Unknown", "NodeStatusUnknown", msg, 0, since,
 			   NULL);
 }
 
@@ -107,7 +115,7 @@ es_err admin__node_merge(cJSON *node, const es_store_node *v, const char *self,
 		return ES_OK;
 	ls = cJSON_GetObjectItemCaseSensitive(sync, "lastSeen");
 	return admin__ready_unknown(cJSON_GetObjectItemCaseSensitive(status, "conditions"),
-				    cJSON_IsString(ls) ? ls->valuestring : NULL, time(NULL));
+				    cJSON_IsString(ls) ? ls->valuestring : NULL);
 }
 
 /* A node this controller has no row of: {apiVersion, kind, metadata.name,

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "es_buf.h"
 #include "es_time.h"
@@ -703,12 +704,15 @@ es_err es_etcd_endpoint_parse(const char *url, es_url *out, char *err,
 	const char *auth, *end;
 	es_err rc;
 
+	/* The scheme first: es_url_parse's own message would list the
+	 * WebSocket schemes too, which etcd's gateway does not speak. */
+	if (!url || (strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8)))
+		return es_errf(ES_ERR_INVAL, err, errsz, "etcd-endpoints: \"%s\": "
+			       "expected http://host[:port] or https://host[:port]",
+			       url ? url : "");
 	rc = es_url_parse("etcd-endpoints", url, NULL, out, err, errsz);
 	if (rc != ES_OK)
 		return rc;
-	if (strcmp(out->scheme, "http") && strcmp(out->scheme, "https"))
-		return es_errf(ES_ERR_INVAL, err, errsz, "etcd-endpoints: \"%s\": "
-			       "expected http://host[:port] or https://host[:port]", url);
 	if (strcmp(out->path, "/"))
 		return es_errf(ES_ERR_INVAL, err, errsz,
 			       "etcd-endpoints: \"%s\": no path or query expected", url);

@@ -597,6 +597,12 @@ static void test_nodes_ready_unknown(void **state)
 	assert_string_equal(str_at(ready, "reason"), "NodeStatusUnknown");
 	assert_non_null(strstr(str_at(ready, "message"), "no controller holds a session"));
 	assert_non_null(strstr(str_at(ready, "message"), "last reported Ready=True"));
+	/* The time it became Unknown is when the node was last seen, the same
+	 * on every read (not the time of the read). */
+	assert_string_equal(str_at(ready, "lastTransitionTime"),
+			    str_at(at(at(cJSON_GetArrayItem(at(o, "items"), 0), "status"), "sync"),
+				   "lastSeen"));
+	assert_string_equal(str_at(ready, "lastTransitionTime"), "1970-01-01T00:03:20Z");
 	cJSON_Delete(o);
 }
 

@@ -474,6 +474,14 @@ static void test_etcd_endpoint_port(void **state)
 			 ES_ERR_INVAL);
 	assert_string_equal(err, "etcd-endpoints: \"wss://e:2379\": expected "
 			    "http://host[:port] or https://host[:port]");
+	/* No scheme, or one URLs have but etcd does not: the message names
+	 * only the two etcd speaks. */
+	assert_int_equal(es_etcd_endpoint_parse("ftp://e:2379", &u, err, sizeof(err)),
+			 ES_ERR_INVAL);
+	assert_string_equal(err, "etcd-endpoints: \"ftp://e:2379\": expected "
+			    "http://host[:port] or https://host[:port]");
+	assert_int_equal(es_etcd_endpoint_parse("e:2379", &u, err, sizeof(err)), ES_ERR_INVAL);
+	assert_null(strstr(err, "ws://"));
 }
 
 int main(void)
