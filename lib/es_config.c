@@ -396,6 +396,11 @@ es_err es_config_load_env(const es_setting *table, size_t n, void *cfg,
 
 		if (table[i].env == NULL || (v = getenv(table[i].env)) == NULL)
 			continue;
+		/* "" is no integer, boolean or list value: such a variable set
+		 * empty (VAR= in a unit file or a shell) is as if unset. A
+		 * string's "" is a value (an empty controller-url: offline). */
+		if (*v == '\0' && table[i].type != ES_SET_STRING)
+			continue;
 		rc = set_value(&table[i], cfg, v, err, errsz);
 		if (rc != ES_OK)
 			return prefix_err(rc, err, errsz, table[i].env);

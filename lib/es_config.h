@@ -58,8 +58,10 @@ es_err es_config_defaults(const es_setting *table, size_t n, void *cfg,
 es_err es_config_load_file(const es_setting *table, size_t n, void *cfg,
 			   const char *path, char *err, size_t errsz);
 
-/* Applies every set environment variable of the table. Errors: ES_ERR_INVAL
- * naming the variable. */
+/* Applies every set environment variable of the table. A variable set to
+ * "" counts as unset for an ES_SET_INT, ES_SET_BOOL or ES_SET_ENUM setting
+ * (none of them has an empty value); an ES_SET_STRING setting takes "".
+ * Errors: ES_ERR_INVAL naming the variable. */
 es_err es_config_load_env(const es_setting *table, size_t n, void *cfg,
 			  char *err, size_t errsz);
 

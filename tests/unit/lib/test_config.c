@@ -192,6 +192,16 @@ static void test_env_and_flags(void **state)
 					     sizeof(err)), ES_ERR_INVAL);
 	assert_non_null(strstr(err, "extra"));
 
+	/* Set empty: an integer or boolean variable is as if unset, a string
+	 * takes "". */
+	setenv("EDGESYNC_INTERVAL", "", 1);
+	setenv("EDGESYNC_VERBOSE", "", 1);
+	setenv("EDGESYNC_NODE_NAME", "", 1);
+	assert_int_equal(es_config_load_env(table, N, c, err, sizeof(err)), ES_OK);
+	assert_int_equal(c->interval, 60);
+	assert_int_equal(c->verbose, 1);
+	assert_string_equal(c->node_name, "");
+
 	setenv("EDGESYNC_INTERVAL", "soon", 1);
 	assert_int_equal(es_config_load_env(table, N, c, err, sizeof(err)), ES_ERR_INVAL);
 	assert_non_null(strstr(err, "EDGESYNC_INTERVAL: expected an integer in 1..3600"));
@@ -361,6 +371,9 @@ static void test_enum_sources(void **state)
 	assert_int_equal(es_config_load_env(etable, EN, &c, err, sizeof(err)), ES_ERR_INVAL);
 	assert_string_equal(err, "EDGESYNC_TEST_BACKEND: \"nope\": expected auto or procfs");
 	setenv("EDGESYNC_TEST_BACKEND", "procfs", 1);
+	assert_int_equal(es_config_load_env(etable, EN, &c, err, sizeof(err)), ES_OK);
+	assert_int_equal(c.backend, 1);
+	setenv("EDGESYNC_TEST_BACKEND", "", 1); /* empty: as if unset */
 	assert_int_equal(es_config_load_env(etable, EN, &c, err, sizeof(err)), ES_OK);
 	assert_int_equal(c.backend, 1);
 	unsetenv("EDGESYNC_TEST_BACKEND");
