@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "es_buf.h"
 #include "es_time.h"
@@ -529,17 +530,24 @@ static void watch_rx(etcd_req *r, const char *in, size_t len)
 
 /* --- the lws protocol --------------------------------------------------- */
 
-/* lws's connection error text, with its "conn fail: ERRNO" said in words. */
-static void conn_error_text(const void *in, size_t len, char *out, size_t outsz)
+/* lws's connection error text, with its "conn fail: ERRNO" said in words.
+ * lws says "closed before established" when it closes a socket whose
+ * connect failed without reading why (its libuv loop sees the hang-up
+ * first): then the socket's pending error (SO_ERROR) is the reason, e.g.
+ * "Connection refused". fd: the attempt's socket, -1 when there is none. */
+static void conn_error_text(const void *in, size_t len, int fd, char *out, size_t outsz)
 {
 	char text[256];
-	int n;
+	int n, soerr = 0;
+	socklen_t sl = sizeof(soerr);
 
 	snprintf(text, sizeof(text), "%.*s",
 		 in ? (int)strnlen(in, len && len < sizeof(text) ? len : sizeof(text) - 1) : 0,
 		 in ? (const char *)in : "");
 	if (sscanf(text, "conn fail: %d", &n) == 1 && n > 0)
 		snprintf(out, outsz, "%s", strerror(n));
+	else if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr > 0)
+		snprintf(out, outsz, "%s", strerror(soerr));
 	else
 		snprintf(out, outsz, "%s", text);
 }
@@ -579,7 +587,7 @@ static int etcd_cb(struct lws *wsi, enum lws_callback_reasons reason,
 
 		if (!r)
 			return 0;
-		conn_error_text(in, len, why, sizeof(why));
+		conn_error_text(in, len, lws_get_socket_fd(wsi), why, sizeof(why));
 		lws_set_opaque_user_data(wsi, NULL);
 		r->wsi = NULL;
 		if (r->dialling) {

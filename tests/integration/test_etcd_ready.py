@@ -3,7 +3,8 @@ etcd lease its node sessions are bound to: with a one-member etcd of the
 test's own (plain http on loopback) behind a TCP gate that holds every
 lease grant unanswered, the controller lists and watches etcd's objects,
 but its join listener's /readyz stays 503 and says why; once the gate
-lets the grants through, /readyz turns 200."""
+lets the grants through, /readyz turns 200. With nothing listening at
+the endpoint the log names the refused connection."""
 
 import os
 import select
@@ -16,7 +17,7 @@ import urllib.error
 import urllib.request
 
 from etcd_util import ETCD, Etcd
-from harness import Cluster, Proc, main, wait_for
+from harness import Cluster, Proc, free_port, main, wait_for
 
 
 class PlainEtcd(Etcd):
@@ -157,6 +158,21 @@ class EtcdReadyTest(unittest.TestCase):
         gate.open()
         wait_for("/readyz 200 once the lease is granted",
                  lambda: readyz(c.join_port)[0] == 200, timeout=30)
+
+    def test_refused_endpoint_named(self):
+        """No etcd listens at the endpoint: the controller is not ready and
+        its log says the connection was refused (libwebsockets' own words
+        were "closed before established"). Needs no etcd."""
+        port = free_port()
+        c = Cluster(self)
+        c.start_controller(extra=["--store", "etcd", "--etcd-endpoints",
+                                  f"http://127.0.0.1:{port}", "--etcd-prefix", "/it/"])
+        wait_for("a failed etcd request logged",
+                 lambda: "trying again" in c.controller.output(), timeout=20)
+        self.assertEqual(readyz(c.join_port)[0], 503)
+        failed = [ln for ln in c.controller.output().splitlines() if "trying again" in ln]
+        self.assertTrue(all(f"http://127.0.0.1:{port}: Connection refused" in ln
+                            for ln in failed), failed)
 
 
 if __name__ == "__main__":
