@@ -88,6 +88,7 @@ struct es_server {
 	conn *batch;           /* connections owed acks when it commits */
 	lws_sorted_usec_list_t batch_sul;
 	size_t batch_reports;
+	int64_t batch_done_us;  /* es_time_mono_us when the last batch commit ended */
 	int64_t debug_exit_after; /* EDGESYNC_DEBUG_EXIT_AFTER_COMMIT; 0 off, -1 unread */
 	int store_lost_set;    /* server_session.c: es_store_set_lost done */
 	int leaving;           /* es_server_leave: no session is taken */

@@ -25,8 +25,14 @@
  * desiredAck) that finds no batch open starts one; what arrives in the
  * next BATCH_WINDOW_US joins it, up to BATCH_MAX_REPORTS reports; then the
  * batch commits (one fsync) and only then are its reports acknowledged.
+ * A batch opened when the last commit ended BATCH_WINDOW_US ago or longer
+ * (the store is idle: nothing is waiting to share the fsync) commits after
+ * BATCH_IDLE_US instead, at the next turn of the loop: what this turn read
+ * joins it. Under load commits follow each other closer than the window,
+ * and every batch collects for the whole window again.
  */
 #define BATCH_WINDOW_US 2000
+#define BATCH_IDLE_US 1
 #define BATCH_MAX_REPORTS 1024
 /* A batch whose report cursors etcd did not take waits this long (µs)
  * before they are sent again (its acks wait with it). */
@@ -508,6 +514,7 @@ void server__batch_flush(es_server *s)
 	if (!es_db_batch_open(s->db))
 		return;
 	rc = es_db_batch_commit(s->db);
+	s->batch_done_us = es_time_mono_us();
 	if (rc == ES_OK && s->batch_reports && s->debug_exit_after > 0 &&
 	    --s->debug_exit_after == 0) {
 		es_log_warn("server", "debug: exiting after a commit, before its acks",
@@ -543,7 +550,8 @@ static void batch_timer(lws_sorted_usec_list_t *sul)
 	server__batch_flush(lws_container_of(sul, es_server, batch_sul));
 }
 
-/* Opens a batch when none is, and arms its commit. */
+/* Opens a batch when none is, and arms its commit: after the window, or
+ * at the next turn of the loop when the store was idle. */
 static void batch_join(es_server *s)
 {
 	if (s->debug_exit_after < 0) {
@@ -556,7 +564,9 @@ static void batch_join(es_server *s)
 	if (es_db_batch_open(s->db))
 		return;
 	es_db_batch_begin(s->db);
-	lws_sul_schedule(s->ctx, 0, &s->batch_sul, batch_timer, BATCH_WINDOW_US);
+	lws_sul_schedule(s->ctx, 0, &s->batch_sul, batch_timer,
+			 es_time_mono_us() - s->batch_done_us >= BATCH_WINDOW_US ?
+			 BATCH_IDLE_US : BATCH_WINDOW_US);
 }
 
 /* c is owed an ack of seq (and a resync) when the batch commits. */

@@ -132,6 +132,16 @@ static const char *const stmt_sql[DB_ST_N] = {
 		" WHERE name = ?3",
 	[DB_ST_NODE_DESIRED_ACK] = "UPDATE nodes SET desired_ack_rv = ?1,"
 		" last_seen = ?2 WHERE name = ?3",
+	/* The apply path (es_db_object_put, es_db_rv) and the node reads of
+	 * the admin API (es_db_node_get, es_db_node_briefs of one node). */
+	[DB_ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+	[DB_ST_META_SET] = "UPDATE meta SET value = ?1 WHERE key = ?2",
+	[DB_ST_OBJECT_LOAD] = "SELECT body FROM objects WHERE kind = ?1 AND name = ?2",
+	[DB_ST_OBJECT_WRITE] = "INSERT OR REPLACE INTO objects (kind, name, uid,"
+		" generation, resource_version, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[DB_ST_NODE_GET] = "SELECT " DB_NODE_COLS " FROM nodes WHERE name = ?1",
+	[DB_ST_NODE_BRIEF] = "SELECT name, connected, last_seen, desired_ack_rv, acked_seq,"
+		" coalesce(stream_id, '') FROM nodes WHERE name = ?1",
 	[DB_ST_SAVEPOINT] = "SAVEPOINT report",
 	[DB_ST_RELEASE] = "RELEASE report",
 	[DB_ST_ROLLBACK_TO] = "ROLLBACK TO report",
@@ -320,8 +330,8 @@ void es_db_set_reports_kept(es_db *db, int64_t count, int64_t bytes)
 
 static es_err meta_get(es_db *db, const char *key, int64_t *out)
 {
-	sqlite3_stmt *st = NULL;
-	es_err rc = es_sqlite_prepare(db->sq, "SELECT value FROM meta WHERE key = ?", &st);
+	sqlite3_stmt *st;
+	es_err rc = db__stmt(db, DB_ST_META_GET, &st);
 
 	if (rc != ES_OK)
 		return rc;
@@ -330,21 +340,21 @@ static es_err meta_get(es_db *db, const char *key, int64_t *out)
 		rc = es_sqlite_fail(db->sq, "meta get");
 	else
 		*out = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
 	return rc;
 }
 
 static es_err meta_set(es_db *db, const char *key, int64_t v)
 {
-	sqlite3_stmt *st = NULL;
-	es_err rc = es_sqlite_prepare(db->sq, "UPDATE meta SET value = ? WHERE key = ?", &st);
+	sqlite3_stmt *st;
+	es_err rc = db__stmt(db, DB_ST_META_SET, &st);
 
 	if (rc != ES_OK)
 		return rc;
 	sqlite3_bind_int64(st, 1, v);
 	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
 	rc = es_sqlite_step_done(db->sq, st, "meta set");
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
 	return rc;
 }
 

@@ -14,6 +14,10 @@
 #include "es_proto.h"
 #include "es_sqlite.h"
 
+/* The columns node_from_row (db_nodes.c) reads, in its order. */
+#define DB_NODE_COLS "name, labels, agent_version, boot_id, connected, last_seen," \
+	" acked_seq, state_seq, state, desired_ack_rv, created, NULLIF(stream_id, '')"
+
 /* Statements kept prepared for the life of the handle (db__stmt). */
 enum db_stmt_id {
 	DB_ST_NODE_CURSOR = 0,
@@ -37,6 +41,12 @@ enum db_stmt_id {
 	DB_ST_NODE_DISCONNECTED,
 	DB_ST_NODE_FULL_DONE,
 	DB_ST_NODE_DESIRED_ACK,
+	DB_ST_META_GET,
+	DB_ST_META_SET,
+	DB_ST_OBJECT_LOAD,
+	DB_ST_OBJECT_WRITE,
+	DB_ST_NODE_GET,
+	DB_ST_NODE_BRIEF,
 	DB_ST_SAVEPOINT,
 	DB_ST_RELEASE,
 	DB_ST_ROLLBACK_TO,

@@ -463,8 +463,7 @@ cleanup:
 	return db__op_end(db, joined, rc);
 }
 
-#define NODE_COLS "name, labels, agent_version, boot_id, connected, last_seen," \
-	" acked_seq, state_seq, state, desired_ack_rv, created, NULLIF(stream_id, '')"
+#define NODE_COLS DB_NODE_COLS
 
 static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
 {
@@ -547,8 +546,7 @@ es_err es_db_node_get(es_db *db, const char *node, cJSON **out)
 	*out = NULL;
 	if (!node)
 		return ES_ERR_NOTFOUND;
-	if ((rc = es_sqlite_prepare(db->sq, "SELECT " NODE_COLS " FROM nodes WHERE name = ?",
-				&st)) != ES_OK)
+	if ((rc = db__stmt(db, DB_ST_NODE_GET, &st)) != ES_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	s = sqlite3_step(st);
@@ -558,7 +556,7 @@ es_err es_db_node_get(es_db *db, const char *node, cJSON **out)
 		rc = ES_ERR_NOTFOUND;
 	else
 		rc = es_sqlite_fail(db->sq, "node get");
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
 	return rc;
 }
 
@@ -575,6 +573,15 @@ es_err es_db_node_list(es_db *db, cJSON **out)
 	return rc;
 }
 
+/* Ends the use of st: reset when kept (db__stmt), else finalized. */
+static void stmt_done(sqlite3_stmt *st, int kept)
+{
+	if (kept)
+		sqlite3_reset(st);
+	else
+		sqlite3_finalize(st);
+}
+
 es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
 			 size_t *n)
 {
@@ -586,9 +593,8 @@ es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
 
 	*out = NULL;
 	*n = 0;
-	rc = es_sqlite_prepare(db->sq, node ?
-		"SELECT name, connected, last_seen, desired_ack_rv, acked_seq,"
-		" coalesce(stream_id, '') FROM nodes WHERE name = ?1" :
+	/* One node's (the admin API's GET of a node): a kept statement. */
+	rc = node ? db__stmt(db, DB_ST_NODE_BRIEF, &st) : es_sqlite_prepare(db->sq,
 		"SELECT name, connected, last_seen, desired_ack_rv, acked_seq,"
 		" coalesce(stream_id, '') FROM nodes ORDER BY name", &st);
 	if (rc != ES_OK)
@@ -619,7 +625,7 @@ es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
 		rc = es_sqlite_fail(db->sq, "node briefs");
 		goto cleanup;
 	}
-	sqlite3_finalize(st);
+	stmt_done(st, node != NULL);
 	st = NULL;
 	for (size_t i = 0; i < len; i++)
 		if ((rc = es_db_node_conditions(db, b[i].name, &b[i].conditions)) != ES_OK)
@@ -629,7 +635,7 @@ es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
 	b = NULL;
 	len = 0;
 cleanup:
-	sqlite3_finalize(st);
+	stmt_done(st, node != NULL);
 	es_db_node_briefs_free(b, len);
 	return rc;
 }

@@ -13,8 +13,8 @@
 
 es_err db__object_load(es_db *db, const char *kind, const char *name, cJSON **out)
 {
-	sqlite3_stmt *st = NULL;
-	es_err rc = es_sqlite_prepare(db->sq, "SELECT body FROM objects WHERE kind = ? AND name = ?", &st);
+	sqlite3_stmt *st;
+	es_err rc = db__stmt(db, DB_ST_OBJECT_LOAD, &st);
 	int s;
 
 	*out = NULL;
@@ -31,7 +31,7 @@ es_err db__object_load(es_db *db, const char *kind, const char *name, cJSON **ou
 		rc = es_sqlite_fail(db->sq, "object get");
 	if (rc == ES_OK && !*out)
 		rc = ES_ERR_DB;
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
 	return rc;
 }
 
@@ -95,8 +95,7 @@ es_err db__object_write(es_db *db, const cJSON *o)
 
 	if (!text)
 		return ES_ERR_NOMEM;
-	rc = es_sqlite_prepare(db->sq, "INSERT OR REPLACE INTO objects (kind, name, uid,"
-			   " generation, resource_version, body) VALUES (?,?,?,?,?,?)", &st);
+	rc = db__stmt(db, DB_ST_OBJECT_WRITE, &st);
 	if (rc != ES_OK)
 		goto cleanup;
 	sqlite3_bind_text(st, 1, es_obj_kind_str(o), -1, SQLITE_STATIC);
@@ -107,7 +106,8 @@ es_err db__object_write(es_db *db, const cJSON *o)
 	sqlite3_bind_text(st, 6, text, -1, SQLITE_STATIC);
 	rc = es_sqlite_step_done(db->sq, st, "object put");
 cleanup:
-	sqlite3_finalize(st);
+	if (st)
+		sqlite3_reset(st);
 	free(text);
 	return rc;
 }
