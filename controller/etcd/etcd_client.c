@@ -904,7 +904,10 @@ es_err es_etcd_txn_send(es_etcd *e, const es_etcd_txn *t, es_etcd_cb cb, void *u
 
 	if (!body)
 		return rc;
-	return start(e, RK_CALL, "kv/txn", body, 0, 0, cb, ud);
+	/* A txn of reads only changes nothing: like a range it may go to
+	 * another endpoint after it was sent, and its failure never says etcd
+	 * may have applied it. */
+	return start(e, RK_CALL, "kv/txn", body, t->n_writes == 0, 0, cb, ud);
 }
 
 es_err es_etcd_lease_grant(es_etcd *e, int64_t ttl_s, es_etcd_cb cb, void *ud)

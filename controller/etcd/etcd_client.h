@@ -145,7 +145,9 @@ es_err es_etcd_put(es_etcd *e, const void *key, size_t klen, const void *value,
 es_err es_etcd_delete(es_etcd *e, const void *key, size_t klen,
 		      const void *range_end, size_t relen, es_etcd_cb cb,
 		      void *ud);
-/* t is read (its body copied), not freed. */
+/* t is read (its body copied), not freed. A txn without puts or deletes
+ * is idempotent (es_etcd_call): sent, it may still move to another
+ * endpoint, and its failure is not said to be possibly applied. */
 es_err es_etcd_txn_send(es_etcd *e, const es_etcd_txn *t, es_etcd_cb cb, void *ud);
 es_err es_etcd_lease_grant(es_etcd *e, int64_t ttl_s, es_etcd_cb cb, void *ud);
 es_err es_etcd_lease_keepalive(es_etcd *e, int64_t id, es_etcd_cb cb, void *ud);

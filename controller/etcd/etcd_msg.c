@@ -248,6 +248,8 @@ static es_err txn_op(es_etcd_txn *t, int on_success, const char *name,
 		return t->err;
 	}
 	t->n_ops++;
+	if (strcmp(name, "request_range") != 0)
+		t->n_writes++;
 	return txn_add(t, on_success ? t->success : t->failure, op, 0);
 }
 

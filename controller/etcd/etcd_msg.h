@@ -122,6 +122,7 @@ typedef struct es_etcd_txn {
 	cJSON *compare, *success, *failure; /* borrowed from body */
 	es_err err;
 	size_t n_ops;
+	size_t n_writes; /* of n_ops, the puts and deletes (0: a read-only txn) */
 } es_etcd_txn;
 
 /* Starts an empty txn. Errors: ES_ERR_NOMEM (t is then freeable). */

@@ -3,7 +3,8 @@
  * (controller/etcd/etcd_client.h) against a real etcd that
  * test_etcd_client.py started: put, range, txn compare-and-swap, lease
  * expiry, watch (events, progress, a compacted start revision), failover
- * past a dead endpoint and the error when none answers.
+ * past a dead endpoint, a silent endpoint (a read-only txn moves on, a
+ * writing one is not sent twice) and the error when none answers.
  *
  * Usage: etcd_client_it ENDPOINTS CERT KEY CA DEAD_ENDPOINT
  * ENDPOINTS is comma-separated, the dead one first. Prints one line per
@@ -14,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <libwebsockets.h>
 
@@ -367,6 +372,53 @@ int main(int argc, char **argv)
 		       wl.down, wl.error);
 		es_etcd_watch_cancel(w);
 		es_etcd_destroy(flaky);
+	}
+
+	/* An endpoint that takes the request and never answers (a listening
+	 * socket nobody accepts on: the kernel completes the connection), then
+	 * the live one: a txn of reads moves on after it was sent and is
+	 * answered by the live one; a txn that writes does not (etcd may have
+	 * applied it) and its error says so. */
+	{
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+		char eps[600];
+		int hang = socket(AF_INET, SOCK_STREAM, 0);
+		es_etcd *h;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sin_family = AF_INET;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		CHECK(hang >= 0 && bind(hang, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		      listen(hang, 8) == 0 &&
+		      getsockname(hang, (struct sockaddr *)&sa, &sl) == 0, "hanging listener");
+		snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,%s", ntohs(sa.sin_port), live);
+		h = client(eps, argv[2], argv[3], argv[4], 1000, 0);
+		CHECK(es_etcd_txn_init(&t) == ES_OK, "txn init");
+		es_etcd_txn_range(&t, 1, K("/es/a"), NULL, 0);
+		memset(&c, 0, sizeof(c));
+		CHECK(es_etcd_txn_send(h, &t, on_call, &c) == ES_OK, "read-only txn");
+		es_etcd_txn_free(&t);
+		wait_call(&c);
+		CHECK(c.rc == ES_OK && !strcmp(c.endpoint, live),
+		      "read-only txn past a silent endpoint: rc %d at %s: %s", c.rc, c.endpoint,
+		      c.error);
+		printf("ok read-only txn moved past a silent endpoint to %s\n", c.endpoint);
+
+		es_etcd_destroy(h);
+		h = client(eps, argv[2], argv[3], argv[4], 1000, 0);
+		CHECK(es_etcd_txn_init(&t) == ES_OK, "txn init");
+		es_etcd_txn_put(&t, 1, K("/es/hang"), K("v"), 0);
+		memset(&c, 0, sizeof(c));
+		CHECK(es_etcd_txn_send(h, &t, on_call, &c) == ES_OK, "writing txn");
+		es_etcd_txn_free(&t);
+		wait_call(&c);
+		CHECK(c.rc == ES_ERR_IO && c.unknown && strstr(c.error, "may have applied it"),
+		      "writing txn at a silent endpoint: rc %d unknown %d: %s", c.rc, c.unknown,
+		      c.error);
+		printf("ok writing txn not resent past a silent endpoint: %s\n", c.error);
+		es_etcd_destroy(h);
+		close(hang);
 	}
 
 	/* no endpoint answers: the error names each */

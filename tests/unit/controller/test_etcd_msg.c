@@ -117,6 +117,8 @@ static void test_txn_body(void **state)
 	assert_string_equal(es_test_str(cJSON_GetObjectItemCaseSensitive(op, "request_range"), "key"),
 			    "L2M=");
 	cJSON_Delete(o);
+	assert_int_equal(t.n_ops, 3);
+	assert_int_equal(t.n_writes, 2); /* the put and the delete */
 
 	/* a bad piece is refused and sticks: the body is not made */
 	assert_int_equal(es_etcd_txn_put(&t, 1, "", 0, K("v"), 0), ES_ERR_INVAL);
