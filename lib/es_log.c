@@ -251,3 +251,27 @@ void es_log_route_lws(void)
 	lws_routed = 1;
 	lws_set_log_level(lws_mask(log_level), lws_emit);
 }
+
+int es_log_gate_pass(es_log_gate *g, long long now_ms, unsigned long long *held)
+{
+	if (g->next_ms && now_ms < g->next_ms) {
+		g->held++;
+		return 0;
+	}
+	if (held)
+		*held = g->held;
+	g->held = 0;
+	g->next_ms = now_ms + ES_LOG_GATE_MS;
+	if (!g->next_ms)
+		g->next_ms = 1;
+	return 1;
+}
+
+unsigned long long es_log_gate_reset(es_log_gate *g)
+{
+	unsigned long long held = g->held;
+
+	g->held = 0;
+	g->next_ms = 0;
+	return held;
+}

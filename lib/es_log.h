@@ -55,4 +55,33 @@ void es_log(es_log_level level, const char *component, const char *msg, ...);
 #define es_log_info(comp, msg, ...) es_log(ES_LOG_INFO, comp, msg, __VA_ARGS__)
 #define es_log_debug(comp, msg, ...) es_log(ES_LOG_DEBUG, comp, msg, __VA_ARGS__)
 
+/*
+ * A gate for a warning that repeats while one condition lasts (a peer that
+ * does not answer, retried every second): the first is logged, then at most
+ * one per interval, each saying how many were held back meanwhile, so an
+ * outage of an hour is a few hundred lines, not thousands. A zeroed gate is
+ * open. Keep one per kind of warning.
+ */
+typedef struct es_log_gate {
+	long long next_ms;         /* es_time_mono_ms before which it is closed */
+	unsigned long long held;   /* warnings not logged since the last one */
+} es_log_gate;
+
+/* The interval of es_log_gate_pass, milliseconds. */
+#define ES_LOG_GATE_MS 30000
+
+/*
+ * Asks whether a warning may be logged now (now_ms: CLOCK_MONOTONIC in
+ * milliseconds). Returns 1 and sets *held (may be NULL) to the number held
+ * back since the last one logged, then closes the gate for ES_LOG_GATE_MS;
+ * returns 0 (and counts the warning as held back) while it is closed.
+ * Cannot fail.
+ */
+int es_log_gate_pass(es_log_gate *g, long long now_ms, unsigned long long *held);
+
+/* Opens the gate again (the condition ended: its next warning is logged at
+ * once) and returns how many warnings were held back since the last one
+ * logged, for a "recovered" line. */
+unsigned long long es_log_gate_reset(es_log_gate *g);
+
 #endif

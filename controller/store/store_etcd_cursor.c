@@ -740,11 +740,13 @@ static void on_nlist(void *ud, const es_etcd_result *r)
 
 	s->nlisting = 0;
 	if (r->rc != ES_OK) {
-		es_log_warn("store", "etcd list of node records failed; trying again",
-			    "error", r->error, NULL);
+		store_etcd__warn_retry(&s->gate_nlist,
+				       "etcd list of node records failed; trying again",
+				       r->error);
 		s->nrelist_owed = 1;
 		return;
 	}
+	es_log_gate_reset(&s->gate_nlist);
 	for (size_t i = 0; i < r->resp->n_kvs; i++)
 		if ((node = node_of_key(s, &r->resp->kvs[i])) != NULL)
 			node_record(s, node, &r->resp->kvs[i]);

@@ -26,6 +26,7 @@ struct store_etcd_enroll {
 	size_t plen[P_N], pendlen[P_N];
 	es_etcd_watch *w[P_N];
 	int listing, relist_owed;
+	es_log_gate gate_list; /* its repeated list warning */
 	eop *ops;
 	es_store_revoked_fn revoked;
 	void *revoked_ud;
@@ -183,11 +184,13 @@ static void on_list(void *ud, const es_etcd_result *r)
 
 	en->listing = 0;
 	if (r->rc != ES_OK || r->resp->n_ops != P_N) {
-		es_log_warn("store", "etcd list of enrollment failed; trying again",
-			    "error", r->rc != ES_OK ? r->error : "a short answer", NULL);
+		store_etcd__warn_retry(&en->gate_list,
+				       "etcd list of enrollment failed; trying again",
+				       r->rc != ES_OK ? r->error : "a short answer");
 		en->relist_owed = 1;
 		return;
 	}
+	es_log_gate_reset(&en->gate_list);
 	if ((rc = es_db_enroll_mirror_clear(en->s->db)) != ES_OK)
 		goto retry;
 	/* Revocations last: the certificates they mark are in by then. */

@@ -487,10 +487,11 @@ static void on_grant(void *ud, const es_etcd_result *r)
 
 	s->lease_busy = 0;
 	if (r->rc != ES_OK) {
-		es_log_warn("store", "etcd lease grant failed; trying again", "error",
-			    r->error, NULL);
+		store_etcd__warn_retry(&s->gate_grant, "etcd lease grant failed; trying again",
+				       r->error);
 		return;
 	}
+	es_log_gate_reset(&s->gate_grant);
 	s->lease = r->resp->lease_id;
 	s->lease_gen++;
 	s->lease_ok_us = es_time_mono_us();
@@ -526,10 +527,11 @@ static void on_keepalive(void *ud, const es_etcd_result *r)
 		return;
 	}
 	if (r->rc != ES_OK) {
-		es_log_warn("store", "etcd lease keepalive failed; trying again", "error",
-			    r->error, NULL);
+		store_etcd__warn_retry(&s->gate_keepalive,
+				       "etcd lease keepalive failed; trying again", r->error);
 		return;
 	}
+	es_log_gate_reset(&s->gate_keepalive);
 	s->lease_ok_us = es_time_mono_us();
 }
 

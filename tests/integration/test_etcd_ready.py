@@ -4,9 +4,11 @@ test's own (plain http on loopback) behind a TCP gate that holds every
 lease grant unanswered, the controller lists and watches etcd's objects,
 but its join listener's /readyz stays 503 and says why; once the gate
 lets the grants through, /readyz turns 200. With nothing listening at
-the endpoint the log names the refused connection."""
+the endpoint the log names the refused connection, each repeated
+warning once in 30 s."""
 
 import os
+import re
 import select
 import socket
 import ssl
@@ -170,9 +172,13 @@ class EtcdReadyTest(unittest.TestCase):
         wait_for("a failed etcd request logged",
                  lambda: "trying again" in c.controller.output(), timeout=20)
         self.assertEqual(readyz(c.join_port)[0], 503)
+        time.sleep(4)  # each request is retried every second meanwhile
         failed = [ln for ln in c.controller.output().splitlines() if "trying again" in ln]
         self.assertTrue(all(f"http://127.0.0.1:{port}: Connection refused" in ln
                             for ln in failed), failed)
+        # A warning that repeats is logged once, then once in 30 s.
+        msgs = [re.search(r'msg="([^"]*)"', ln).group(1) for ln in failed]
+        self.assertEqual(len(msgs), len(set(msgs)), failed)
 
 
 if __name__ == "__main__":

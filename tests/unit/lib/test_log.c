@@ -213,6 +213,30 @@ static void test_lws_levels(void **state)
 	es_log_set_level(ES_LOG_INFO);
 }
 
+/* A repeated warning: the first passes, then one per ES_LOG_GATE_MS with
+ * the count held back; a reset lets the next pass at once. */
+static void test_gate(void **state)
+{
+	es_log_gate g = {0, 0};
+	unsigned long long held = 99;
+
+	(void)state;
+	assert_int_equal(es_log_gate_pass(&g, 1000, &held), 1);
+	assert_int_equal(held, 0);
+	assert_int_equal(es_log_gate_pass(&g, 2000, &held), 0);
+	assert_int_equal(es_log_gate_pass(&g, 1000 + ES_LOG_GATE_MS - 1, &held), 0);
+	assert_int_equal(es_log_gate_pass(&g, 1000 + ES_LOG_GATE_MS, &held), 1);
+	assert_int_equal(held, 2);
+	assert_int_equal(es_log_gate_pass(&g, 1000 + ES_LOG_GATE_MS + 5, NULL), 0);
+	assert_int_equal(es_log_gate_reset(&g), 1);
+	assert_int_equal(es_log_gate_pass(&g, 1000 + ES_LOG_GATE_MS + 6, &held), 1);
+	assert_int_equal(held, 0);
+	/* at monotonic time 0 too: the gate still closes */
+	g = (es_log_gate){0, 0};
+	assert_int_equal(es_log_gate_pass(&g, 0, NULL), 1);
+	assert_int_equal(es_log_gate_pass(&g, 1, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_levels),
 		cmocka_unit_test(test_long_line_bounded),
 		cmocka_unit_test(test_lws_levels),
+		cmocka_unit_test(test_gate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
