@@ -415,9 +415,16 @@ void es_print_server_error(FILE *f, const char *what, int status,
 		else
 			fprintf(f, "Error from server: %s\n", m->valuestring);
 	} else {
-		fprintf(f, "Error from server (HTTP %d): %s: %.*s\n", status,
-			what ? what : "request", body ? (int)(len > 400 ? 400 : len) : 0,
-			body ? body : "");
+		/* Not a Status: a proxy's page, or a server that is no admin
+		 * API (the agents' listener answers HTML). One line. */
+		size_t n = body ? (len > 400 ? 400 : len) : 0;
+
+		fprintf(f, "Error from server (HTTP %d): %s: not an answer of the edgesync admin "
+			"API (is the server URL the controller's admin-listen address?)%s",
+			status, what ? what : "request", n ? ": " : "");
+		for (size_t i = 0; i < n; i++)
+			fputc((unsigned char)body[i] < 0x20 || body[i] == 0x7f ? ' ' : body[i], f);
+		fputc('\n', f);
 	}
 	cJSON_Delete(st);
 }

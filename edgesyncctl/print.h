@@ -87,8 +87,10 @@ es_err es_print_value(FILE *f, const cJSON *v, es_print_fmt fmt, char *err,
  * (reason and message members; "Error from server: MESSAGE" without a
  * reason), e.g. `Error from server (NotFound): collectorconfigs "x" not
  * found`. A body that is not a Status gives "Error from server (HTTP
- * STATUS): what: BODY" with at most 400 bytes of the body. body may be
- * NULL; what names the request's object.
+ * STATUS): what: not an answer of the edgesync admin API (is the server
+ * URL the controller's admin-listen address?): BODY" with at most 400
+ * bytes of the body, control characters as spaces (no ": BODY" when
+ * empty). body may be NULL; what names the request's object.
  */
 void es_print_server_error(FILE *f, const char *what, int status,
 			   const char *body, size_t len);

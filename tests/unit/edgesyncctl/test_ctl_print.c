@@ -124,11 +124,16 @@ static void test_server_error(void **state)
 	out = capture_error(500, "{\"message\":\"disk full\"}");
 	assert_string_equal(out, "Error from server: disk full\n");
 	free(out);
-	out = capture_error(502, "<html>bad gateway</html>");
-	assert_string_equal(out, "Error from server (HTTP 502): collectorconfig/nosuch: <html>bad gateway</html>\n");
+	/* Not a Status (a proxy, or the agents' listener): said so, one line. */
+	out = capture_error(404, "<html>\r\n<body>WebSocket only</body></html>\n");
+	assert_string_equal(out, "Error from server (HTTP 404): collectorconfig/nosuch: not an answer "
+			    "of the edgesync admin API (is the server URL the controller's "
+			    "admin-listen address?): <html>  <body>WebSocket only</body></html> \n");
 	free(out);
 	out = capture_error(503, NULL);
-	assert_string_equal(out, "Error from server (HTTP 503): collectorconfig/nosuch: \n");
+	assert_string_equal(out, "Error from server (HTTP 503): collectorconfig/nosuch: not an answer "
+			    "of the edgesync admin API (is the server URL the controller's "
+			    "admin-listen address?)\n");
 	free(out);
 }
 
