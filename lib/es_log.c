@@ -12,6 +12,7 @@
 #include <libwebsockets.h>
 
 #include "es_log.h"
+#include "es_time.h"
 
 #define ES_LOG_LINE_MAX 8192
 
@@ -131,8 +132,9 @@ static void put_time(line_buf *lb)
 	put_str(lb, tb);
 }
 
+/* One line: the pairs of ap, then xkey=xval when xkey is not NULL. */
 static void log_v(es_log_level level, const char *component, const char *msg,
-		  va_list ap)
+		  va_list ap, const char *xkey, const char *xval)
 {
 	line_buf lb;
 	const char *key;
@@ -157,6 +159,12 @@ static void log_v(es_log_level level, const char *component, const char *msg,
 		put_char(&lb, '=');
 		put_value(&lb, val, 0);
 	}
+	if (xkey) {
+		put_char(&lb, ' ');
+		put_key(&lb, xkey);
+		put_char(&lb, '=');
+		put_value(&lb, xval, 0);
+	}
 	if (lb.truncated)
 		memcpy(lb.buf + lb.len - 3, "...", 3);
 	lb.buf[lb.len++] = '\n';
@@ -170,7 +178,22 @@ void es_log(es_log_level level, const char *component, const char *msg, ...)
 	va_list ap;
 
 	va_start(ap, msg);
-	log_v(level, component, msg, ap);
+	log_v(level, component, msg, ap, NULL, NULL);
+	va_end(ap);
+}
+
+void es_log_gated(es_log_gate *g, es_log_level level, const char *component,
+		  const char *msg, ...)
+{
+	unsigned long long held = 0;
+	char n[24];
+	va_list ap;
+
+	if (!es_log_gate_pass(g, es_time_mono_ms(), &held))
+		return;
+	snprintf(n, sizeof(n), "%llu", held);
+	va_start(ap, msg);
+	log_v(level, component, msg, ap, held ? "suppressed" : NULL, n);
 	va_end(ap);
 }
 

@@ -79,6 +79,14 @@ typedef struct es_log_gate {
  */
 int es_log_gate_pass(es_log_gate *g, long long now_ms, unsigned long long *held);
 
+/*
+ * es_log through gate g: logged when es_log_gate_pass lets it (the current
+ * CLOCK_MONOTONIC time), with "suppressed=N" appended when N warnings were
+ * held back since the last; else only counted. Pairs as es_log's.
+ */
+void es_log_gated(es_log_gate *g, es_log_level level, const char *component,
+		  const char *msg, ...);
+
 /* Opens the gate again (the condition ended: its next warning is logged at
  * once) and returns how many warnings were held back since the last one
  * logged, for a "recovered" line. */

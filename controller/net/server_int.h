@@ -16,6 +16,7 @@
 #include <libwebsockets.h>
 
 #include "api/admin.h"
+#include "es_log.h"
 #include "es_obj.h"
 #include "es_pki.h"
 #include "es_proto.h"
@@ -73,6 +74,7 @@ typedef struct pending_conn {
 
 struct es_server {
 	struct lws_context *ctx;
+	es_log_gate cursor_gate; /* "report cursors not committed" while etcd is away */
 	es_db *db;
 	char *trust_domain;
 	conn *conns;

@@ -367,13 +367,16 @@ static void on_cursors(void *ud, const es_store_cursor_result *res, size_t n)
 			 * stays, its reports wait as provisional rows and
 			 * unacknowledged, and the cursors go again. */
 			if (!kept)
-				es_log_warn("server", "report cursors not committed to etcd;"
-					    " the acks wait and the write goes again",
-					    "node", c->node, "error", r->error, NULL);
+				es_log_gated(&s->cursor_gate, ES_LOG_WARN, "server",
+					     "report cursors not committed to etcd;"
+					     " the acks wait and the write goes again",
+					     "node", c->node, "error", r->error, NULL);
 			g->w[kept++] = g->w[i];
 			continue;
 		}
 		c->cursor_wait--;
+		if (r && r->rc == ES_OK)
+			es_log_gate_reset(&s->cursor_gate);
 		if (r && r->rc == ES_ERR_EXISTS) {
 			/* A newer session of the node on another controller
 			 * moved its record: this one is replaced. */

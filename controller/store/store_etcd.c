@@ -542,8 +542,9 @@ static void on_list(void *ud, const es_etcd_result *r)
 
 	s->listing = 0;
 	if (rc != ES_OK) {
-		store_etcd__warn_retry(&s->gate_list, "etcd list failed; trying again",
-				       r->error);
+		es_log_gated(&s->gate_list, ES_LOG_WARN, "store",
+			     "etcd list failed; trying again",
+			     "error", r->error, NULL);
 		goto retry;
 	}
 	es_log_gate_reset(&s->gate_list);
@@ -743,19 +744,4 @@ int es_store_etcd_leased(const es_store *st)
 	const est *s = st && st->ops == &etcd_ops ? st->impl : NULL;
 
 	return s && s->lease != 0;
-}
-
-void store_etcd__warn_retry(es_log_gate *g, const char *msg, const char *error)
-{
-	unsigned long long held = 0;
-	char n[24];
-
-	if (!es_log_gate_pass(g, es_time_mono_ms(), &held))
-		return;
-	if (!held) {
-		es_log_warn("store", msg, "error", error, NULL);
-		return;
-	}
-	snprintf(n, sizeof(n), "%llu", held);
-	es_log_warn("store", msg, "error", error, "suppressed", n, NULL);
 }

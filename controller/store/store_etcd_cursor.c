@@ -740,9 +740,9 @@ static void on_nlist(void *ud, const es_etcd_result *r)
 
 	s->nlisting = 0;
 	if (r->rc != ES_OK) {
-		store_etcd__warn_retry(&s->gate_nlist,
-				       "etcd list of node records failed; trying again",
-				       r->error);
+		es_log_gated(&s->gate_nlist, ES_LOG_WARN, "store",
+			     "etcd list of node records failed; trying again",
+			     "error", r->error, NULL);
 		s->nrelist_owed = 1;
 		return;
 	}

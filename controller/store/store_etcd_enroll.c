@@ -184,9 +184,9 @@ static void on_list(void *ud, const es_etcd_result *r)
 
 	en->listing = 0;
 	if (r->rc != ES_OK || r->resp->n_ops != P_N) {
-		store_etcd__warn_retry(&en->gate_list,
-				       "etcd list of enrollment failed; trying again",
-				       r->rc != ES_OK ? r->error : "a short answer");
+		es_log_gated(&en->gate_list, ES_LOG_WARN, "store",
+			     "etcd list of enrollment failed; trying again",
+			     "error", r->rc != ES_OK ? r->error : "a short answer", NULL);
 		en->relist_owed = 1;
 		return;
 	}

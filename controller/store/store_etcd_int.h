@@ -75,14 +75,9 @@ typedef struct est {
 	int nlisting, nrelist_owed;
 	store_etcd_enroll *enroll; /* store_etcd_enroll.c */
 	nrd *reads;          /* store_etcd_nodes.c: node reads in flight */
-	/* Repeated "failed; trying again" warnings (store_etcd__warn_retry) */
+	/* Repeated "failed; trying again" warnings (es_log_gated) */
 	es_log_gate gate_list, gate_nlist, gate_grant, gate_keepalive;
 } est;
-
-/* Logs the warning msg (an etcd request failed and is retried; error: why)
- * through gate g: while etcd stays away the first is logged, then one per
- * ES_LOG_GATE_MS with the count held back ("suppressed"). */
-void store_etcd__warn_retry(es_log_gate *g, const char *msg, const char *error);
 
 /* The earlier report streams of a node a record remembers, newest first
  * (an agent whose database was made anew, or two agents with one node's

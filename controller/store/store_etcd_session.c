@@ -487,8 +487,9 @@ static void on_grant(void *ud, const es_etcd_result *r)
 
 	s->lease_busy = 0;
 	if (r->rc != ES_OK) {
-		store_etcd__warn_retry(&s->gate_grant, "etcd lease grant failed; trying again",
-				       r->error);
+		es_log_gated(&s->gate_grant, ES_LOG_WARN, "store",
+			     "etcd lease grant failed; trying again",
+			     "error", r->error, NULL);
 		return;
 	}
 	es_log_gate_reset(&s->gate_grant);
@@ -527,8 +528,9 @@ static void on_keepalive(void *ud, const es_etcd_result *r)
 		return;
 	}
 	if (r->rc != ES_OK) {
-		store_etcd__warn_retry(&s->gate_keepalive,
-				       "etcd lease keepalive failed; trying again", r->error);
+		es_log_gated(&s->gate_keepalive, ES_LOG_WARN, "store",
+			     "etcd lease keepalive failed; trying again",
+			     "error", r->error, NULL);
 		return;
 	}
 	es_log_gate_reset(&s->gate_keepalive);

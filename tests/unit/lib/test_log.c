@@ -231,6 +231,30 @@ static void test_gate(void **state)
 	assert_int_equal(es_log_gate_reset(&g), 1);
 	assert_int_equal(es_log_gate_pass(&g, 1000 + ES_LOG_GATE_MS + 6, &held), 1);
 	assert_int_equal(held, 0);
+	/* es_log_gated: the first logged as is, the next held back; once the
+	 * gate reopens (here: its time set past) the count is appended. */
+	{
+		es_log_gate lg = {0, 0};
+		char *out;
+		const char *second;
+
+		es_log_set_level(ES_LOG_INFO);
+		capture_start();
+		es_log_gated(&lg, ES_LOG_WARN, "store", "list failed", "error", "refused", NULL);
+		es_log_gated(&lg, ES_LOG_WARN, "store", "list failed", "error", "refused", NULL);
+		es_log_gated(&lg, ES_LOG_WARN, "store", "list failed", "error", "refused", NULL);
+		lg.next_ms = 1;
+		es_log_gated(&lg, ES_LOG_WARN, "store", "list failed", "error", "refused", NULL);
+		out = capture_end();
+		second = strchr(out, '\n');
+		assert_non_null(second);
+		assert_memory_equal(after_time(out),
+				    "level=warn component=store msg=\"list failed\" error=refused\n",
+				    strlen("level=warn component=store msg=\"list failed\" error=refused\n"));
+		assert_string_equal(after_time(second + 1), "level=warn component=store "
+				    "msg=\"list failed\" error=refused suppressed=2\n");
+		free(out);
+	}
 	/* at monotonic time 0 too: the gate still closes */
 	g = (es_log_gate){0, 0};
 	assert_int_equal(es_log_gate_pass(&g, 0, NULL), 1);
