@@ -232,8 +232,12 @@ static void print_table(const cJSON *st)
 		printf("CONTROLLER   (none: offline only)\n");
 	} else {
 		printf("CONTROLLER   %s\n", jstr(sync, "url"));
-		printf("SYNC         %s%s\n", jstr(sync, "state"),
-		       cJSON_IsTrue(jget(sync, "connected")) ? " (connected)" : "");
+		if (cJSON_IsNumber(jget(sync, "nextDialInMs")))
+			printf("SYNC         %s (not connected: next dial in %.1f s)\n",
+			       jstr(sync, "state"), (double)jint(sync, "nextDialInMs") / 1000);
+		else
+			printf("SYNC         %s%s\n", jstr(sync, "state"),
+			       cJSON_IsTrue(jget(sync, "connected")) ? " (connected)" : "");
 		printf("LAST CONNECT %s\n", *jstr(sync, "lastConnected") ?
 		       jstr(sync, "lastConnected") : "never");
 		if (*jstr(sync, "lastError"))

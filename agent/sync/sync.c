@@ -154,6 +154,15 @@ static void pick_addr(es_sync *s)
 	freeaddrinfo(res);
 }
 
+/* Schedules the next dial in delay_ms (>= 0) and remembers when, for
+ * es_sync_get_info. */
+static void dial_in(es_sync *s, int64_t delay_ms)
+{
+	s->dial_at_ms = es_time_mono_ms() + delay_ms;
+	lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial,
+			 delay_ms > 0 ? delay_ms * LWS_US_PER_MS : 1);
+}
+
 /*
  * The controller closed this agent's session with 4000 `replaced`: a
  * newer session of this node opened, and this agent holds only one, so
@@ -200,7 +209,7 @@ static void conn_down(es_sync *s, const char *why)
 		s->redial_now = 0;
 		es_log_info("sync", "redialling with the new credentials", "url", s->url,
 			    NULL);
-		lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, 1);
+		dial_in(s, 0);
 		return;
 	}
 	/* The next controller (address, then URL) gets the next dial; the
@@ -212,7 +221,7 @@ static void conn_down(es_sync *s, const char *why)
 	snprintf(ms, sizeof(ms), "%lld", (long long)delay);
 	es_log_warn("sync", "disconnected, redialling", "url", failed, "next", s->url,
 		    "error", s->last_error, "delay_ms", ms, NULL);
-	lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, delay * LWS_US_PER_MS);
+	dial_in(s, delay);
 }
 
 static void dial(lws_sorted_usec_list_t *sul)
@@ -221,11 +230,11 @@ static void dial(lws_sorted_usec_list_t *sul)
 	struct lws_client_connect_info i;
 	struct lws *w;
 
+	s->dial_at_ms = 0;
 	if (s->stopping || s->state != ST_IDLE)
 		return;
 	if (sync__tls_load(s) != 0) {
-		lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial,
-				 ES_SYNC_CREDS_RETRY_S * LWS_US_PER_SEC);
+		dial_in(s, ES_SYNC_CREDS_RETRY_S * 1000);
 		return;
 	}
 	pick_addr(s);
@@ -476,7 +485,7 @@ void es_sync_start(es_sync *s)
 {
 	if (!s || s->stopping)
 		return;
-	lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, 1);
+	dial_in(s, 0);
 	sync__renew_start(s);
 }
 
@@ -512,7 +521,7 @@ void es_sync_credentials_changed(es_sync *s)
 	s->refused = 0;
 	es_backoff_init(&s->bo, NULL, NULL);
 	if (s->state == ST_IDLE)
-		lws_sul_schedule(s->ctx, 0, &s->sul_dial, dial, 1);
+		dial_in(s, 0);
 }
 
 void es_sync_get_info(const es_sync *s, es_sync_info *info)
@@ -525,6 +534,12 @@ void es_sync_get_info(const es_sync *s, es_sync_info *info)
 	info->last_error = s->last_error;
 	info->reconnects = s->attempts > 1 ? s->attempts - 1 : 0;
 	info->last_acked_seq = s->last_acked_seq;
+	info->next_dial_ms = -1;
+	if (s->state == ST_IDLE && s->dial_at_ms && !s->stopping) {
+		int64_t left = s->dial_at_ms - es_time_mono_ms();
+
+		info->next_dial_ms = left > 0 ? left : 0;
+	}
 }
 
 cJSON *es_sync_info_json(const es_sync *s)
@@ -545,7 +560,8 @@ cJSON *es_sync_info_json(const es_sync *s)
 		      : cJSON_AddNullToObject(o, "lastConnected")) ||
 	    !cJSON_AddStringToObject(o, "lastError", in.last_error) ||
 	    !es_json_add_int(o, "reconnects", in.reconnects) ||
-	    !es_json_add_int(o, "lastAckedSeq", in.last_acked_seq)) {
+	    !es_json_add_int(o, "lastAckedSeq", in.last_acked_seq) ||
+	    (in.next_dial_ms >= 0 && !es_json_add_int(o, "nextDialInMs", in.next_dial_ms))) {
 		cJSON_Delete(o);
 		return NULL;
 	}

@@ -64,6 +64,8 @@ typedef struct es_sync_info {
 	const char *last_error; /* "" when none */
 	int64_t reconnects;     /* connection attempts after the first */
 	int64_t last_acked_seq; /* highest seq acknowledged by the controller */
+	int64_t next_dial_ms;   /* idle: ms until the next dial is due (0: now);
+				 * -1 when none is scheduled or not idle */
 } es_sync_info;
 
 /* Seconds between two looks at credential files that were found unusable

@@ -59,6 +59,7 @@ struct es_sync {
 	enum sync_state state;
 	es_backoff bo;
 	lws_sorted_usec_list_t sul_dial, sul_tick;
+	int64_t dial_at_ms;  /* es_time_mono_ms of the scheduled dial; 0: none */
 	int stopping;
 	/* A desired message was committed and its desiredAck queued: the
 	 * desired_changed hook runs once that ack is written (sync.c), or

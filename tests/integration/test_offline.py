@@ -231,6 +231,29 @@ class OfflineTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout)["node"]["metadata"]["name"], "n1")
+        self.assertIn("SYNC         ready (connected)", subprocess.run(
+            status + [f"127.0.0.1:{c.agent_ports['n1']}"], capture_output=True,
+            text=True, timeout=30).stdout)
+        self.assertNotIn("nextDialInMs", c.agent_state("n1")["sync"])
+
+        # The controller gone, the agent waits to dial again: state idle,
+        # and both the JSON and the table say it is not connected and when
+        # the next dial is due.
+        c.stop_controller()
+        st = wait_for("the agent waiting to redial",
+                      lambda: (lambda s: s if "nextDialInMs" in s["sync"] else None)(
+                          c.agent_state("n1")), timeout=30)
+        self.assertEqual(st["sync"]["state"], "idle")
+        self.assertGreaterEqual(st["sync"]["nextDialInMs"], 0)
+        self.assertLessEqual(st["sync"]["nextDialInMs"], 60000)
+        out = ""
+        for _ in range(50):  # between two dials (a dial is a few ms)
+            out = subprocess.run(status + [f"127.0.0.1:{c.agent_ports['n1']}"],
+                                 capture_output=True, text=True, timeout=30).stdout
+            if "next dial in" in out:
+                break
+            time.sleep(0.1)
+        self.assertRegex(out, r"SYNC +idle \(not connected: next dial in \d+\.\d s\)")
 
         srv = socket.socket()
         srv.bind(("127.0.0.1", 0))
