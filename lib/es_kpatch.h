@@ -64,8 +64,10 @@ int es_kpatch_item_key(const cJSON *item, const es_kpatch_key *k, char **out);
  * null members of to are dropped. from may be NULL (absent): then *out
  * builds to from nothing. Time is in proportion to the sizes times the
  * nesting depth, times a log for the keyed lists.
- * Errors: ES_ERR_INVAL (to is not an object), ES_ERR_NOMEM. *out owned by
- * the caller, NULL on error.
+ * Errors: ES_ERR_INVAL (to is not an object, or from or to has a member
+ * whose name begins with "$" anywhere: a change reads those as directives,
+ * so it cannot express them; send the whole document instead),
+ * ES_ERR_NOMEM. *out owned by the caller, NULL on error.
  */
 es_err es_kpatch_diff(const cJSON *from, const cJSON *to, cJSON **out);
 

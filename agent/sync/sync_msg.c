@@ -46,13 +46,23 @@ static char *build_report(es_sync *s, const es_outbox_row *row, int *snapshot,
 		type = "snapshot";
 		if (s->snapshot_sent &&
 		    es_store_base_get(s->st, &base_seq, &base) == ES_OK) {
-			/* Version 2: a keyed change (es_kpatch.h); 1: RFC 7386. */
-			if ((s->proto == 2 ? es_kpatch_diff(base, doc, &body) :
-			     es_mpatch_diff(base, doc, &body)) != ES_OK) {
+			/* Version 2: a keyed change (es_kpatch.h); 1: RFC 7386.
+			 * A state a keyed change cannot express (a member
+			 * named "$...") goes whole, as a snapshot. */
+			rc = s->proto == 2 ? es_kpatch_diff(base, doc, &body) :
+					     es_mpatch_diff(base, doc, &body);
+			if (rc == ES_ERR_INVAL && s->proto == 2) {
+				type = "snapshot";
+				base_seq = 0;
+				body = doc;
+				doc = NULL;
+				*snapshot = 1;
+			} else if (rc != ES_OK) {
 				es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 				goto cleanup;
+			} else {
+				type = s->proto == 2 ? "delta" : "patch";
 			}
-			type = s->proto == 2 ? "delta" : "patch";
 		} else {
 			body = doc;
 			doc = NULL;

@@ -38,7 +38,7 @@ static cJSON *parse(const char *p, size_t n)
 }
 
 /* 1 when a member name anywhere in v begins with "$" (a directive; a
- * Node has none, so diff need not express it). */
+ * Node has none, and es_kpatch_diff refuses a document with one). */
 static int has_directive(const cJSON *v)
 {
 	const cJSON *m;
@@ -77,9 +77,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t = NULL;
 
 	/* The change from A to B. */
-	if (!cJSON_IsObject(b) || fuzz_has_null_member(b) || has_directive(b))
+	if (!cJSON_IsObject(b) || fuzz_has_null_member(b))
 		goto cleanup;
-	if (es_kpatch_diff(a, b, &d) != ES_OK || !(t = cJSON_Duplicate(a, 1)))
+	rc = es_kpatch_diff(a, b, &d);
+	/* A "$" member (in A or B) no change can express: refused, nothing
+	 * else is. */
+	FUZZ_CHECK(rc == ES_OK || rc == ES_ERR_NOMEM ||
+		   (rc == ES_ERR_INVAL && (has_directive(a) || has_directive(b))),
+		   "diff refused a document without directives: %d", (int)rc);
+	if (rc != ES_OK || !(t = cJSON_Duplicate(a, 1)))
 		goto cleanup;
 	rc = es_kpatch_apply(&t, d, err, sizeof(err));
 	if (rc == ES_ERR_NOMEM)

@@ -128,6 +128,25 @@ static void test_equal_is_empty(void **state)
 	cJSON_Delete(a);
 }
 
+/* A member named "$..." reads as a directive in a change, so no change can
+ * add or remove it: diff refuses such documents, on either side (the
+ * fuzzer found a "$" member in from that diff "removed" with a null apply
+ * then refused). */
+static void test_dollar_members_refused(void **state)
+{
+	cJSON *a = J(node_a), *b = J("{\"status\":{\"nodeInfo\":{\"$os\":\"linux\"}}}");
+	cJSON *d = (cJSON *)1;
+
+	(void)state;
+	assert_int_equal(es_kpatch_diff(b, a, &d), ES_ERR_INVAL);
+	assert_null(d);
+	assert_int_equal(es_kpatch_diff(a, b, &d), ES_ERR_INVAL);
+	assert_null(d);
+	assert_int_equal(es_kpatch_diff(NULL, b, &d), ES_ERR_INVAL);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
 /* Lists that cannot be merged by key (an item without the key, a key
  * twice) are replaced whole, with {"$patch": "replace"} first; unkeyed
  * paths are replaced as in RFC 7386. */
@@ -313,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_reorder_add_remove),
 		cmocka_unit_test(test_one_item_costs_one_item),
 		cmocka_unit_test(test_equal_is_empty),
+		cmocka_unit_test(test_dollar_members_refused),
 		cmocka_unit_test(test_unkeyable_lists_replace),
 		cmocka_unit_test(test_bad_patches_refused),
 		cmocka_unit_test(test_order_is_lenient),
