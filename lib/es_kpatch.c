@@ -521,14 +521,12 @@ static cJSON *diff_obj(const cJSON *from, const cJSON *to, kpath *path)
 	return d.out;
 }
 
-/* 1 when a member name anywhere in v begins with "$": apply reads such a
- * name in a change as a directive, so no change can add or remove it. */
-static int has_dollar_member(const cJSON *v)
+int es_kpatch_has_directive(const cJSON *v)
 {
 	const cJSON *m;
 
 	cJSON_ArrayForEach(m, v) {
-		if ((m->string && m->string[0] == '$') || has_dollar_member(m))
+		if ((m->string && m->string[0] == '$') || es_kpatch_has_directive(m))
 			return 1;
 	}
 	return 0;
@@ -541,7 +539,7 @@ es_err es_kpatch_diff(const cJSON *from, const cJSON *to, cJSON **out)
 	if (!out)
 		return ES_ERR_INVAL;
 	*out = NULL;
-	if (!cJSON_IsObject(to) || has_dollar_member(to) || has_dollar_member(from))
+	if (!cJSON_IsObject(to) || es_kpatch_has_directive(to) || es_kpatch_has_directive(from))
 		return ES_ERR_INVAL;
 	*out = diff_obj(cJSON_IsObject(from) ? from : NULL, to, &path);
 	return *out ? ES_OK : ES_ERR_NOMEM;

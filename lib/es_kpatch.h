@@ -54,6 +54,13 @@ const es_kpatch_key *es_kpatch_key_of(const char *path);
 int es_kpatch_item_key(const cJSON *item, const es_kpatch_key *k, char **out);
 
 /*
+ * 1 when a member name anywhere in v (borrowed; NULL: none) begins with
+ * "$": es_kpatch_apply reads such a name in a change as a directive, so no
+ * change can add or remove it (a Node has none). Else 0.
+ */
+int es_kpatch_has_directive(const cJSON *v);
+
+/*
  * Computes the keyed change that turns from into to (both Node objects,
  * borrowed): es_kpatch_apply of *out to a copy of from gives a value equal
  * to to (es_json_equal), the keyed lists' order included. Members equal

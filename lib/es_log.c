@@ -132,6 +132,15 @@ static void put_time(line_buf *lb)
 	put_str(lb, tb);
 }
 
+/* " key=value" */
+static void put_pair(line_buf *lb, const char *key, const char *val)
+{
+	put_char(lb, ' ');
+	put_key(lb, key);
+	put_char(lb, '=');
+	put_value(lb, val, 0);
+}
+
 /* One line: the pairs of ap, then xkey=xval when xkey is not NULL. */
 static void log_v(es_log_level level, const char *component, const char *msg,
 		  va_list ap, const char *xkey, const char *xval)
@@ -151,20 +160,10 @@ static void log_v(es_log_level level, const char *component, const char *msg,
 	put_value(&lb, component, 0);
 	put_str(&lb, " msg=");
 	put_value(&lb, msg, 1);
-	while ((key = va_arg(ap, const char *)) != NULL) {
-		const char *val = va_arg(ap, const char *);
-
-		put_char(&lb, ' ');
-		put_key(&lb, key);
-		put_char(&lb, '=');
-		put_value(&lb, val, 0);
-	}
-	if (xkey) {
-		put_char(&lb, ' ');
-		put_key(&lb, xkey);
-		put_char(&lb, '=');
-		put_value(&lb, xval, 0);
-	}
+	while ((key = va_arg(ap, const char *)) != NULL)
+		put_pair(&lb, key, va_arg(ap, const char *));
+	if (xkey)
+		put_pair(&lb, xkey, xval);
 	if (lb.truncated)
 		memcpy(lb.buf + lb.len - 3, "...", 3);
 	lb.buf[lb.len++] = '\n';
@@ -275,7 +274,7 @@ void es_log_route_lws(void)
 	lws_set_log_level(lws_mask(log_level), lws_emit);
 }
 
-int es_log_gate_pass(es_log_gate *g, long long now_ms, unsigned long long *held)
+int es_log_gate_pass(es_log_gate *g, int64_t now_ms, unsigned long long *held)
 {
 	if (g->next_ms && now_ms < g->next_ms) {
 		g->held++;

@@ -17,6 +17,8 @@
 #ifndef ES_LOG_H
 #define ES_LOG_H
 
+#include <stdint.h>
+
 typedef enum es_log_level {
 	ES_LOG_ERROR = 0,
 	ES_LOG_WARN = 1,
@@ -63,7 +65,7 @@ void es_log(es_log_level level, const char *component, const char *msg, ...);
  * open. Keep one per kind of warning.
  */
 typedef struct es_log_gate {
-	long long next_ms;         /* es_time_mono_ms before which it is closed */
+	int64_t next_ms;           /* es_time_mono_ms before which it is closed */
 	unsigned long long held;   /* warnings not logged since the last one */
 } es_log_gate;
 
@@ -77,7 +79,7 @@ typedef struct es_log_gate {
  * returns 0 (and counts the warning as held back) while it is closed.
  * Cannot fail.
  */
-int es_log_gate_pass(es_log_gate *g, long long now_ms, unsigned long long *held);
+int es_log_gate_pass(es_log_gate *g, int64_t now_ms, unsigned long long *held);
 
 /*
  * es_log through gate g: logged when es_log_gate_pass lets it (the current

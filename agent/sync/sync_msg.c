@@ -51,19 +51,15 @@ static char *build_report(es_sync *s, const es_outbox_row *row, int *snapshot,
 			 * named "$...") goes whole, as a snapshot. */
 			rc = s->proto == 2 ? es_kpatch_diff(base, doc, &body) :
 					     es_mpatch_diff(base, doc, &body);
-			if (rc == ES_ERR_INVAL && s->proto == 2) {
-				type = "snapshot";
-				base_seq = 0;
-				body = doc;
-				doc = NULL;
-				*snapshot = 1;
-			} else if (rc != ES_OK) {
+			if (rc == ES_OK)
+				type = s->proto == 2 ? "delta" : "patch";
+			else if (rc != ES_ERR_INVAL || s->proto != 2) {
 				es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 				goto cleanup;
-			} else {
-				type = s->proto == 2 ? "delta" : "patch";
 			}
-		} else {
+		}
+		if (!body) {
+			base_seq = 0;
 			body = doc;
 			doc = NULL;
 			*snapshot = 1;

@@ -133,15 +133,15 @@ static const char *const stmt_sql[DB_ST_N] = {
 	[DB_ST_NODE_DESIRED_ACK] = "UPDATE nodes SET desired_ack_rv = ?1,"
 		" last_seen = ?2 WHERE name = ?3",
 	/* The apply path (es_db_object_put, es_db_rv) and the node reads of
-	 * the admin API (es_db_node_get, es_db_node_briefs of one node). */
+	 * the admin API (es_db_node_get, es_db_node_briefs). */
 	[DB_ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
 	[DB_ST_META_SET] = "UPDATE meta SET value = ?1 WHERE key = ?2",
 	[DB_ST_OBJECT_LOAD] = "SELECT body FROM objects WHERE kind = ?1 AND name = ?2",
 	[DB_ST_OBJECT_WRITE] = "INSERT OR REPLACE INTO objects (kind, name, uid,"
 		" generation, resource_version, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[DB_ST_NODE_GET] = "SELECT " DB_NODE_COLS " FROM nodes WHERE name = ?1",
-	[DB_ST_NODE_BRIEF] = "SELECT name, connected, last_seen, desired_ack_rv, acked_seq,"
-		" coalesce(stream_id, '') FROM nodes WHERE name = ?1",
+	[DB_ST_NODE_BRIEF] = "SELECT " DB_NODE_BRIEF_COLS " FROM nodes WHERE name = ?1",
+	[DB_ST_NODE_BRIEFS] = "SELECT " DB_NODE_BRIEF_COLS " FROM nodes ORDER BY name",
 	[DB_ST_SAVEPOINT] = "SAVEPOINT report",
 	[DB_ST_RELEASE] = "RELEASE report",
 	[DB_ST_ROLLBACK_TO] = "ROLLBACK TO report",

@@ -17,6 +17,9 @@
 /* The columns node_from_row (db_nodes.c) reads, in its order. */
 #define DB_NODE_COLS "name, labels, agent_version, boot_id, connected, last_seen," \
 	" acked_seq, state_seq, state, desired_ack_rv, created, NULLIF(stream_id, '')"
+/* The columns es_db_node_briefs (db_nodes.c) reads, in its order. */
+#define DB_NODE_BRIEF_COLS "name, connected, last_seen, desired_ack_rv, acked_seq," \
+	" coalesce(stream_id, '')"
 
 /* Statements kept prepared for the life of the handle (db__stmt). */
 enum db_stmt_id {
@@ -47,6 +50,7 @@ enum db_stmt_id {
 	DB_ST_OBJECT_WRITE,
 	DB_ST_NODE_GET,
 	DB_ST_NODE_BRIEF,
+	DB_ST_NODE_BRIEFS,
 	DB_ST_SAVEPOINT,
 	DB_ST_RELEASE,
 	DB_ST_ROLLBACK_TO,

@@ -463,8 +463,6 @@ cleanup:
 	return db__op_end(db, joined, rc);
 }
 
-#define NODE_COLS DB_NODE_COLS
-
 static cJSON *add_opt_str(cJSON *o, const char *key, const unsigned char *s)
 {
 	return s ? cJSON_AddStringToObject(o, key, (const char *)s) : cJSON_AddNullToObject(o, key);
@@ -566,20 +564,11 @@ es_err es_db_node_list(es_db *db, cJSON **out)
 	es_err rc;
 
 	*out = NULL;
-	rc = es_sqlite_prepare(db->sq, "SELECT " NODE_COLS " FROM nodes ORDER BY name", &st);
+	rc = es_sqlite_prepare(db->sq, "SELECT " DB_NODE_COLS " FROM nodes ORDER BY name", &st);
 	if (rc == ES_OK)
 		rc = es_sqlite_collect(db->sq, st, node_from_row, db, "node list", out);
 	sqlite3_finalize(st);
 	return rc;
-}
-
-/* Ends the use of st: reset when kept (db__stmt), else finalized. */
-static void stmt_done(sqlite3_stmt *st, int kept)
-{
-	if (kept)
-		sqlite3_reset(st);
-	else
-		sqlite3_finalize(st);
 }
 
 es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
@@ -593,10 +582,7 @@ es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
 
 	*out = NULL;
 	*n = 0;
-	/* One node's (the admin API's GET of a node): a kept statement. */
-	rc = node ? db__stmt(db, DB_ST_NODE_BRIEF, &st) : es_sqlite_prepare(db->sq,
-		"SELECT name, connected, last_seen, desired_ack_rv, acked_seq,"
-		" coalesce(stream_id, '') FROM nodes ORDER BY name", &st);
+	rc = db__stmt(db, node ? DB_ST_NODE_BRIEF : DB_ST_NODE_BRIEFS, &st);
 	if (rc != ES_OK)
 		return rc;
 	if (node)
@@ -625,7 +611,7 @@ es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
 		rc = es_sqlite_fail(db->sq, "node briefs");
 		goto cleanup;
 	}
-	stmt_done(st, node != NULL);
+	sqlite3_reset(st);
 	st = NULL;
 	for (size_t i = 0; i < len; i++)
 		if ((rc = es_db_node_conditions(db, b[i].name, &b[i].conditions)) != ES_OK)
@@ -635,7 +621,8 @@ es_err es_db_node_briefs(es_db *db, const char *node, es_db_node_brief **out,
 	b = NULL;
 	len = 0;
 cleanup:
-	stmt_done(st, node != NULL);
+	if (st)
+		sqlite3_reset(st);
 	es_db_node_briefs_free(b, len);
 	return rc;
 }

@@ -37,21 +37,6 @@ static cJSON *parse(const char *p, size_t n)
 	return v;
 }
 
-/* 1 when a member name anywhere in v begins with "$" (a directive; a
- * Node has none, and es_kpatch_diff refuses a document with one). */
-static int has_directive(const cJSON *v)
-{
-	const cJSON *m;
-
-	cJSON_ArrayForEach(m, v) {
-		if (m->string && m->string[0] == '$')
-			return 1;
-		if (has_directive(m))
-			return 1;
-	}
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fuzz_piece pc[2];
@@ -83,7 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A "$" member (in A or B) no change can express: refused, nothing
 	 * else is. */
 	FUZZ_CHECK(rc == ES_OK || rc == ES_ERR_NOMEM ||
-		   (rc == ES_ERR_INVAL && (has_directive(a) || has_directive(b))),
+		   (rc == ES_ERR_INVAL &&
+		    (es_kpatch_has_directive(a) || es_kpatch_has_directive(b))),
 		   "diff refused a document without directives: %d", (int)rc);
 	if (rc != ES_OK || !(t = cJSON_Duplicate(a, 1)))
 		goto cleanup;
