@@ -23,7 +23,9 @@
 #include "ident.h"
 #include "print.h"
 #include "tokens.h"
+#include "wait.h"
 #include "yaml.h"
+#include "es_health.h"
 
 #define API_PREFIX "/apis/edgesync.io/v1alpha1/"
 
@@ -58,6 +60,8 @@ typedef struct ctl {
 	es_ctl_token_opts tok; /* create token's --ttl, --usages, --labels, --name-prefix */
 	int forbidden;        /* a 403, or a TLS failure without a cert: explain the
 	                         identity at the end */
+	int wait;             /* apply --wait */
+	const char *timeout;  /* apply --timeout (a duration), NULL: 30s */
 } ctl;
 
 static void usage(FILE *f)
@@ -66,6 +70,9 @@ static void usage(FILE *f)
 		"Usage: edgesyncctl [flags] COMMAND [args]\n\n"
 		"Commands:\n"
 		"  apply -f FILE             create or update the objects in FILE (YAML or JSON; - for stdin)\n"
+		"      [--wait [--timeout 30s]]  then wait until each connected node the objects\n"
+		"                            select has acknowledged them (exit 1 when one did\n"
+		"                            not in time; nodes not connected are listed)\n"
 		"  get nodes|node NAME       list nodes or show one (-o wide: with store = etcd,\n"
 		"                            the CONTROLLER serving each)\n"
 		"  get KIND [NAME]           list objects of KIND (collectorconfigs, healthrules,\n"
@@ -406,18 +413,41 @@ static int64_t rv_of(const es_http_resp *r)
 	return rv;
 }
 
+/* apply --timeout as milliseconds (default 30 s); -1 when bad (printed). */
+static int64_t wait_timeout_ms(const ctl *c)
+{
+	char err[256];
+	int64_t ms = 30000;
+
+	if (c->timeout && (es_health_duration_parse(c->timeout, &ms, err, sizeof(err)) != ES_OK ||
+			   ms < 1000 || ms > 3600000)) {
+		fprintf(stderr, "error: --timeout: %s\n", ms < 1000 || ms > 3600000 ?
+			"a duration of 1s to 1h" : err);
+		return -1;
+	}
+	return ms;
+}
+
 static int cmd_apply(ctl *c)
 {
-	cJSON *objs, *o;
+	cJSON *objs, *o, *applied = NULL;
 	int idx = 0, failed = 0, rc;
+	int64_t timeout_ms = wait_timeout_ms(c);
 
 	if (!c->file) {
 		fprintf(stderr, "error: apply needs -f FILE (- for stdin)\n");
 		return ES_CTL_EXIT_USAGE;
 	}
+	if (timeout_ms < 0)
+		return ES_CTL_EXIT_USAGE;
 	rc = load_manifest(c->file, &objs);
 	if (rc != ES_CTL_EXIT_OK)
 		return rc;
+	if (c->wait && !(applied = cJSON_CreateArray())) {
+		fprintf(stderr, "error: out of memory\n");
+		cJSON_Delete(objs);
+		return ES_CTL_EXIT_RUNTIME;
+	}
 	cJSON_ArrayForEach(o, objs) {
 		char path[512], id[400], *body = NULL;
 		es_http_resp r = { 0 };
@@ -453,7 +483,12 @@ static int cmd_apply(ctl *c)
 			const char *what = r.status == 201 || !existed ? "created"
 					   : rv_of(&r) == before && before >= 0 ? "unchanged"
 					   : "configured";
+			cJSON *got = NULL;
+
 			printf("%s %s\n", id, what);
+			if (applied && es_json_parse(r.body, r.body_len, ES_JSON_MAX_DEPTH,
+						     &got, NULL, 0) == ES_OK)
+				cJSON_AddItemToArray(applied, got);
 		} else {
 			server_error(id, &r);
 			failed = 1;
@@ -461,6 +496,15 @@ static int cmd_apply(ctl *c)
 		es_http_resp_free(&r);
 	}
 	cJSON_Delete(objs);
+	/* What was applied is waited for, also when another object failed. */
+	if (applied && cJSON_GetArraySize(applied) > 0) {
+		es_ctl_api api = { api_call, c };
+
+		fflush(stdout);
+		if (es_ctl_wait_applied(&api, applied, timeout_ms, stdout) != ES_CTL_EXIT_OK)
+			failed = 1;
+	}
+	cJSON_Delete(applied);
 	return failed ? ES_CTL_EXIT_RUNTIME : ES_CTL_EXIT_OK;
 }
 
@@ -664,6 +708,15 @@ int es_ctl_main(int argc, char **argv)
 					out);
 				goto cleanup;
 			}
+		} else if (strcmp(a, "--wait") == 0) {
+			c.wait = 1;
+		} else if (!strcmp(a, "--timeout") || !strncmp(a, "--timeout=", 10)) {
+			val = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
+			if (!val) {
+				fprintf(stderr, "error: --timeout needs a duration (30s, 2m)\n");
+				goto cleanup;
+			}
+			c.timeout = val;
 		} else if (token_flag(argc, argv, &i, &c.tok, &val)) {
 			if (!val) {
 				fprintf(stderr, "error: %s needs a value\n", a);
@@ -698,6 +751,14 @@ int es_ctl_main(int argc, char **argv)
 	    !(strcmp(cmd, "create") == 0 && c.npos == 2 && strcmp(c.pos[1], "token") == 0)) {
 		fprintf(stderr, "error: --ttl, --usages, --labels and --name-prefix are "
 			"flags of create token only\n");
+		goto cleanup;
+	}
+	if ((c.wait || c.timeout) && strcmp(cmd, "apply") != 0) {
+		fprintf(stderr, "error: --wait and --timeout are flags of apply only\n");
+		goto cleanup;
+	}
+	if (c.timeout && !c.wait) {
+		fprintf(stderr, "error: --timeout needs --wait\n");
 		goto cleanup;
 	}
 	if ((strcmp(cmd, "apply") == 0 || strcmp(cmd, "get") == 0 ||

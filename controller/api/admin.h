@@ -5,6 +5,8 @@
  * Paths (Kubernetes API conventions):
  *   GET    /apis/edgesync.io/v1alpha1/nodes                 NodeList
  *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME            Node
+ *          (?waitForDesiredResourceVersion=N&timeoutSeconds=T: a wait the
+ *          server answers with a Status itself, net/server_wait.c)
  *   DELETE /apis/edgesync.io/v1alpha1/nodes/NAME            revoke the node: its
  *          certificates are refused from then on, its name may join again
  *   GET    /apis/edgesync.io/v1alpha1/nodes/NAME/describe   desired beside reported

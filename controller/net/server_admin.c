@@ -35,12 +35,15 @@ struct http_req {
 	admin_wait *wait;   /* the store's answer is awaited */
 	int owed_status;    /* that answer came: headers owed (status) */
 	const char *owed_type;
+	struct lws *wsi;
+	node_wait *nwait;   /* a node GET waiting for its desiredAck (server_wait.c) */
 };
 
 static void req_reset(http_req *r)
 {
 	if (r->wait)
 		r->wait->r = NULL; /* on_admin_done frees it */
+	server__wait_cancel(r->nwait);
 	free(r->path);
 	free(r->query);
 	es_buf_free(&r->body);
@@ -87,6 +90,20 @@ static int respond_status(struct lws *wsi, http_req *r, int code,
 		       close_now);
 }
 
+/* Answers r from the next LWS_CALLBACK_HTTP_WRITEABLE (an answer found
+ * outside the request's own callback): status, ctype (static) and body
+ * (taken; NULL: out of memory, sent without one). */
+static void owe(struct lws *wsi, http_req *r, int status, const char *ctype,
+		char *body, size_t len)
+{
+	free(r->resp);
+	r->resp = body;
+	r->resp_len = body ? len : 0;
+	r->owed_status = status;
+	r->owed_type = ctype;
+	lws_callback_on_writable(wsi);
+}
+
 /* The store's answer to a pending request (es_admin_done_fn): the
  * response is written from the next LWS_CALLBACK_HTTP_WRITEABLE. */
 static void on_admin_done(void *ud, es_admin_resp *resp)
@@ -104,12 +121,11 @@ static void on_admin_done(void *ud, es_admin_resp *resp)
 		return;
 	}
 	r->wait = NULL;
-	free(r->resp);
-	r->resp = resp ? resp->body : strdup(oom);
-	r->resp_len = r->resp ? (resp ? resp->body_len : strlen(oom)) : 0;
-	r->owed_status = resp ? resp->status : 500;
-	r->owed_type = resp ? resp->content_type : "application/json";
-	lws_callback_on_writable(w->wsi);
+	if (resp)
+		owe(w->wsi, r, resp->status, resp->content_type, resp->body,
+		    resp->body_len);
+	else
+		owe(w->wsi, r, 500, "application/json", strdup(oom), strlen(oom));
 	free(w);
 }
 
@@ -120,24 +136,12 @@ void es_server_set_store(es_server *srv, es_store *store)
 	es_store_on_revoked(store, es_server_node_revoked, srv);
 }
 
-static int dispatch(struct lws *wsi, es_server *s, http_req *r)
+/* Hands r to the admin API (admin.h). */
+static int api(struct lws *wsi, es_server *s, http_req *r)
 {
 	es_admin_resp resp = { 0 };
 	admin_wait *w = NULL;
 
-	if (strcmp(r->path, "/metrics") == 0) {
-		size_t len = 0;
-		char *m;
-
-		if (strcmp(r->method, "GET") != 0)
-			return respond_status(wsi, r, 405, "MethodNotAllowed",
-					      "/metrics: only GET", 0);
-		if (es_ctrl_metrics_render(s->metrics, s->n_ready, &m, &len) != ES_OK)
-			return respond_status(wsi, r, 500, "InternalError",
-					      "out of memory", 0);
-		return respond(wsi, r, 200,
-			       "text/plain; version=0.0.4; charset=utf-8", m, len, 0);
-	}
 	if (s->store && !(w = calloc(1, sizeof(*w))))
 		return respond_status(wsi, r, 500, "InternalError", "out of memory", 0);
 	if (w) {
@@ -157,6 +161,99 @@ static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 	free(w);
 	return respond(wsi, r, resp.status, resp.content_type, resp.body,
 		       resp.body_len, 0);
+}
+
+/* The Status of a wait's outcome (server_wait.c): status Success for
+ * 200 (API conventions: a Status may report success), else Failure with
+ * reason. NULL when out of memory. */
+static char *wait_status(int code, const char *reason, const char *message)
+{
+	cJSON *st = es_admin_status(code, reason ? reason : "", message);
+	char *b = NULL;
+
+	if (st && code == 200) {
+		cJSON_DeleteItemFromObject(st, "reason");
+		cJSON_ReplaceItemInObject(st, "status", cJSON_CreateString("Success"));
+	}
+	b = st ? es_json_print(st) : NULL;
+	cJSON_Delete(st);
+	return b;
+}
+
+/* How a node GET's wait ended (server_wait_fn): its Status is owed. */
+static void on_wait_done(void *ud, int status, const char *reason, const char *message)
+{
+	http_req *r = ud;
+	char *b = wait_status(status, reason, message);
+
+	r->nwait = NULL;
+	owe(r->wsi, r, status, "application/json", b, b ? strlen(b) : 0);
+}
+
+/* The node NAME of "GET <API>/nodes/NAME" (no further segment) in path,
+ * else NULL. */
+static const char *node_get_name(const http_req *r)
+{
+	static const char pre[] = "/apis/edgesync.io/v1alpha1/nodes/";
+	const char *name = r->path + sizeof(pre) - 1;
+
+	if (strcmp(r->method, "GET") != 0 || strncmp(r->path, pre, sizeof(pre) - 1) != 0 ||
+	    !*name || strchr(name, '/'))
+		return NULL;
+	return name;
+}
+
+/* A request with waitForDesiredResourceVersion (server_wait.c): answered
+ * once the node is in sync, it has no session here, or the timeout. */
+static int dispatch_wait(struct lws *wsi, es_server *s, http_req *r)
+{
+	const char *node = node_get_name(r);
+	char why[600], *b;
+	int64_t rv = 0;
+	int timeout_s = 0, st;
+
+	if (server__wait_params(r->query, &rv, &timeout_s, why, sizeof(why)) < 0)
+		return respond_status(wsi, r, 400, "BadRequest", why, 0);
+	if (!node) {
+		snprintf(why, sizeof(why), "%s applies to GET "
+			 "/apis/edgesync.io/v1alpha1/nodes/NAME only, not to %s %s",
+			 SERVER_WAIT_PARAM, r->method, r->path);
+		return respond_status(wsi, r, 400, "BadRequest", why, 0);
+	}
+	if (!es_obj_name_valid(node))
+		return api(wsi, s, r); /* the API's own 404 */
+	st = server__wait_start(s, node, rv, timeout_s, on_wait_done, r, &r->nwait,
+				why, sizeof(why));
+	if (st == 0)
+		return 0;
+	if (st == 500)
+		return respond_status(wsi, r, 500, "InternalError", why, 0);
+	b = wait_status(st, st == 409 ? "NodeNotConnected" : NULL, why);
+	return respond(wsi, r, st, "application/json", b, b ? strlen(b) : 0, 0);
+}
+
+static int dispatch(struct lws *wsi, es_server *s, http_req *r)
+{
+	int64_t rv;
+	int timeout_s;
+	char why[8];
+
+	if (strcmp(r->path, "/metrics") == 0) {
+		size_t len = 0;
+		char *m;
+
+		if (strcmp(r->method, "GET") != 0)
+			return respond_status(wsi, r, 405, "MethodNotAllowed",
+					      "/metrics: only GET", 0);
+		if (es_ctrl_metrics_render(s->metrics, s->n_ready, &m, &len) != ES_OK)
+			return respond_status(wsi, r, 500, "InternalError",
+					      "out of memory", 0);
+		return respond(wsi, r, 200,
+			       "text/plain; version=0.0.4; charset=utf-8", m, len, 0);
+	}
+	if (server__wait_params(r->query, &rv, &timeout_s, why, sizeof(why)) != 0)
+		return dispatch_wait(wsi, s, r);
+	return api(wsi, s, r);
 }
 
 /* Collects the URI arguments, joined with '&'. */
@@ -187,6 +284,7 @@ static int on_http(struct lws *wsi, es_server *s, http_req *r, const char *uri,
 	long long clen = -1;
 
 	req_reset(r);
+	r->wsi = wsi;
 	lws_get_peer_simple(wsi, peer, sizeof(peer));
 	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]) && !r->method; i++)
 		if (lws_hdr_total_length(wsi, ms[i].tok) > 0)
@@ -288,7 +386,11 @@ static int on_http_writeable(struct lws *wsi, es_server *s, http_req *r)
 
 		r->owed_status = 0;
 		r->resp = NULL;
-		return respond(wsi, r, status, r->owed_type, body, r->resp_len, 0);
+		if (respond(wsi, r, status, r->owed_type, body, r->resp_len, 0) != 0)
+			return -1;
+		/* The body follows in this callback (libwebsockets queues what
+		 * the socket does not take), so nothing the loop does next, such
+		 * as a batch's fsync, comes between the two. */
 	}
 	if (!r->responding)
 		return 0;

@@ -2,8 +2,9 @@
  * server_int.h - what server.c (context, vhosts, agent connections: peer
  * check, framing, outgoing queue, closing, liveness), server_sync.c (the
  * agent protocol's messages and desired-state pushes) and server_admin.c
- * (the admin HTTPS vhost and /metrics) share. Private to the server
- * module: nothing outside those three files includes it.
+ * (the admin HTTPS vhost and /metrics) share, with the parts each
+ * section below names. Private to the server module: nothing outside
+ * controller/net includes it.
  */
 #ifndef ES_CTRL_SERVER_INT_H
 #define ES_CTRL_SERVER_INT_H
@@ -21,6 +22,7 @@
 #include "es_pki.h"
 #include "es_proto.h"
 #include "es_buf.h"
+#include "es_json.h"
 #include "es_ws.h"
 #include "net/metrics.h"
 #include "net/server.h"
@@ -61,6 +63,9 @@ typedef struct conn {
 	void *session_wait;   /* a take in flight (es_store_session_take) */
 	cJSON *hello_msg;     /* ... and the hello it holds back */
 	int session_held;     /* this connection counts as holding it */
+	/* server_wait.c: the last resourceVersion pushed in a desired message
+	 * (the sync after the hello included) and the last desiredAck. */
+	int64_t pushed_rv, acked_rv;
 } conn;
 
 /* An agent connection accepted and not yet past its hello (the
@@ -91,6 +96,7 @@ struct es_server {
 	lws_sorted_usec_list_t batch_sul;
 	size_t batch_reports;
 	int64_t batch_done_us;  /* es_time_mono_us when the last batch commit ended */
+	int batch_idle;         /* the open batch began on an idle store */
 	int64_t debug_exit_after; /* EDGESYNC_DEBUG_EXIT_AFTER_COMMIT; 0 off, -1 unread */
 	int store_lost_set;    /* server_session.c: es_store_set_lost done */
 	int leaving;           /* es_server_leave: no session is taken */
@@ -111,6 +117,7 @@ struct es_server {
 				* malloc_trim */
 	int sweeps_since_trim; /* sweeps since the heap was last looked at
 				* (server.c trim_heap) */
+	struct node_wait *waits; /* server_wait.c: admin requests waiting */
 	unsigned char chunk[LWS_PRE + SERVER_HTTP_CHUNK];
 };
 
@@ -192,6 +199,52 @@ void server__session_replaced(conn *c, const char *why);
 /* c is going away: a take in flight is forgotten; the session is given up
  * when no other connection of the node here holds it. */
 void server__session_release(conn *c);
+
+/* ---- server_wait.c ---- */
+
+/* The query parameter of a node GET that waits (README, "edgesyncctl"),
+ * and the bounds of its timeoutSeconds (default, largest). */
+#define SERVER_WAIT_PARAM "waitForDesiredResourceVersion"
+#define SERVER_WAIT_DEFAULT_S 30
+#define SERVER_WAIT_MAX_S 600
+
+typedef struct node_wait node_wait;
+
+/* How a wait ended: status 200 (in sync; reason NULL), 409 (reason
+ * NodeNotConnected: no session of the node here) or 504 (Timeout);
+ * message says what, naming the node (borrowed for the call). */
+typedef void (*server_wait_fn)(void *ud, int status, const char *reason,
+			       const char *message);
+
+/*
+ * Reads waitForDesiredResourceVersion (an integer >= 1) and timeoutSeconds
+ * (1..SERVER_WAIT_MAX_S; SERVER_WAIT_DEFAULT_S when absent) from query
+ * ("a=1&b=2", may be NULL; other parameters are ignored). Returns 1 when
+ * the wait parameter is present, 0 when it is not, -1 when either value
+ * is malformed (why names the parameter and the value).
+ */
+int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
+			char *why, size_t whysz);
+
+/*
+ * Starts waiting until node is in sync as of rv (server_wait.c's head
+ * comment), for at most timeout_s seconds. Decided at once (msg says
+ * what): 200 in sync now, 409 no session of the node here, 500 out of
+ * memory; nothing is waited and done never runs. Else 0 with *out set: done(ud,
+ * ...) runs once, later on the event loop, unless server__wait_cancel(*out)
+ * comes first.
+ */
+int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s,
+		       server_wait_fn done, void *ud, node_wait **out,
+		       char *msg, size_t msgsz);
+
+/* Forgets w without calling its done (the request went away). NULL-safe. */
+void server__wait_cancel(node_wait *w);
+
+/* Ends the waits of node (NULL: every node) that are in sync now (200) or
+ * whose node has no session here any more (409); returns how many ended.
+ * Called after a desiredAck, a push and a closed connection. */
+int server__wait_check(es_server *s, const char *node);
 
 /* ---- server_health.c ---- */
 

@@ -33,6 +33,7 @@
  */
 #define BATCH_WINDOW_US 2000
 #define BATCH_IDLE_US 1
+#define BATCH_AFTER_ANSWER_US 200
 #define BATCH_MAX_REPORTS 1024
 /* A batch whose report cursors etcd did not take waits this long (µs)
  * before they are sent again (its acks wait with it). */
@@ -65,6 +66,7 @@ static es_err batch_flush(desired_batch *b, int more)
 		return ES_ERR_NOMEM;
 	if (server__queue_msg(b->c, m) != ES_OK)
 		return ES_ERR_NOMEM;
+	b->c->pushed_rv = b->rv;
 	if (more) {
 		b->objs = cJSON_CreateArray();
 		b->dels = cJSON_CreateArray();
@@ -236,12 +238,17 @@ void es_server_object_changed(void *ud, const cJSON *prev, const cJSON *cur)
 			continue;
 		if (built[del] == ES_OK && server__queue_buf(c, bufs[del]) == ES_OK) {
 			es_ctrl_metrics_pushed(&c->acks, rv, now_us);
+			c->pushed_rv = rv;
 			continue;
 		}
 		server__queue_error(c, ES_PC_INTERNAL, "out of memory");
 	}
 	es_ws_buf_unref(bufs[0]);
 	es_ws_buf_unref(bufs[1]);
+	/* A write that targets no waiting node still moves the store's
+	 * resourceVersion up to what a wait asks for. */
+	if (s->waits)
+		server__wait_check(s, NULL);
 }
 
 /* ---- agents: batches of reports ---- */
@@ -567,9 +574,23 @@ static void batch_join(es_server *s)
 	if (es_db_batch_open(s->db))
 		return;
 	es_db_batch_begin(s->db);
+	s->batch_idle = es_time_mono_us() - s->batch_done_us >= BATCH_WINDOW_US;
 	lws_sul_schedule(s->ctx, 0, &s->batch_sul, batch_timer,
-			 es_time_mono_us() - s->batch_done_us >= BATCH_WINDOW_US ?
-			 BATCH_IDLE_US : BATCH_WINDOW_US);
+			 s->batch_idle ? BATCH_IDLE_US : BATCH_WINDOW_US);
+}
+
+/* An admin answer was owed in this turn of the loop (a wait that a
+ * desiredAck ended): a batch that would commit at the next turn, before
+ * the loop writes, commits BATCH_AFTER_ANSWER_US later instead, so the
+ * answer goes out first and does not wait for the fsync. Lost in a crash
+ * in between, the desiredAck is recorded again after the agent's next
+ * hello: the sync after every hello is acknowledged (PROTOCOL.md,
+ * "Desired state"). */
+static void batch_after_answers(es_server *s)
+{
+	if (es_db_batch_open(s->db) && s->batch_idle)
+		lws_sul_schedule(s->ctx, 0, &s->batch_sul, batch_timer,
+				 BATCH_AFTER_ANSWER_US);
 }
 
 /* c is owed an ack of seq (and a resync) when the batch commits. */
@@ -959,6 +980,10 @@ void server__handle_message(conn *c, const char *buf, size_t len)
 					    "the controller's store failed");
 		else if (c->full_owed && rv >= c->full_rv)
 			full_acknowledged(c);
+		if (rv > c->acked_rv)
+			c->acked_rv = rv;
+		if (c->srv->waits && server__wait_check(c->srv, c->node) > 0)
+			batch_after_answers(c->srv);
 		break;
 	case ES_MSG_PING:
 		if (server__queue_msg(c, es_proto_pong(cJSON_GetStringValue(

@@ -1,0 +1,253 @@
+/*
+ * server_wait.c - admin requests that wait until a node's agent holds the
+ * desired state up to a resourceVersion (GET .../nodes/NAME?
+ * waitForDesiredResourceVersion=N, server_int.h): the waits, their
+ * timeouts and the check made when a desiredAck arrives, a write is
+ * pushed or an agent's connection closes.
+ *
+ * A node is in sync as of N when this controller has taken in every write
+ * up to N (its store's resourceVersion is N or later, which with etcd
+ * means its mirror has caught up) and the node's connection here has
+ * acknowledged every desired message pushed to it up to N: its latest
+ * desiredAck is at least min(N, the last resourceVersion pushed to it).
+ * A write that does not target the node is never pushed to it, so it
+ * needs no acknowledgement.
+ */
+#include "net/server_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/db.h"
+
+struct node_wait {
+	struct node_wait *prev, *next;
+	es_server *srv;
+	lws_sorted_usec_list_t timeout;
+	char node[ES_NAME_MAX + 1];
+	int64_t rv;
+	int timeout_s;
+	server_wait_fn done;
+	void *ud;
+};
+
+/* Reads a decimal integer of 1..max; -1 when s is anything else. */
+static int64_t param_int(const char *s, size_t len, int64_t max)
+{
+	int64_t v = 0;
+
+	if (!len || len > 19)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+		if (v > max)
+			return -1;
+	}
+	return v >= 1 ? v : -1;
+}
+
+int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
+			char *why, size_t whysz)
+{
+	const char *p = query;
+	int found = 0;
+
+	*rv = 0;
+	*timeout_s = SERVER_WAIT_DEFAULT_S;
+	while (p && *p) {
+		const char *amp = strchr(p, '&'), *eq;
+		size_t len = amp ? (size_t)(amp - p) : strlen(p);
+		int64_t v;
+
+		eq = memchr(p, '=', len);
+		if (eq && (size_t)(eq - p) == strlen(SERVER_WAIT_PARAM) &&
+		    !strncmp(p, SERVER_WAIT_PARAM, (size_t)(eq - p))) {
+			v = param_int(eq + 1, len - (size_t)(eq + 1 - p), ES_JSON_MAX_INT);
+			if (v < 0) {
+				snprintf(why, whysz, "%s must be a resourceVersion "
+					 "(an integer of 1 or more), not \"%.*s\"",
+					 SERVER_WAIT_PARAM, (int)(len - (size_t)(eq + 1 - p)),
+					 eq + 1);
+				return -1;
+			}
+			*rv = v;
+			found = 1;
+		} else if (eq && eq - p == 14 && !strncmp(p, "timeoutSeconds", 14)) {
+			v = param_int(eq + 1, len - 15, SERVER_WAIT_MAX_S);
+			if (v < 0) {
+				snprintf(why, whysz, "timeoutSeconds must be an integer "
+					 "of 1 to %d, not \"%.*s\"", SERVER_WAIT_MAX_S,
+					 (int)(len - 15), eq + 1);
+				return -1;
+			}
+			*timeout_s = (int)v;
+		}
+		p = amp ? amp + 1 : NULL;
+	}
+	return found;
+}
+
+/* The connection that serves node here: ready, or still at its hello
+ * (*ready 0); NULL when there is none. A connection being replaced or
+ * closing does not count. */
+static conn *node_conn(es_server *s, const char *node, int *ready)
+{
+	conn *hello = NULL;
+
+	for (conn *c = s->conns; c; c = c->next) {
+		if (c->replaced || strcmp(c->node, node) != 0)
+			continue;
+		if (c->state == CS_READY) {
+			*ready = 1;
+			return c;
+		}
+		if (c->state == CS_HELLO)
+			hello = c;
+	}
+	*ready = 0;
+	return hello;
+}
+
+/* 1 when node is in sync as of rv here (the file's head comment). */
+static int in_sync(es_server *s, conn *c, int64_t rv)
+{
+	int64_t cur = 0, compacted = 0;
+
+	if (!c->pushed_rv || es_db_rv(s->db, &cur, &compacted) != ES_OK || cur < rv)
+		return 0;
+	return c->acked_rv >= (rv < c->pushed_rv ? rv : c->pushed_rv);
+}
+
+static void in_sync_message(const char *node, int64_t rv, const conn *c, char *msg,
+			    size_t msgsz)
+{
+	snprintf(msg, msgsz, "node %s holds the desired state of resourceVersion %lld "
+		 "(its last desiredAck: %lld)", node, (long long)rv,
+		 (long long)c->acked_rv);
+}
+
+static void not_connected(const char *node, char *msg, size_t msgsz)
+{
+	snprintf(msg, msgsz, "node %s has no agent session on this controller: "
+		 "it gets the desired state when its agent connects (with store = "
+		 "etcd, status.sync.controller names the controller serving it)",
+		 node);
+}
+
+static void unlink_wait(node_wait *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		w->srv->waits = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	lws_sul_cancel(&w->timeout);
+}
+
+/* Ends w: unlinked and freed, then its callback runs. */
+static void finish(node_wait *w, int status, const char *reason, const char *msg)
+{
+	server_wait_fn done = w->done;
+	void *ud = w->ud;
+
+	unlink_wait(w);
+	free(w);
+	done(ud, status, reason, msg);
+}
+
+static void on_timeout(lws_sorted_usec_list_t *sul)
+{
+	node_wait *w = lws_container_of(sul, node_wait, timeout);
+	int ready = 0;
+	conn *c = node_conn(w->srv, w->node, &ready);
+	char msg[512];
+
+	if (c && ready)
+		snprintf(msg, sizeof(msg), "node %s did not acknowledge the desired "
+			 "state of resourceVersion %lld within %d s (its last "
+			 "desiredAck: %lld)", w->node, (long long)w->rv, w->timeout_s,
+			 (long long)c->acked_rv);
+	else
+		snprintf(msg, sizeof(msg), "node %s did not acknowledge the desired "
+			 "state of resourceVersion %lld within %d s (its agent's "
+			 "session here is still at its hello)", w->node,
+			 (long long)w->rv, w->timeout_s);
+	finish(w, 504, "Timeout", msg);
+}
+
+int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s,
+		       server_wait_fn done, void *ud, node_wait **out,
+		       char *msg, size_t msgsz)
+{
+	int ready = 0;
+	conn *c = node_conn(s, node, &ready);
+	node_wait *w;
+
+	*out = NULL;
+	if (!c) {
+		not_connected(node, msg, msgsz);
+		return 409;
+	}
+	if (ready && in_sync(s, c, rv)) {
+		in_sync_message(node, rv, c, msg, msgsz);
+		return 200;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		snprintf(msg, msgsz, "out of memory");
+		return 500;
+	}
+	w->srv = s;
+	snprintf(w->node, sizeof(w->node), "%s", node);
+	w->rv = rv;
+	w->timeout_s = timeout_s;
+	w->done = done;
+	w->ud = ud;
+	w->next = s->waits;
+	if (s->waits)
+		s->waits->prev = w;
+	s->waits = w;
+	lws_sul_schedule(s->ctx, 0, &w->timeout, on_timeout,
+			 (lws_usec_t)timeout_s * LWS_US_PER_SEC);
+	*out = w;
+	return 0;
+}
+
+void server__wait_cancel(node_wait *w)
+{
+	if (!w)
+		return;
+	unlink_wait(w);
+	free(w);
+}
+
+int server__wait_check(es_server *s, const char *node)
+{
+	node_wait *w = s->waits, *next;
+	int ended = 0;
+
+	for (; w; w = next) {
+		int ready = 0;
+		conn *c;
+		char msg[512];
+
+		next = w->next;
+		if (node && strcmp(w->node, node) != 0)
+			continue;
+		c = node_conn(s, w->node, &ready);
+		if (!c) {
+			not_connected(w->node, msg, sizeof(msg));
+			finish(w, 409, "NodeNotConnected", msg);
+			ended++;
+		} else if (ready && in_sync(s, c, w->rv)) {
+			in_sync_message(w->node, w->rv, c, msg, sizeof(msg));
+			finish(w, 200, NULL, msg);
+			ended++;
+		}
+	}
+	return ended;
+}
