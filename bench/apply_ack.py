@@ -6,12 +6,16 @@ Runs the real binaries of a build tree (default: build) on loopback:
 
 1. apply -> ack: a controller and one real agent; N applies of a changed
    CollectorConfig, each a PUT on one kept admin connection (HTTP
-   keep-alive over one TLS session, as `edgesyncctl` does), timed until
-   the controller holds the agent's desiredAck for it (polled on a second
-   kept connection). Prints p50/p99 of that, the controller's own
-   push -> desiredAck histogram, and the fsyncs (fsync + fdatasync, by
-   strace -f on both processes) per apply: all of them, and those that
-   happened between the PUT and the desiredAck (on the path).
+   keep-alive over one TLS session, as `edgesyncctl` does), then on the
+   same connection the node GET that waits for the agent's desiredAck of
+   it (waitForDesiredResourceVersion, as `edgesyncctl apply --wait`;
+   --poll: polling GETs on a second connection instead), timed until that
+   answer is read. Prints p50/p99 of that and of the PUT alone, the
+   controller's own push -> desiredAck histogram, and the fsyncs (fsync +
+   fdatasync, by strace -f on both processes) per apply: all of them, and
+   those that happened between the PUT and the desiredAck (on the path).
+   Then the same N applies from C (es-bench-apply-ack, on lib/es_http as
+   edgesyncctl), without strace.
 2. reports stored per second: S fake agent sessions (the raw protocol
    client of tests/integration/harness.py, one certificate each) each send
    M small event reports with at most W unacknowledged; prints stored
@@ -23,7 +27,9 @@ other work): the figures are loopback figures under whatever else runs.
 Run it inside the integration lock (flock /tmp/es-systest.lock).
 
 Usage: bench/apply_ack.py [--build DIR] [--applies N] [--sessions S]
-                          [--reports M] [--window W] [--no-strace]
+                          [--reports M] [--window W] [--no-strace] [--poll]
+                          [--gap-ms M]
+                          [--only apply|store]
 """
 
 import argparse
@@ -131,10 +137,16 @@ def apply_ack(c, args, tmp):
         if st not in (200, 201):
             raise SystemExit(f"apply failed: HTTP {st}: {obj}")
         rv = obj["metadata"]["resourceVersion"]
-        while True:
-            st, n = poll.call("GET", node_path)
-            if n["status"]["sync"]["desiredResourceVersion"] >= rv:
-                return t0, time.time(), t_put
+        if args.poll:
+            while True:
+                st, n = poll.call("GET", node_path)
+                if n["status"]["sync"]["desiredResourceVersion"] >= rv:
+                    return t0, time.time(), t_put
+        st, n = put.call("GET", f"{node_path}?waitForDesiredResourceVersion={rv}"
+                         "&timeoutSeconds=10")
+        if st != 200:
+            raise SystemExit(f"wait failed: HTTP {st}: {n}")
+        return t0, time.time(), t_put
 
     for i in range(5):  # warm up: the object exists, connections are open
         once(i)
@@ -148,9 +160,13 @@ def apply_ack(c, args, tmp):
     h0 = (metric(c, "edgesync_controller_desired_ack_latency_seconds_sum"),
           metric(c, "edgesync_controller_desired_ack_latency_seconds_count"))
     spans = []
+    # Under strace the agent's reconcile and collection round after each
+    # apply (about 10 fsyncs) takes longer than 50 ms: the next apply would
+    # wait for it, so the traced loop leaves 200 ms between applies.
+    gap = (args.gap_ms if args.gap_ms is not None else 50 if args.no_strace else 200) / 1000
     for i in range(args.applies):
         spans.append(once(i))
-        time.sleep(0.05)  # let the reconcile and its round run between applies
+        time.sleep(gap)  # let the reconcile and its round run between applies
     time.sleep(1)
     h1 = (metric(c, "edgesync_controller_desired_ack_latency_seconds_sum"),
           metric(c, "edgesync_controller_desired_ack_latency_seconds_count"))
@@ -158,9 +174,11 @@ def apply_ack(c, args, tmp):
         p.terminate()
         p.wait()
     lat = [(b - a) * 1000 for a, b, _ in spans]
+    put_ms = [(p - a) * 1000 for a, _, p in spans]
     print(f"apply_to_desired_ack_ms p50 {pct(lat, 0.5):.2f} p99 {pct(lat, 0.99):.2f} "
           f"max {max(lat):.2f} (n={len(lat)}; PUT on a kept admin connection until "
-          f"the controller holds the desiredAck, polled on a second one)")
+          f"the controller holds the desiredAck, {'polled on a second one' if args.poll else 'then a waiting GET on the same one'})")
+    print(f"put_answered_ms p50 {pct(put_ms, 0.5):.2f} p99 {pct(put_ms, 0.99):.2f}")
     if h0[1] is not None and h1[1] and h1[1] > h0[1]:
         print(f"controller_push_to_desired_ack_ms mean "
               f"{(h1[0] - h0[0]) / (h1[1] - h0[1]) * 1000:.2f} "
@@ -181,6 +199,19 @@ def apply_ack(c, args, tmp):
                        if any(a <= t <= e for (a, _, _), e in zip(spans, ends[who]))]
             print(f"fsyncs_per_apply {who} all {len(inside) / len(spans):.2f} "
                   f"on_path {len(on_path) / len(spans):.2f}")
+    # The same loop from C, on lib/es_http as edgesyncctl sends it (no
+    # strace: it runs after the traced Python loop).
+    client = os.path.join(harness.BIN_DIR, "es-bench-apply-ack")
+    r = subprocess.run([client, "--server", f"https://localhost:{c.admin_port}",
+                        "--ca", os.path.join(c.dev, "ca.crt"),
+                        "--cert", os.path.join(c.dev, "admin.crt"),
+                        "--key", os.path.join(c.dev, "admin.key"),
+                        "--node", c.nodes[0], "--applies", str(args.applies),
+                        "--gap-ms", str(args.gap_ms if args.gap_ms is not None else 50)],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"es-bench-apply-ack failed: {r.stderr}")
+    print(r.stdout, end="")
     c.stop_controller()
     agent.stop()
 
@@ -260,6 +291,12 @@ def main():
     ap.add_argument("--reports", type=int, default=2000)
     ap.add_argument("--window", type=int, default=16)
     ap.add_argument("--no-strace", action="store_true")
+    ap.add_argument("--gap-ms", type=int, default=None,
+                    help="pause between applies (default 50 ms; 200 ms in the "
+                    "traced Python loop)")
+    ap.add_argument("--poll", action="store_true",
+                    help="poll GET nodes/NAME on a second connection instead of "
+                    "the waiting GET (waitForDesiredResourceVersion)")
     ap.add_argument("--only", choices=("apply", "store"))
     args = ap.parse_args()
     use_build(args.build)
