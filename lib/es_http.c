@@ -36,7 +36,9 @@
 
 struct es_http_client {
 	int tls;                 /* https:// over TLS, else http:// over TCP */
-	int timeout_ms;
+	int timeout_ms;          /* connect, handshake */
+	int resp_timeout_ms;     /* each wait for a response's data */
+	int timed_out;           /* the last response did not come in time */
 	const char *user_agent;
 	mbedtls_net_context net; /* the socket, fd -1 when not connected */
 	mbedtls_entropy_context entropy;
@@ -294,6 +296,7 @@ es_err es_http_client_new(const es_http_opts *opts, es_http_client **out,
 		return es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
 	c->tls = opts->tls;
 	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : ES_HTTP_TIMEOUT_MS;
+	c->resp_timeout_ms = c->timeout_ms;
 	c->user_agent = opts->user_agent;
 	mbedtls_net_init(&c->net);
 	mbedtls_entropy_init(&c->entropy);
@@ -426,7 +429,7 @@ static int conn_recv(es_http_client *c, char *buf, size_t cap, const char *url,
 		} else {
 			struct pollfd pfd = { c->net.fd, POLLIN, 0 };
 			ssize_t r;
-			int pr = poll(&pfd, 1, c->timeout_ms);
+			int pr = poll(&pfd, 1, c->resp_timeout_ms);
 
 			if (pr < 0 && errno == EINTR)
 				continue;
@@ -459,6 +462,10 @@ static es_err read_resp(es_http_client *c, const char *url, es_http_resp *resp,
 
 	*keep_alive = 0;
 	*nread = 0;
+	/* mbedTLS reads the configuration's timeout at each read; the
+	 * handshake keeps timeout_ms. */
+	if (c->tls)
+		mbedtls_ssl_conf_read_timeout(&c->conf, (uint32_t)c->resp_timeout_ms);
 	rc = buf ? es_http_parser_new(ES_HTTP_MAX_BODY, &p) : ES_ERR_NOMEM;
 	if (rc != ES_OK) {
 		rc = es_errf(ES_ERR_NOMEM, err, errsz, "out of memory");
@@ -475,14 +482,15 @@ static es_err read_resp(es_http_client *c, const char *url, es_http_resp *resp,
 		if (n == RECV_TIMEOUT) {
 			int st = es_http_parser_status(p);
 
+			c->timed_out = 1;
 			if (st)
 				rc = es_errf(ES_ERR_IO, err, errsz,
 					     "%s: the server answered HTTP %d but its response "
 					     "did not end within %g s", url, st,
-					     c->timeout_ms / 1000.0);
+					     c->resp_timeout_ms / 1000.0);
 			else
 				rc = es_errf(ES_ERR_IO, err, errsz, "%s: no response within %g s",
-					     url, c->timeout_ms / 1000.0);
+					     url, c->resp_timeout_ms / 1000.0);
 			goto cleanup;
 		}
 		if (n == RECV_EOF) {
@@ -509,6 +517,8 @@ static es_err read_resp(es_http_client *c, const char *url, es_http_resp *resp,
 	if (eof || extra)
 		*keep_alive = 0;
 cleanup:
+	if (c->tls)
+		mbedtls_ssl_conf_read_timeout(&c->conf, (uint32_t)c->timeout_ms);
 	es_http_parser_free(p);
 	free(buf);
 	return rc;
@@ -563,6 +573,7 @@ es_err es_http_client_request(es_http_client *c, const char *method,
 		int reused = c->connected, keep_alive = 0;
 		size_t nread = 0;
 
+		c->timed_out = 0;
 		if (!reused) {
 			rc = connect_to(c, &u, url, err, errsz);
 			if (rc != ES_OK)
@@ -577,12 +588,20 @@ es_err es_http_client_request(es_http_client *c, const char *method,
 			break;
 		}
 		disconnect(c, 0);
-		if (!reused || nread || strcmp(method, "POST") == 0 ||
+		/* A timeout is no sign of a connection closed while idle. */
+		if (!reused || nread || c->timed_out || strcmp(method, "POST") == 0 ||
 		    rc == ES_ERR_NOMEM || rc == ES_ERR_TOOBIG)
 			break;
 	}
 	free(req);
 	return rc;
+}
+
+void es_http_client_set_timeout(es_http_client *c, int timeout_ms)
+{
+	if (!c)
+		return;
+	c->resp_timeout_ms = timeout_ms > 0 ? timeout_ms : c->timeout_ms;
 }
 
 unsigned long es_http_client_connections(const es_http_client *c)

@@ -135,8 +135,9 @@ es_err es_http_client_new(const es_http_opts *opts, es_http_client **out,
  * reused when it was to the same host and port and is still open; the
  * server ends it with "Connection: close", a body delimited by the end of
  * the connection, or by closing it while idle. When a reused connection
- * fails before any byte of the response, a GET, PUT or DELETE is sent once
- * more on a new connection (RFC 9110 section 9.2.2).
+ * fails before any byte of the response (closed or reset, not a timeout),
+ * a GET, PUT or DELETE is sent once more on a new connection (RFC 9110
+ * section 9.2.2).
  * Any HTTP status is ES_OK: the caller reads resp->status and frees
  * resp->body with es_http_resp_free.
  * Errors (err names the URL and, for TLS, mbedTLS's error text):
@@ -151,6 +152,12 @@ es_err es_http_client_new(const es_http_opts *opts, es_http_client **out,
 es_err es_http_client_request(es_http_client *c, const char *method,
 			      const char *url, const char *body, size_t len,
 			      es_http_resp *resp, char *err, size_t errsz);
+
+/* Sets how long each wait for a response's data may take from the next
+ * request on (timeout_ms milliseconds; <= 0: opts.timeout_ms again), for
+ * requests the server holds on purpose; connect and the TLS handshake keep
+ * opts.timeout_ms. NULL-safe. */
+void es_http_client_set_timeout(es_http_client *c, int timeout_ms);
 
 /* TCP connections the client has opened so far (for tests and figures). */
 unsigned long es_http_client_connections(const es_http_client *c);

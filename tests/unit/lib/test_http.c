@@ -349,6 +349,8 @@ typedef struct srv {
 	int close_each;          /* close the connection after each response */
 	int hold_ms;             /* keep the connection this long after the last */
 	size_t piece;            /* bytes per write (0: at once) */
+	int delay_from, delay_ms; /* responses from index delay_from (> 0) on
+				   * are sent delay_ms late */
 	int conns, reqs;
 	char req[4096];          /* head of the last request */
 	pthread_t th;
@@ -409,6 +411,8 @@ static void *srv_main(void *arg)
 			break;
 		s->conns++;
 		while (s->resp[i] && read_req(fd, s)) {
+			if (s->delay_from && i >= s->delay_from)
+				usleep((useconds_t)s->delay_ms * 1000);
 			send_resp(fd, s, s->resp[i++]);
 			if (s->close_each)
 				break;
@@ -546,6 +550,47 @@ static void test_client_timeout_names_status(void **state)
 	srv_stop(&s);
 }
 
+static void test_client_response_timeout(void **state)
+{
+	/* the second and third answers come 600 ms late */
+	static const char *const resp[] = {
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nc",
+		NULL,
+	};
+	es_http_opts o = plain;
+	srv s = { .delay_from = 1, .delay_ms = 600 };
+	es_http_client *c = NULL;
+	es_http_resp r;
+	char url[64], err[512] = "";
+	(void)state;
+
+	o.timeout_ms = 300;
+	srv_start(&s, resp);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/x", s.port);
+	assert_int_equal(es_http_client_new(&o, &c, err, sizeof(err)), ES_OK);
+	assert_int_equal(es_http_client_request(c, "GET", url, NULL, 0, &r, err, sizeof(err)), ES_OK);
+	es_http_resp_free(&r);
+	/* on the reused connection the answer is late: a timeout, not sent
+	 * again as if the server had closed the connection while idle */
+	assert_int_equal(es_http_client_request(c, "GET", url, NULL, 0, &r, err, sizeof(err)),
+			 ES_ERR_IO);
+	if (!strstr(err, "no response within 0.3 s"))
+		fail_msg("error \"%s\"", err);
+	usleep(400 * 1000); /* the server has answered the closed connection */
+	assert_int_equal(s.reqs, 2);
+	/* a longer wait for the response, for a request the server holds */
+	es_http_client_set_timeout(c, 2000);
+	assert_int_equal(es_http_client_request(c, "GET", url, NULL, 0, &r, err, sizeof(err)), ES_OK);
+	assert_string_equal(r.body, "c");
+	es_http_resp_free(&r);
+	es_http_client_free(c);
+	srv_stop(&s);
+	assert_int_equal(s.reqs, 3);
+	assert_int_equal(s.conns, 2);
+}
+
 static void test_client_oversize(void **state)
 {
 	static const char *const resp[] = {
@@ -620,6 +665,7 @@ int main(void)
 		cmocka_unit_test(test_client_keep_alive),
 		cmocka_unit_test(test_client_reconnects),
 		cmocka_unit_test(test_client_timeout_names_status),
+		cmocka_unit_test(test_client_response_timeout),
 		cmocka_unit_test(test_client_oversize),
 		cmocka_unit_test(test_client_errors),
 		cmocka_unit_test(test_request_errors),
