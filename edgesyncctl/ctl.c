@@ -72,7 +72,8 @@ static void usage(FILE *f)
 		"  apply -f FILE             create or update the objects in FILE (YAML or JSON; - for stdin)\n"
 		"      [--wait [--timeout 30s]]  then wait until each connected node the objects\n"
 		"                            select has acknowledged them (exit 1 when one did\n"
-		"                            not in time; nodes not connected are listed)\n"
+		"                            not in time; nodes not connected are listed);\n"
+		"                            --timeout 1s to 1h, for all nodes together\n"
 		"  get nodes|node NAME       list nodes or show one (-o wide: with store = etcd,\n"
 		"                            the CONTROLLER serving each)\n"
 		"  get KIND [NAME]           list objects of KIND (collectorconfigs, healthrules,\n"
@@ -500,9 +501,16 @@ static int cmd_apply(ctl *c)
 	if (applied && cJSON_GetArraySize(applied) > 0) {
 		es_ctl_api api = { api_call, c };
 
+		int64_t longest = timeout_ms < ES_CTL_WAIT_MAX_S * 1000 ?
+				  timeout_ms : ES_CTL_WAIT_MAX_S * 1000;
+
 		fflush(stdout);
+		/* The controller holds a waiting request: its answer may take
+		 * the whole wait and then some. */
+		es_http_client_set_timeout(c->http, (int)longest + ES_HTTP_TIMEOUT_MS);
 		if (es_ctl_wait_applied(&api, applied, timeout_ms, stdout) != ES_CTL_EXIT_OK)
 			failed = 1;
+		es_http_client_set_timeout(c->http, 0);
 	}
 	cJSON_Delete(applied);
 	return failed ? ES_CTL_EXIT_RUNTIME : ES_CTL_EXIT_OK;

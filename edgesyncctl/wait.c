@@ -40,21 +40,38 @@ static const char *status_message(const cJSON *v)
 	return m ? m : "";
 }
 
+/* The timeoutSeconds of the next wait: what is left until deadline_ms, in
+ * whole seconds (the nearest; 0 asks for the answer at once), at most
+ * ES_CTL_WAIT_MAX_S. */
+static int64_t wait_seconds(int64_t deadline_ms)
+{
+	int64_t left = deadline_ms - es_time_mono_ms(), s;
+
+	s = left > 0 ? (left + 500) / 1000 : 0;
+	return s > ES_CTL_WAIT_MAX_S ? ES_CTL_WAIT_MAX_S : s;
+}
+
 /* Waits for one node; returns 0 acknowledged, 1 not connected, 2 not
- * acknowledged in time or another failure (printed). */
+ * acknowledged in time or another failure (printed). A wait longer than
+ * the controller holds one (ES_CTL_WAIT_MAX_S) is asked for again. */
 static int wait_node(const es_ctl_api *api, const char *name, int64_t rv,
 		     int64_t deadline_ms, FILE *out)
 {
 	char path[512];
 	es_http_resp r = { 0 };
 	cJSON *v = NULL;
-	int64_t left = deadline_ms - es_time_mono_ms();
 	int res = 2;
 
-	snprintf(path, sizeof(path), NODES_PATH "/%s?waitForDesiredResourceVersion=%" PRId64
-		 "&timeoutSeconds=%" PRId64, name, rv, left > 1000 ? (left + 999) / 1000 : 1);
-	if (api->call(api->ctx, "GET", path, NULL, &r) != 0)
-		return 2;
+	for (;;) {
+		snprintf(path, sizeof(path), NODES_PATH "/%s?waitForDesiredResourceVersion=%"
+			 PRId64 "&timeoutSeconds=%" PRId64, name, rv,
+			 wait_seconds(deadline_ms));
+		if (api->call(api->ctx, "GET", path, NULL, &r) != 0)
+			return 2;
+		if (r.status != 504 || wait_seconds(deadline_ms) == 0)
+			break;
+		es_http_resp_free(&r);
+	}
 	(void)es_json_parse(r.body, r.body_len, ES_JSON_MAX_DEPTH, &v, NULL, 0);
 	if (r.status == 200) {
 		fprintf(out, "node/%s acknowledged resourceVersion %" PRId64 "\n", name, rv);
@@ -107,6 +124,9 @@ int es_ctl_wait_applied(const es_ctl_api *api, const cJSON *applied, int64_t tim
 		}
 		counts[wait_node(api, name, want, deadline, out)]++;
 	}
+	if (!counts[0] && !counts[1] && !counts[2] && !offline)
+		fprintf(out, "no node has labels that the objects select "
+			"(spec.nodeSelector)\n");
 	fprintf(out, "%d node(s) acknowledged, %d not connected here, %d not "
 		"acknowledged\n", counts[0], offline + counts[1], counts[2]);
 	rc = counts[2] ? ES_CTL_EXIT_RUNTIME : ES_CTL_EXIT_OK;

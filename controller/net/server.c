@@ -286,8 +286,6 @@ static void conn_release(conn *c)
 	es_ws_rx_free(&c->rx);
 	es_ctrl_pending_free(&c->acks);
 	cJSON_Delete(c->labels);
-	if (s->waits) /* its waits end when no other connection serves it */
-		server__wait_check(s, c->node);
 	memset(c, 0, sizeof(*c));
 	s->closed_since_trim++;
 }

@@ -203,8 +203,9 @@ static const char *node_get_name(const http_req *r)
 	return name;
 }
 
-/* A request with waitForDesiredResourceVersion (server_wait.c): answered
- * once the node is in sync, it has no session here, or the timeout. */
+/* A request with waitForDesiredResourceVersion or timeoutSeconds
+ * (server_wait.c): answered once the node is in sync or at the timeout;
+ * at once when the node has no session here or is unknown. */
 static int dispatch_wait(struct lws *wsi, es_server *s, http_req *r)
 {
 	const char *node = node_get_name(r);
@@ -224,11 +225,18 @@ static int dispatch_wait(struct lws *wsi, es_server *s, http_req *r)
 		return api(wsi, s, r); /* the API's own 404 */
 	st = server__wait_start(s, node, rv, timeout_s, on_wait_done, r, &r->nwait,
 				why, sizeof(why));
-	if (st == 0)
+	if (st == 0) {
+		/* libwebsockets' own timeout for an answer (the context's
+		 * timeout_secs, 20 s) would close the connection first. */
+		lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, timeout_s + 10);
 		return 0;
+	}
 	if (st == 500)
 		return respond_status(wsi, r, 500, "InternalError", why, 0);
-	b = wait_status(st, st == 409 ? "NodeNotConnected" : NULL, why);
+	if (st == 404)
+		return respond_status(wsi, r, 404, "NotFound", why, 0);
+	b = wait_status(st, st == 409 ? "NodeNotConnected" : st == 504 ? "Timeout" : NULL,
+			why);
 	return respond(wsi, r, st, "application/json", b, b ? strlen(b) : 0, 0);
 }
 
@@ -238,6 +246,8 @@ static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 	int timeout_s;
 	char why[8];
 
+	if (server__wait_params(r->query, &rv, &timeout_s, why, sizeof(why)) != 0)
+		return dispatch_wait(wsi, s, r);
 	if (strcmp(r->path, "/metrics") == 0) {
 		size_t len = 0;
 		char *m;
@@ -251,23 +261,31 @@ static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 		return respond(wsi, r, 200,
 			       "text/plain; version=0.0.4; charset=utf-8", m, len, 0);
 	}
-	if (server__wait_params(r->query, &rv, &timeout_s, why, sizeof(why)) != 0)
-		return dispatch_wait(wsi, s, r);
 	return api(wsi, s, r);
 }
 
-/* Collects the URI arguments, joined with '&'. */
+/* Collects the URI arguments (libwebsockets splits them at '&' and
+ * decodes each), joined with '&', empty ones left out. NULL when there are
+ * none or out of memory. */
 static char *query_of(struct lws *wsi)
 {
-	char frag[1024];
+	int total = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_URI_ARGS), n;
+	char *frag;
 	es_buf q = { 0 };
 
-	for (int i = 0; lws_hdr_copy_fragment(wsi, frag, sizeof(frag),
-					      WSI_TOKEN_HTTP_URI_ARGS, i) > 0; i++)
+	if (total <= 0 || !(frag = malloc((size_t)total + 1)))
+		return NULL;
+	/* With room for all of them, only a missing fragment is refused. */
+	for (int i = 0; (n = lws_hdr_copy_fragment(wsi, frag, total + 1,
+						   WSI_TOKEN_HTTP_URI_ARGS, i)) >= 0; i++) {
+		if (!n)
+			continue;
 		if (es_buf_appendf(&q, "%s%s", q.len ? "&" : "", frag) != ES_OK) {
 			es_buf_free(&q);
-			return NULL;
+			break;
 		}
+	}
+	free(frag);
 	return es_buf_detach(&q, NULL);
 }
 

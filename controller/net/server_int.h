@@ -205,34 +205,37 @@ void server__session_release(conn *c);
 /* The query parameter of a node GET that waits (README, "edgesyncctl"),
  * and the bounds of its timeoutSeconds (default, largest). */
 #define SERVER_WAIT_PARAM "waitForDesiredResourceVersion"
+#define SERVER_WAIT_TIMEOUT_PARAM "timeoutSeconds"
 #define SERVER_WAIT_DEFAULT_S 30
 #define SERVER_WAIT_MAX_S 600
 
 typedef struct node_wait node_wait;
 
-/* How a wait ended: status 200 (in sync; reason NULL), 409 (reason
- * NodeNotConnected: no session of the node here) or 504 (Timeout);
- * message says what, naming the node (borrowed for the call). */
+/* How a wait ended: status 200 (in sync; reason NULL) or 504 (reason
+ * Timeout); message says what, naming the node (borrowed for the call). */
 typedef void (*server_wait_fn)(void *ud, int status, const char *reason,
 			       const char *message);
 
 /*
- * Reads waitForDesiredResourceVersion (an integer >= 1) and timeoutSeconds
- * (1..SERVER_WAIT_MAX_S; SERVER_WAIT_DEFAULT_S when absent) from query
- * ("a=1&b=2", may be NULL; other parameters are ignored). Returns 1 when
- * the wait parameter is present, 0 when it is not, -1 when either value
- * is malformed (why names the parameter and the value).
+ * Reads waitForDesiredResourceVersion (an integer of 1 to ES_JSON_MAX_INT)
+ * and timeoutSeconds (0..SERVER_WAIT_MAX_S; SERVER_WAIT_DEFAULT_S when
+ * absent) from query ("a=1&b=2", may be NULL; other parameters are
+ * ignored; the last of a repeated one counts). Returns 1 when the wait
+ * parameter is present, 0 when neither is, -1 when a value is malformed or
+ * missing, or timeoutSeconds comes without the wait parameter (why names
+ * the parameter and the value).
  */
 int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
 			char *why, size_t whysz);
 
 /*
  * Starts waiting until node is in sync as of rv (server_wait.c's head
- * comment), for at most timeout_s seconds. Decided at once (msg says
- * what): 200 in sync now, 409 no session of the node here, 500 out of
- * memory; nothing is waited and done never runs. Else 0 with *out set: done(ud,
- * ...) runs once, later on the event loop, unless server__wait_cancel(*out)
- * comes first.
+ * comment), for at most timeout_s seconds (0: answer at once). Decided at
+ * once (msg says what): 200 in sync now, 404 a node this controller does
+ * not know (SQLite store only), 409 no session of the node here, 504 not
+ * in sync and timeout_s 0, 500 out of memory; nothing is waited and done
+ * never runs. Else 0 with *out set: done(ud, ...) runs once, later on the
+ * event loop, unless server__wait_cancel(*out) comes first.
  */
 int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s,
 		       server_wait_fn done, void *ud, node_wait **out,
@@ -241,9 +244,8 @@ int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s
 /* Forgets w without calling its done (the request went away). NULL-safe. */
 void server__wait_cancel(node_wait *w);
 
-/* Ends the waits of node (NULL: every node) that are in sync now (200) or
- * whose node has no session here any more (409); returns how many ended.
- * Called after a desiredAck, a push and a closed connection. */
+/* Ends the waits of node (NULL: every node) that are in sync now (200);
+ * returns how many ended. Called after a desiredAck and a push. */
 int server__wait_check(es_server *s, const char *node);
 
 /* ---- server_health.c ---- */

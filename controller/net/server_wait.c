@@ -11,7 +11,9 @@
  * acknowledged every desired message pushed to it up to N: its latest
  * desiredAck is at least min(N, the last resourceVersion pushed to it).
  * A write that does not target the node is never pushed to it, so it
- * needs no acknowledgement.
+ * needs no acknowledgement. A node must have a session here when the wait
+ * starts; if the session closes, the wait goes on until the node's next
+ * session here acknowledges (its sync after the hello) or the timeout.
  */
 #include "net/server_int.h"
 
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/store.h"
 
 struct node_wait {
 	struct node_wait *prev, *next;
@@ -32,8 +35,9 @@ struct node_wait {
 	void *ud;
 };
 
-/* Reads a decimal integer of 1..max; -1 when s is anything else. */
-static int64_t param_int(const char *s, size_t len, int64_t max)
+/* Reads a decimal integer of min..max from s (len bytes); -1 when it is
+ * anything else. */
+static int64_t param_int(const char *s, size_t len, int64_t min, int64_t max)
 {
 	int64_t v = 0;
 
@@ -46,46 +50,67 @@ static int64_t param_int(const char *s, size_t len, int64_t max)
 		if (v > max)
 			return -1;
 	}
-	return v >= 1 ? v : -1;
+	return v >= min ? v : -1;
+}
+
+/* 1 when the query item p (len bytes, "name" or "name=value") is named
+ * name; *val and *vlen are its value (NULL, 0 when it has no '='). */
+static int item_is(const char *p, size_t len, const char *name, const char **val,
+		   size_t *vlen)
+{
+	size_t n = strlen(name);
+
+	if (len < n || strncmp(p, name, n) != 0 || (len > n && p[n] != '='))
+		return 0;
+	*val = len > n ? p + n + 1 : NULL;
+	*vlen = len > n ? len - n - 1 : 0;
+	return 1;
 }
 
 int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
 			char *why, size_t whysz)
 {
 	const char *p = query;
-	int found = 0;
+	int found = 0, timeout_given = 0;
 
 	*rv = 0;
 	*timeout_s = SERVER_WAIT_DEFAULT_S;
 	while (p && *p) {
-		const char *amp = strchr(p, '&'), *eq;
-		size_t len = amp ? (size_t)(amp - p) : strlen(p);
+		const char *amp = strchr(p, '&'), *val;
+		size_t len = amp ? (size_t)(amp - p) : strlen(p), vlen;
 		int64_t v;
 
-		eq = memchr(p, '=', len);
-		if (eq && (size_t)(eq - p) == strlen(SERVER_WAIT_PARAM) &&
-		    !strncmp(p, SERVER_WAIT_PARAM, (size_t)(eq - p))) {
-			v = param_int(eq + 1, len - (size_t)(eq + 1 - p), ES_JSON_MAX_INT);
+		if (item_is(p, len, SERVER_WAIT_PARAM, &val, &vlen)) {
+			v = val ? param_int(val, vlen, 1, ES_JSON_MAX_INT) : -1;
 			if (v < 0) {
-				snprintf(why, whysz, "%s must be a resourceVersion "
-					 "(an integer of 1 or more), not \"%.*s\"",
-					 SERVER_WAIT_PARAM, (int)(len - (size_t)(eq + 1 - p)),
-					 eq + 1);
+				snprintf(why, whysz, "%s must be a resourceVersion, an "
+					 "integer of 1 to %lld, not %s%.*s%s",
+					 SERVER_WAIT_PARAM, (long long)ES_JSON_MAX_INT,
+					 val ? "\"" : "", val ? (int)(vlen > 64 ? 64 : vlen) : 5,
+					 val ? val : "empty", val ? "\"" : "");
 				return -1;
 			}
 			*rv = v;
 			found = 1;
-		} else if (eq && eq - p == 14 && !strncmp(p, "timeoutSeconds", 14)) {
-			v = param_int(eq + 1, len - 15, SERVER_WAIT_MAX_S);
+		} else if (item_is(p, len, SERVER_WAIT_TIMEOUT_PARAM, &val, &vlen)) {
+			v = val ? param_int(val, vlen, 0, SERVER_WAIT_MAX_S) : -1;
 			if (v < 0) {
-				snprintf(why, whysz, "timeoutSeconds must be an integer "
-					 "of 1 to %d, not \"%.*s\"", SERVER_WAIT_MAX_S,
-					 (int)(len - 15), eq + 1);
+				snprintf(why, whysz, "%s must be an integer of 0 to %d "
+					 "(seconds), not %s%.*s%s", SERVER_WAIT_TIMEOUT_PARAM,
+					 SERVER_WAIT_MAX_S, val ? "\"" : "",
+					 val ? (int)(vlen > 64 ? 64 : vlen) : 5,
+					 val ? val : "empty", val ? "\"" : "");
 				return -1;
 			}
 			*timeout_s = (int)v;
+			timeout_given = 1;
 		}
 		p = amp ? amp + 1 : NULL;
+	}
+	if (timeout_given && !found) {
+		snprintf(why, whysz, "%s applies only with %s", SERVER_WAIT_TIMEOUT_PARAM,
+			 SERVER_WAIT_PARAM);
+		return -1;
 	}
 	return found;
 }
@@ -159,6 +184,43 @@ static void finish(node_wait *w, int status, const char *reason, const char *msg
 	done(ud, status, reason, msg);
 }
 
+/* The message of a wait that timed out; c as node_conn gave it. */
+static void timeout_message(const char *node, int64_t rv, int timeout_s,
+			    const conn *c, int ready, char *msg, size_t msgsz)
+{
+	int n = snprintf(msg, msgsz, "node %s did not acknowledge the desired state "
+			 "of resourceVersion %lld within %d s", node, (long long)rv,
+			 timeout_s);
+
+	if (n < 0 || (size_t)n >= msgsz)
+		return;
+	if (c && ready)
+		snprintf(msg + n, msgsz - (size_t)n, " (its last desiredAck: %lld)",
+			 (long long)c->acked_rv);
+	else if (c)
+		snprintf(msg + n, msgsz - (size_t)n, " (its agent's session here is "
+			 "still at its hello)");
+	else
+		snprintf(msg + n, msgsz - (size_t)n, " (its agent's session here "
+			 "closed and it has not connected again)");
+}
+
+/* 1 when this controller knows nothing of node: no row of it here and a
+ * store (SQLite) that has no other record of nodes. With etcd a node may
+ * be known only to the controller that serves it. */
+static int node_unknown(es_server *s, const char *node)
+{
+	es_db_node_brief *b = NULL;
+	size_t n = 0;
+
+	if (s->store && strcmp(es_store_backend(s->store), "sqlite") != 0)
+		return 0;
+	if (es_db_node_briefs(s->db, node, &b, &n) != ES_OK)
+		return 0;
+	es_db_node_briefs_free(b, n);
+	return n == 0;
+}
+
 static void on_timeout(lws_sorted_usec_list_t *sul)
 {
 	node_wait *w = lws_container_of(sul, node_wait, timeout);
@@ -166,16 +228,7 @@ static void on_timeout(lws_sorted_usec_list_t *sul)
 	conn *c = node_conn(w->srv, w->node, &ready);
 	char msg[512];
 
-	if (c && ready)
-		snprintf(msg, sizeof(msg), "node %s did not acknowledge the desired "
-			 "state of resourceVersion %lld within %d s (its last "
-			 "desiredAck: %lld)", w->node, (long long)w->rv, w->timeout_s,
-			 (long long)c->acked_rv);
-	else
-		snprintf(msg, sizeof(msg), "node %s did not acknowledge the desired "
-			 "state of resourceVersion %lld within %d s (its agent's "
-			 "session here is still at its hello)", w->node,
-			 (long long)w->rv, w->timeout_s);
+	timeout_message(w->node, w->rv, w->timeout_s, c, ready, msg, sizeof(msg));
 	finish(w, 504, "Timeout", msg);
 }
 
@@ -188,6 +241,10 @@ int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s
 	node_wait *w;
 
 	*out = NULL;
+	if (!c && node_unknown(s, node)) {
+		snprintf(msg, msgsz, "nodes \"%s\" not found", node);
+		return 404;
+	}
 	if (!c) {
 		not_connected(node, msg, msgsz);
 		return 409;
@@ -195,6 +252,10 @@ int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s
 	if (ready && in_sync(s, c, rv)) {
 		in_sync_message(node, rv, c, msg, msgsz);
 		return 200;
+	}
+	if (timeout_s == 0) {
+		timeout_message(node, rv, 0, c, ready, msg, msgsz);
+		return 504;
 	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
@@ -239,11 +300,7 @@ int server__wait_check(es_server *s, const char *node)
 		if (node && strcmp(w->node, node) != 0)
 			continue;
 		c = node_conn(s, w->node, &ready);
-		if (!c) {
-			not_connected(w->node, msg, sizeof(msg));
-			finish(w, 409, "NodeNotConnected", msg);
-			ended++;
-		} else if (ready && in_sync(s, c, w->rv)) {
+		if (c && ready && in_sync(s, c, w->rv)) {
 			in_sync_message(w->node, w->rv, c, msg, sizeof(msg));
 			finish(w, 200, NULL, msg);
 			ended++;

@@ -355,11 +355,12 @@ class Cluster:
                             key or os.path.join(self.dev, "admin.key"))
         return ctx
 
-    def admin(self, method, path, body=None, ctx=None):
-        """One admin API request with the dev admin certificate.
-        Returns (status, parsed JSON or text)."""
+    def admin(self, method, path, body=None, ctx=None, timeout=15):
+        """One admin API request with the dev admin certificate (timeout:
+        seconds to wait for the answer). Returns (status, parsed JSON or
+        text)."""
         return https_json("localhost", self.admin_port, ctx or self.admin_ssl(),
-                          method, path, body)
+                          method, path, body, timeout=timeout)
 
     def metric(self, sample):
         """The value of one sample (`name{labels}` as exposed) of the

@@ -1,11 +1,15 @@
 """Waiting for a node's acknowledgement (README, "edgesyncctl"): the admin
 API's `GET .../nodes/NAME?waitForDesiredResourceVersion=N&timeoutSeconds=T`
 answers a Status Success once the node's agent holds every write up to N
-that targets it,
-409 NodeNotConnected when no session of the node is here (also when it
-closes during the wait), 504 Timeout after T seconds, 400 for a bad value;
-`edgesyncctl apply --wait` waits so for each connected node the objects
-select."""
+that targets it, also when its session closed and the node connected
+again during the wait; 409 NodeNotConnected when no session of the node is
+here when the wait starts, 404 for a node the controller does not know,
+504 Timeout after T seconds (at once for T = 0), 400 for a bad or missing
+value; `edgesyncctl apply --wait` waits so for each connected node the
+objects select, asking again when its timeout is longer than one wait."""
+
+import os
+import signal
 
 import threading
 import time
@@ -67,7 +71,7 @@ class WaitApiTest(unittest.TestCase):
     def wait(self, node, rv, timeout=5, extra=""):
         t0 = time.monotonic()
         st, body = self.c.admin("GET", f"{API}/nodes/{node}?{WAIT}={rv}"
-                                f"&timeoutSeconds={timeout}{extra}")
+                                f"&timeoutSeconds={timeout}{extra}", timeout=timeout + 15)
         return st, body, time.monotonic() - t0
 
     def test_answered_at_the_ack_and_timeout_names_the_ack(self):
@@ -115,7 +119,15 @@ class WaitApiTest(unittest.TestCase):
         self.assertLess(took, 2)
         a.ws.close()
 
-    def test_not_connected_and_closed_while_waiting(self):
+    def test_not_connected_unknown_and_reconnected_while_waiting(self):
+        # Never connected: not known here.
+        st, body, _ = self.wait("w3", 1)
+        self.assertEqual(st, 404, body)
+        self.assertIn('nodes "w3" not found', body["message"])
+        a = FakeAgent(self.c, "w3")
+        a.ws.close()
+        wait_for("w3 disconnected", lambda: not self.c.node("w3")["status"]["sync"]
+                 ["connected"])
         st, body, took = self.wait("w3", 1)
         self.assertEqual(st, 409, body)
         self.assertEqual(body["reason"], "NodeNotConnected")
@@ -128,23 +140,74 @@ class WaitApiTest(unittest.TestCase):
         t = threading.Thread(target=lambda: out.update(r=self.wait("w3", rv, timeout=20)))
         t.start()
         time.sleep(0.5)
+        # The session closes: the wait goes on, and the node's next session
+        # acknowledges the sync after its hello.
         a.ws.close()
+        time.sleep(1)
+        self.assertTrue(t.is_alive(), "the wait ended when the session closed")
+        b = FakeAgent(self.c, "w3")
+        self.assertGreaterEqual(b.rv, rv)
+        b.ack(b.rv)
         t.join(10)
         st, body, took = out["r"]
-        self.assertEqual(st, 409, body)
-        self.assertEqual(body["reason"], "NodeNotConnected")
-        self.assertLess(took, 8)
+        self.assertEqual(st, 200, body)
+        self.assertIn(f"resourceVersion {rv}", body["message"])
+        # Lost and not back: the timeout says the session closed.
+        rv = self.put(cc("wait-c", interval=11))
+        self.assertEqual(b.next_desired(), rv)
+        t = threading.Thread(target=lambda: out.update(r=self.wait("w3", rv, timeout=2)))
+        t.start()
+        time.sleep(0.5)
+        b.ws.close()
+        t.join(10)
+        st, body, took = out["r"]
+        self.assertEqual(st, 504, body)
+        self.assertIn("closed and it has not connected again", body["message"])
+
+    def test_timeout_zero_answers_at_once(self):
+        a = FakeAgent(self.c, "w2", labels={"role": "db"})
+        rv = self.put(cc("wait-zero"))
+        self.assertEqual(a.next_desired(), rv)
+        st, body, took = self.wait("w2", rv, timeout=0)
+        self.assertEqual(st, 504, body)
+        self.assertEqual(body["reason"], "Timeout")
+        self.assertLess(took, 1)
+        a.ack(rv)
+        wait_for("in sync", lambda: self.wait("w2", rv, timeout=0)[0] == 200)
+        a.ws.close()
+
+    def test_wait_longer_than_the_http_timeout(self):
+        # libwebsockets ends a request left unanswered after 20 s unless
+        # the wait extends it.
+        a = FakeAgent(self.c, "w1")
+        rv = self.put(cc("wait-long"))
+        self.assertEqual(a.next_desired(), rv)
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=self.wait("w1", rv, timeout=40)))
+        t.start()
+        time.sleep(23)
+        self.assertTrue(t.is_alive(), out)
+        a.ack(rv)
+        t.join(10)
+        st, body, took = out["r"]
+        self.assertEqual(st, 200, body)
+        self.assertGreater(took, 22)
+        a.ws.close()
 
     def test_bad_parameters(self):
-        for q, word in ((f"{WAIT}=x", WAIT), (f"{WAIT}=0", WAIT),
-                        (f"{WAIT}=3&timeoutSeconds=0", "timeoutSeconds"),
-                        (f"{WAIT}=3&timeoutSeconds=601", "timeoutSeconds")):
+        for q, word in ((f"{WAIT}=x", WAIT), (f"{WAIT}=0", WAIT), (WAIT, WAIT),
+                        (f"&{WAIT}=x", WAIT), ("pad=" + "x" * 1200 + f"&{WAIT}=x", WAIT),
+                        (f"{WAIT}=9007199254740992", "9007199254740991"),
+                        (f"{WAIT}=3&timeoutSeconds=-1", "timeoutSeconds"),
+                        (f"{WAIT}=3&timeoutSeconds=601", "timeoutSeconds"),
+                        ("timeoutSeconds=5", "applies only with")):
             st, body = self.c.admin("GET", f"{API}/nodes/w1?{q}")
             self.assertEqual(st, 400, (q, body))
             self.assertIn(word, body["message"])
-        st, body = self.c.admin("GET", f"{API}/nodes?{WAIT}=3")
-        self.assertEqual(st, 400, body)
-        self.assertIn("nodes/NAME only", body["message"])
+        for path in (f"{API}/nodes", "/metrics", "/healthz"):
+            st, body = self.c.admin("GET", f"{path}?{WAIT}=3")
+            self.assertEqual(st, 400, (path, body))
+            self.assertIn("nodes/NAME only", body["message"])
         # The controller still answers.
         self.assertEqual(self.c.admin("GET", "/healthz")[0], 200)
 
@@ -170,13 +233,44 @@ class ApplyWaitTest(unittest.TestCase):
         r = c.ctl("apply", "-f", "-", "--wait", stdin=manifest.replace(
             "intervalSeconds: 7", "intervalSeconds: 8\n  nodeSelector:\n"
             "    matchLabels:\n      role: none"))
+        self.assertIn("no node has labels that the objects select", r.stdout)
         self.assertIn("0 node(s) acknowledged", r.stdout)
 
+    def test_apply_wait_longer_than_the_client_timeout(self):
+        # edgesyncctl waits for an answer 10 s by default; a waiting GET
+        # may take the whole --timeout, and is not sent twice.
+        c = Cluster(self, nodes=["aw6"])
+        c.start_controller()
+        a = FakeAgent(c, "aw6")
+        a.ack(a.rv)
+        acked = {}
+
+        def ack_late():
+            rv = a.next_desired()
+            time.sleep(12)
+            a.ack(rv)
+            acked["rv"] = rv
+        t = threading.Thread(target=ack_late)
+        t.start()
+        manifest = ("apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
+                    "metadata:\n  name: late\nspec:\n  intervalSeconds: 9\n")
+        t0 = time.monotonic()
+        r = c.ctl("apply", "-f", "-", "--wait", "--timeout", "40s", stdin=manifest,
+                  check=False)
+        took = time.monotonic() - t0
+        t.join(30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"node/aw6 acknowledged resourceVersion {acked['rv']}", r.stdout)
+        self.assertGreater(took, 11)
+        a.ws.close()
+
     def test_apply_wait_timeout_and_offline(self):
-        c = Cluster(self, nodes=["aw2", "aw3"])
+        c = Cluster(self, nodes=["aw2", "aw3", "aw5"])
         c.start_controller()
         a = FakeAgent(c, "aw2")
         a.ack(a.rv)
+        a5 = FakeAgent(c, "aw5")
+        a5.ack(a5.rv)
         # aw3 connected once, then went away: listed, not waited for.
         b = FakeAgent(c, "aw3")
         b.ws.close()
@@ -186,14 +280,19 @@ class ApplyWaitTest(unittest.TestCase):
         t0 = time.monotonic()
         r = c.ctl("apply", "-f", "-", "--wait", "--timeout", "2s", stdin=manifest,
                   check=False)
+        took = time.monotonic() - t0
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertGreaterEqual(time.monotonic() - t0, 1.5)
+        # The timeout is for both unacknowledging nodes together.
+        self.assertGreaterEqual(took, 1.5)
+        self.assertLess(took, 2.9)  # not 2 s for one node, then 1 s for the next
         self.assertIn("node/aw3 not connected", r.stdout)
         self.assertIn("aw2", r.stderr)
         self.assertIn("did not acknowledge", r.stderr)
-        self.assertIn("0 node(s) acknowledged, 1 not connected here, 1 not acknowledged",
+        self.assertIn("aw5", r.stderr)
+        self.assertIn("0 node(s) acknowledged, 1 not connected here, 2 not acknowledged",
                       r.stdout)
         a.ws.close()
+        a5.ws.close()
 
     def test_flags_refused(self):
         c = Cluster(self, nodes=["aw4"])
