@@ -8,9 +8,6 @@ here when the wait starts, 404 for a node the controller does not know,
 value; `edgesyncctl apply --wait` waits so for each connected node the
 objects select, asking again when its timeout is longer than one wait."""
 
-import os
-import signal
-
 import threading
 import time
 import unittest
@@ -212,6 +209,17 @@ class WaitApiTest(unittest.TestCase):
         self.assertEqual(self.c.admin("GET", "/healthz")[0], 200)
 
 
+def apply_wait(c, name, timeout):
+    """`edgesyncctl apply --wait --timeout timeout` of a CollectorConfig
+    name: (the completed process, seconds it took)."""
+    manifest = ("apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
+                f"metadata:\n  name: {name}\nspec:\n  intervalSeconds: 9\n")
+    t0 = time.monotonic()
+    r = c.ctl("apply", "-f", "-", "--wait", "--timeout", timeout, stdin=manifest,
+              check=False)
+    return r, time.monotonic() - t0
+
+
 class ApplyWaitTest(unittest.TestCase):
     def test_apply_wait_with_a_real_agent(self):
         c = Cluster(self, nodes=["aw1"])
@@ -252,12 +260,7 @@ class ApplyWaitTest(unittest.TestCase):
             acked["rv"] = rv
         t = threading.Thread(target=ack_late)
         t.start()
-        manifest = ("apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
-                    "metadata:\n  name: late\nspec:\n  intervalSeconds: 9\n")
-        t0 = time.monotonic()
-        r = c.ctl("apply", "-f", "-", "--wait", "--timeout", "40s", stdin=manifest,
-                  check=False)
-        took = time.monotonic() - t0
+        r, took = apply_wait(c, "late", "40s")
         t.join(30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"node/aw6 acknowledged resourceVersion {acked['rv']}", r.stdout)
@@ -275,12 +278,7 @@ class ApplyWaitTest(unittest.TestCase):
         b = FakeAgent(c, "aw3")
         b.ws.close()
         wait_for("aw3 disconnected", lambda: not c.node("aw3")["status"]["sync"]["connected"])
-        manifest = ("apiVersion: edgesync.io/v1alpha1\nkind: CollectorConfig\n"
-                    "metadata:\n  name: slow\nspec:\n  intervalSeconds: 9\n")
-        t0 = time.monotonic()
-        r = c.ctl("apply", "-f", "-", "--wait", "--timeout", "2s", stdin=manifest,
-                  check=False)
-        took = time.monotonic() - t0
+        r, took = apply_wait(c, "slow", "2s")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         # The timeout is for both unacknowledging nodes together.
         self.assertGreaterEqual(took, 1.5)
