@@ -73,7 +73,8 @@ static void usage(FILE *f)
 		"      [--wait [--timeout 30s]]  then wait until each connected node the objects\n"
 		"                            select has acknowledged them (exit 1 when one did\n"
 		"                            not in time; nodes not connected are listed);\n"
-		"                            --timeout 1s to 1h, for all nodes together\n"
+		"                            --timeout 1s to 1h, for all nodes together, in\n"
+		"                            whole seconds\n"
 		"  get nodes|node NAME       list nodes or show one (-o wide: with store = etcd,\n"
 		"                            the CONTROLLER serving each)\n"
 		"  get KIND [NAME]           list objects of KIND (collectorconfigs, healthrules,\n"
@@ -422,8 +423,11 @@ static int64_t wait_timeout_ms(const ctl *c)
 
 	if (c->timeout && (es_health_duration_parse(c->timeout, &ms, err, sizeof(err)) != ES_OK ||
 			   ms < 1000 || ms > 3600000)) {
-		fprintf(stderr, "error: --timeout: %s\n", ms < 1000 || ms > 3600000 ?
-			"a duration of 1s to 1h" : err);
+		if (ms < 1000 || ms > 3600000)
+			fprintf(stderr, "error: --timeout: \"%s\" is not a duration of 1s "
+				"to 1h\n", c->timeout);
+		else
+			fprintf(stderr, "error: --timeout: %s\n", err);
 		return -1;
 	}
 	return ms;

@@ -32,10 +32,10 @@
  * resourceVersion N", "... not connected: ...", "... not waited for:
  * <the controller's reason>", a server error on stderr for a timeout) and a
  * summary line ("no node has labels ..." before it when none is
- * selected). A node not connected, or served by another controller
- * (store = etcd), is reported and not waited for; one whose session closes
- * while it is waited for is waited for until it connects again or the
- * time is up.
+ * selected). A node not connected when listed, or served by another
+ * controller (store = etcd), is reported and not waited for; one whose
+ * session closes after it was listed is waited for until it connects
+ * again or the time is up.
  * Returns ES_CTL_EXIT_OK when every node waited for acknowledged, else
  * ES_CTL_EXIT_RUNTIME (a timeout, a request that failed or was refused,
  * printed).

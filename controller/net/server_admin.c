@@ -234,7 +234,7 @@ static int dispatch_wait(struct lws *wsi, es_server *s, http_req *r)
 	if (st == 500)
 		return respond_status(wsi, r, 500, "InternalError", why, 0);
 	if (st == 404)
-		return respond_status(wsi, r, 404, "NotFound", why, 0);
+		return api(wsi, s, r); /* the API's own 404, with its details */
 	b = wait_status(st, st == 409 ? "NodeNotConnected" : st == 504 ? "Timeout" : NULL,
 			why);
 	return respond(wsi, r, st, "application/json", b, b ? strlen(b) : 0, 0);
@@ -264,9 +264,9 @@ static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 	return api(wsi, s, r);
 }
 
-/* Collects the URI arguments (libwebsockets splits them at '&' and
- * decodes each), joined with '&', empty ones left out. NULL when there are
- * none or out of memory. */
+/* Collects the URI arguments (libwebsockets splits them at '&' and ';'
+ * and decodes each), joined with '&', empty ones left out; a decoded '&'
+ * in one is written %26 again, so it stays inside its argument. NULL when there are none or out of memory. */
 static char *query_of(struct lws *wsi)
 {
 	int total = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_URI_ARGS), n;
@@ -278,9 +278,12 @@ static char *query_of(struct lws *wsi)
 	/* With room for all of them, only a missing fragment is refused. */
 	for (int i = 0; (n = lws_hdr_copy_fragment(wsi, frag, total + 1,
 						   WSI_TOKEN_HTTP_URI_ARGS, i)) >= 0; i++) {
-		if (!n)
-			continue;
-		if (es_buf_appendf(&q, "%s%s", q.len ? "&" : "", frag) != ES_OK) {
+		es_err rc = n && q.len ? es_buf_append(&q, "&", 1) : ES_OK;
+
+		for (int j = 0; j < n && rc == ES_OK; j++)
+			rc = frag[j] == '&' ? es_buf_append(&q, "%26", 3) :
+			     es_buf_append(&q, frag + j, 1);
+		if (rc != ES_OK) {
 			es_buf_free(&q);
 			break;
 		}

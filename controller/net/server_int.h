@@ -220,10 +220,10 @@ typedef void (*server_wait_fn)(void *ud, int status, const char *reason,
  * Reads waitForDesiredResourceVersion (an integer of 1 to ES_JSON_MAX_INT)
  * and timeoutSeconds (0..SERVER_WAIT_MAX_S; SERVER_WAIT_DEFAULT_S when
  * absent) from query ("a=1&b=2", may be NULL; other parameters are
- * ignored; the last of a repeated one counts). Returns 1 when the wait
- * parameter is present, 0 when neither is, -1 when a value is malformed or
- * missing, or timeoutSeconds comes without the wait parameter (why names
- * the parameter and the value).
+ * ignored). Returns 1 when the wait parameter is present, 0 when neither
+ * is, -1 when a value is malformed or missing, one is given twice, or
+ * timeoutSeconds comes without the wait parameter (why names the
+ * parameter and the value).
  */
 int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
 			char *why, size_t whysz);
@@ -232,8 +232,9 @@ int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
  * Starts waiting until node is in sync as of rv (server_wait.c's head
  * comment), for at most timeout_s seconds (0: answer at once). Decided at
  * once (msg says what): 200 in sync now, 404 a node this controller does
- * not know (SQLite store only), 409 no session of the node here, 504 not
- * in sync and timeout_s 0, 500 out of memory; nothing is waited and done
+ * not know (SQLite store only), 409 no session of the node here (store =
+ * etcd only), 504 not in sync and timeout_s 0, 500 out of memory; nothing
+ * is waited and done
  * never runs. Else 0 with *out set: done(ud, ...) runs once, later on the
  * event loop, unless server__wait_cancel(*out) comes first.
  */

@@ -11,9 +11,12 @@
  * acknowledged every desired message pushed to it up to N: its latest
  * desiredAck is at least min(N, the last resourceVersion pushed to it).
  * A write that does not target the node is never pushed to it, so it
- * needs no acknowledgement. A node must have a session here when the wait
- * starts; if the session closes, the wait goes on until the node's next
- * session here acknowledges (its sync after the hello) or the timeout.
+ * needs no acknowledgement. While the node has no session here (it never
+ * had one since the wait began, or its session closed) the wait goes on
+ * until a session of the node here acknowledges (its sync after the hello)
+ * or the timeout; with store = etcd, where another controller may serve
+ * the node, a node without a session here when the wait starts is refused
+ * at once (409).
  */
 #include "net/server_int.h"
 
@@ -72,6 +75,7 @@ int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
 {
 	const char *p = query;
 	int found = 0, timeout_given = 0;
+	const char *twice = NULL;
 
 	*rv = 0;
 	*timeout_s = SERVER_WAIT_DEFAULT_S;
@@ -91,6 +95,7 @@ int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
 				return -1;
 			}
 			*rv = v;
+			twice = found ? SERVER_WAIT_PARAM : twice;
 			found = 1;
 		} else if (item_is(p, len, SERVER_WAIT_TIMEOUT_PARAM, &val, &vlen)) {
 			v = val ? param_int(val, vlen, 0, SERVER_WAIT_MAX_S) : -1;
@@ -103,9 +108,14 @@ int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
 				return -1;
 			}
 			*timeout_s = (int)v;
+			twice = timeout_given ? SERVER_WAIT_TIMEOUT_PARAM : twice;
 			timeout_given = 1;
 		}
 		p = amp ? amp + 1 : NULL;
+	}
+	if (twice) {
+		snprintf(why, whysz, "%s is given more than once", twice);
+		return -1;
 	}
 	if (timeout_given && !found) {
 		snprintf(why, whysz, "%s applies only with %s", SERVER_WAIT_TIMEOUT_PARAM,
@@ -157,9 +167,8 @@ static void in_sync_message(const char *node, int64_t rv, const conn *c, char *m
 static void not_connected(const char *node, char *msg, size_t msgsz)
 {
 	snprintf(msg, msgsz, "node %s has no agent session on this controller: "
-		 "it gets the desired state when its agent connects (with store = "
-		 "etcd, status.sync.controller names the controller serving it)",
-		 node);
+		 "another controller may serve it (status.sync.controller names "
+		 "the one that does), or none does", node);
 }
 
 static void unlink_wait(node_wait *w)
@@ -188,9 +197,11 @@ static void finish(node_wait *w, int status, const char *reason, const char *msg
 static void timeout_message(const char *node, int64_t rv, int timeout_s,
 			    const conn *c, int ready, char *msg, size_t msgsz)
 {
-	int n = snprintf(msg, msgsz, "node %s did not acknowledge the desired state "
-			 "of resourceVersion %lld within %d s", node, (long long)rv,
-			 timeout_s);
+	int n = timeout_s ?
+		snprintf(msg, msgsz, "node %s did not acknowledge the desired state of "
+			 "resourceVersion %lld within %d s", node, (long long)rv, timeout_s) :
+		snprintf(msg, msgsz, "node %s has not acknowledged the desired state of "
+			 "resourceVersion %lld", node, (long long)rv);
 
 	if (n < 0 || (size_t)n >= msgsz)
 		return;
@@ -201,21 +212,27 @@ static void timeout_message(const char *node, int64_t rv, int timeout_s,
 		snprintf(msg + n, msgsz - (size_t)n, " (its agent's session here is "
 			 "still at its hello)");
 	else
-		snprintf(msg + n, msgsz - (size_t)n, " (its agent's session here "
-			 "closed and it has not connected again)");
+		snprintf(msg + n, msgsz - (size_t)n, " (its agent has no session on "
+			 "this controller: it closed, or the node has not connected "
+			 "since the wait began)");
+}
+
+/* 1 when the store is SQLite (or none is set): this controller alone
+ * serves the nodes and keeps their only record. */
+static int store_local(const es_server *s)
+{
+	return !s->store || strcmp(es_store_backend(s->store), "sqlite") == 0;
 }
 
 /* 1 when this controller knows nothing of node: no row of it here and a
- * store (SQLite) that has no other record of nodes. With etcd a node may
- * be known only to the controller that serves it. */
+ * local store, which has no other record of nodes (with etcd a node may be
+ * known only to the controller that serves it). */
 static int node_unknown(es_server *s, const char *node)
 {
 	es_db_node_brief *b = NULL;
 	size_t n = 0;
 
-	if (s->store && strcmp(es_store_backend(s->store), "sqlite") != 0)
-		return 0;
-	if (es_db_node_briefs(s->db, node, &b, &n) != ES_OK)
+	if (!store_local(s) || es_db_node_briefs(s->db, node, &b, &n) != ES_OK)
 		return 0;
 	es_db_node_briefs_free(b, n);
 	return n == 0;
@@ -245,11 +262,11 @@ int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s
 		snprintf(msg, msgsz, "nodes \"%s\" not found", node);
 		return 404;
 	}
-	if (!c) {
+	if (!c && !store_local(s)) {
 		not_connected(node, msg, msgsz);
 		return 409;
 	}
-	if (ready && in_sync(s, c, rv)) {
+	if (c && ready && in_sync(s, c, rv)) {
 		in_sync_message(node, rv, c, msg, msgsz);
 		return 200;
 	}

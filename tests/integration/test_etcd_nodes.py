@@ -15,6 +15,8 @@ different controllers.
   only the dead controller stays so until its agent comes back on
   another one; one whose agent lists a survivor next moves there; then
   Ready=True with the new controller everywhere.
+- A node GET that waits for a node's desiredAck, at a controller that
+  does not serve the node: 409 NodeNotConnected at once.
 - etcd stopped: a node GET, the list and describe answer 503
   ServiceUnavailable naming the etcd store's error.
 """
@@ -93,6 +95,12 @@ class EtcdNodesTest(unittest.TestCase):
         for n in NODES:
             line = next(x for x in wide if x.startswith(n + " "))
             self.assertTrue(line.rstrip().endswith(ids[ORDER[n][0]]), line)
+        # A wait for node-0's acknowledgement at a controller that does not
+        # serve it is refused at once (README, "apply --wait").
+        st, body = self.h.api(1, "GET", "/nodes/node-0?waitForDesiredResourceVersion=1"
+                              "&timeoutSeconds=20")
+        self.assertEqual((st, body.get("reason")), (409, "NodeNotConnected"), body)
+        self.assertIn("another controller may serve it", body["message"])
         # Controller 1 never served node-2 (or node-3): it shows them from
         # the serving controller's etcd record.
         n2 = self.nodes_at(1)["node-2"]

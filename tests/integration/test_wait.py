@@ -1,11 +1,11 @@
 """Waiting for a node's acknowledgement (README, "edgesyncctl"): the admin
 API's `GET .../nodes/NAME?waitForDesiredResourceVersion=N&timeoutSeconds=T`
 answers a Status Success once the node's agent holds every write up to N
-that targets it, also when its session closed and the node connected
-again during the wait; 409 NodeNotConnected when no session of the node is
-here when the wait starts, 404 for a node the controller does not know,
-504 Timeout after T seconds (at once for T = 0), 400 for a bad or missing
-value; `edgesyncctl apply --wait` waits so for each connected node the
+that targets it, also when the node had no session or its session closed
+and the node connected during the wait; 404 for a node the controller does
+not know, 504 Timeout after T seconds (at once for T = 0), 400 for a bad,
+missing or repeated value (409 NodeNotConnected, for store = etcd only:
+it_etcd_nodes); `edgesyncctl apply --wait` waits so for each connected node the
 objects select, asking again when its timeout is longer than one wait."""
 
 import threading
@@ -121,16 +121,25 @@ class WaitApiTest(unittest.TestCase):
         st, body, _ = self.wait("w3", 1)
         self.assertEqual(st, 404, body)
         self.assertIn('nodes "w3" not found', body["message"])
+        self.assertIn("details", body)
         a = FakeAgent(self.c, "w3")
         a.ws.close()
         wait_for("w3 disconnected", lambda: not self.c.node("w3")["status"]["sync"]
                  ["connected"])
-        st, body, took = self.wait("w3", 1)
-        self.assertEqual(st, 409, body)
-        self.assertEqual(body["reason"], "NodeNotConnected")
-        self.assertIn("w3", body["message"])
-        self.assertLess(took, 2)
+        # Known, not connected: waited for until it connects and acknowledges.
+        rv = self.put(cc("wait-c0"))
+        st, body, took = self.wait("w3", rv, timeout=1)
+        self.assertEqual(st, 504, body)
+        self.assertIn("has no session on this controller", body["message"])
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=self.wait("w3", rv, timeout=20)))
+        t.start()
+        time.sleep(0.5)
         a = FakeAgent(self.c, "w3")
+        self.assertGreaterEqual(a.rv, rv)
+        a.ack(a.rv)
+        t.join(10)
+        self.assertEqual(out["r"][0], 200, out["r"][1])
         rv = self.put(cc("wait-c"))
         a.next_desired()
         out = {}
@@ -159,7 +168,7 @@ class WaitApiTest(unittest.TestCase):
         t.join(10)
         st, body, took = out["r"]
         self.assertEqual(st, 504, body)
-        self.assertIn("closed and it has not connected again", body["message"])
+        self.assertIn("has no session on this controller", body["message"])
 
     def test_timeout_zero_answers_at_once(self):
         a = FakeAgent(self.c, "w2", labels={"role": "db"})
@@ -168,6 +177,8 @@ class WaitApiTest(unittest.TestCase):
         st, body, took = self.wait("w2", rv, timeout=0)
         self.assertEqual(st, 504, body)
         self.assertEqual(body["reason"], "Timeout")
+        self.assertIn(f"has not acknowledged the desired state of resourceVersion {rv}",
+                      body["message"])
         self.assertLess(took, 1)
         a.ack(rv)
         wait_for("in sync", lambda: self.wait("w2", rv, timeout=0)[0] == 200)
@@ -197,7 +208,10 @@ class WaitApiTest(unittest.TestCase):
                         (f"{WAIT}=9007199254740992", "9007199254740991"),
                         (f"{WAIT}=3&timeoutSeconds=-1", "timeoutSeconds"),
                         (f"{WAIT}=3&timeoutSeconds=601", "timeoutSeconds"),
-                        ("timeoutSeconds=5", "applies only with")):
+                        ("timeoutSeconds=5", "applies only with"),
+                        (f"{WAIT}=2%26timeoutSeconds=0", "2%26timeoutSeconds=0"),
+                        (f"{WAIT}=1&{WAIT}=2", "more than once"),
+                        (f"{WAIT}=1&timeoutSeconds=1&timeoutSeconds=2", "more than once")):
             st, body = self.c.admin("GET", f"{API}/nodes/w1?{q}")
             self.assertEqual(st, 400, (q, body))
             self.assertIn(word, body["message"])
@@ -266,6 +280,34 @@ class ApplyWaitTest(unittest.TestCase):
         self.assertIn(f"node/aw6 acknowledged resourceVersion {acked['rv']}", r.stdout)
         self.assertGreater(took, 11)
         a.ws.close()
+
+    def test_apply_wait_session_closed_meanwhile(self):
+        # aw8's session closes while aw7 is waited for: aw8 is then still
+        # waited for (until it comes back or the time is up), not skipped.
+        c = Cluster(self, nodes=["aw7", "aw8"])
+        c.start_controller()
+        a7, a8 = FakeAgent(c, "aw7"), FakeAgent(c, "aw8")
+        a7.ack(a7.rv)
+        a8.ack(a8.rv)
+
+        def later():
+            rv = a7.next_desired()
+            a8.next_desired()
+            a8.ws.close()
+            time.sleep(1)
+            a7.ack(rv)
+        t = threading.Thread(target=later)
+        t.start()
+        r, took = apply_wait(c, "gone", "4s")
+        t.join(10)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("node/aw7 acknowledged", r.stdout)
+        self.assertIn("aw8", r.stderr)
+        self.assertIn("has no session on this controller", r.stderr)
+        self.assertIn("1 node(s) acknowledged, 0 not connected here, 1 not acknowledged",
+                      r.stdout)
+        self.assertGreaterEqual(took, 3.5)
+        a7.ws.close()
 
     def test_apply_wait_timeout_and_offline(self):
         c = Cluster(self, nodes=["aw2", "aw3", "aw5"])
