@@ -293,6 +293,9 @@ class ApplyWaitTest(unittest.TestCase):
         def later():
             rv = a7.next_desired()
             a8.next_desired()
+            # edgesyncctl lists the nodes right after its PUT is answered:
+            # aw8 closes after that (a second is ample, even under ASan).
+            time.sleep(1)
             a8.ws.close()
             time.sleep(1)
             a7.ack(rv)
