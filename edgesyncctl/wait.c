@@ -55,7 +55,7 @@ static int64_t wait_seconds(int64_t deadline_ms)
  * acknowledged in time or another failure (printed). A wait longer than
  * the controller holds one (ES_CTL_WAIT_MAX_S) is asked for again. */
 static int wait_node(const es_ctl_api *api, const char *name, int64_t rv,
-		     int64_t deadline_ms, FILE *out)
+		     int64_t deadline_ms, int64_t timeout_ms, FILE *out)
 {
 	char path[512];
 	es_http_resp r = { 0 };
@@ -79,6 +79,12 @@ static int wait_node(const es_ctl_api *api, const char *name, int64_t rv,
 	} else if (r.status == 409) {
 		fprintf(out, "node/%s not waited for: %s\n", name, status_message(v));
 		res = 1;
+	} else if (r.status == 504) {
+		/* The controller's message gives the seconds of the last
+		 * request, which is the share of --timeout left for this node. */
+		fprintf(stderr, "error: node/%s did not acknowledge resourceVersion %" PRId64
+			" within --timeout (%g s); the controller: %s\n", name, rv,
+			(double)timeout_ms / 1000.0, status_message(v));
 	} else {
 		es_print_server_error(stderr, name, r.status, r.body, r.body_len);
 	}
@@ -122,7 +128,7 @@ int es_ctl_wait_applied(const es_ctl_api *api, const cJSON *applied, int64_t tim
 			offline++;
 			continue;
 		}
-		counts[wait_node(api, name, want, deadline, out)]++;
+		counts[wait_node(api, name, want, deadline, timeout_ms, out)]++;
 	}
 	if (!counts[0] && !counts[1] && !counts[2] && !offline)
 		fprintf(out, "no node has labels that the objects select "

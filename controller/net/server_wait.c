@@ -11,10 +11,10 @@
  * acknowledged every desired message pushed to it up to N: its latest
  * desiredAck is at least min(N, the last resourceVersion pushed to it).
  * A write that does not target the node is never pushed to it, so it
- * needs no acknowledgement. While the node has no session here (it never
- * had one since the wait began, or its session closed) the wait goes on
- * until a session of the node here acknowledges (its sync after the hello)
- * or the timeout; with store = etcd, where another controller may serve
+ * needs no acknowledgement. A node with no ready session here is in sync
+ * when the last desiredAck recorded here reaches N (what its last session
+ * acknowledged); else the wait goes on until a session of the node here
+ * acknowledges (its sync after the hello) or the timeout; with store = etcd, where another controller may serve
  * the node, a node without a session here when the wait starts is refused
  * at once (409).
  */
@@ -146,23 +146,48 @@ static conn *node_conn(es_server *s, const char *node, int *ready)
 	return hello;
 }
 
-/* 1 when node is in sync as of rv here (the file's head comment). */
-static int in_sync(es_server *s, conn *c, int64_t rv)
+/* 1 when this controller has taken in every write up to rv. */
+static int store_has(es_server *s, int64_t rv)
 {
 	int64_t cur = 0, compacted = 0;
 
-	if (!c->pushed_rv || es_db_rv(s->db, &cur, &compacted) != ES_OK || cur < rv)
+	return es_db_rv(s->db, &cur, &compacted) == ES_OK && cur >= rv;
+}
+
+/* 1 when node, served by c here, is in sync as of rv (the file's head
+ * comment). */
+static int in_sync(es_server *s, conn *c, int64_t rv)
+{
+	if (!c->pushed_rv || !store_has(s, rv))
 		return 0;
 	return c->acked_rv >= (rv < c->pushed_rv ? rv : c->pushed_rv);
 }
 
-static void in_sync_message(const char *node, int64_t rv, const conn *c, char *msg,
+static void in_sync_message(const char *node, int64_t rv, int64_t acked, char *msg,
 			    size_t msgsz)
 {
 	snprintf(msg, msgsz, "node %s holds the desired state of resourceVersion %lld "
-		 "(its last desiredAck: %lld)", node, (long long)rv,
-		 (long long)c->acked_rv);
+		 "(its last desiredAck: %lld)", node, (long long)rv, (long long)acked);
 }
+
+/* What this controller's file records of node: *known 1 when it has a
+ * row, *acked its last desiredAck (0: none). Errors read as unknown. */
+static void node_record(es_server *s, const char *node, int *known, int64_t *acked)
+{
+	es_db_node_brief *b = NULL;
+	size_t n = 0;
+
+	*known = 0;
+	*acked = 0;
+	if (es_db_node_briefs(s->db, node, &b, &n) != ES_OK)
+		return;
+	if (n) {
+		*known = 1;
+		*acked = b[0].desired_ack;
+	}
+	es_db_node_briefs_free(b, n);
+}
+
 
 static void not_connected(const char *node, char *msg, size_t msgsz)
 {
@@ -193,9 +218,11 @@ static void finish(node_wait *w, int status, const char *reason, const char *msg
 	done(ud, status, reason, msg);
 }
 
-/* The message of a wait that timed out; c as node_conn gave it. */
+/* The message of a wait that timed out; c as node_conn gave it, acked
+ * the node's recorded desiredAck when c is not ready. */
 static void timeout_message(const char *node, int64_t rv, int timeout_s,
-			    const conn *c, int ready, char *msg, size_t msgsz)
+			    const conn *c, int ready, int64_t acked, char *msg,
+			    size_t msgsz)
 {
 	int n = timeout_s ?
 		snprintf(msg, msgsz, "node %s did not acknowledge the desired state of "
@@ -210,11 +237,12 @@ static void timeout_message(const char *node, int64_t rv, int timeout_s,
 			 (long long)c->acked_rv);
 	else if (c)
 		snprintf(msg + n, msgsz - (size_t)n, " (its agent's session here is "
-			 "still at its hello)");
+			 "still at its hello; its last desiredAck: %lld)", (long long)acked);
 	else
 		snprintf(msg + n, msgsz - (size_t)n, " (its agent has no session on "
 			 "this controller: it closed, or the node has not connected "
-			 "since the wait began)");
+			 "since the wait began; its last desiredAck: %lld)",
+			 (long long)acked);
 }
 
 /* 1 when the store is SQLite (or none is set): this controller alone
@@ -224,28 +252,18 @@ static int store_local(const es_server *s)
 	return !s->store || strcmp(es_store_backend(s->store), "sqlite") == 0;
 }
 
-/* 1 when this controller knows nothing of node: no row of it here and a
- * local store, which has no other record of nodes (with etcd a node may be
- * known only to the controller that serves it). */
-static int node_unknown(es_server *s, const char *node)
-{
-	es_db_node_brief *b = NULL;
-	size_t n = 0;
-
-	if (!store_local(s) || es_db_node_briefs(s->db, node, &b, &n) != ES_OK)
-		return 0;
-	es_db_node_briefs_free(b, n);
-	return n == 0;
-}
-
 static void on_timeout(lws_sorted_usec_list_t *sul)
 {
 	node_wait *w = lws_container_of(sul, node_wait, timeout);
 	int ready = 0;
 	conn *c = node_conn(w->srv, w->node, &ready);
 	char msg[512];
+	int known;
+	int64_t acked = 0;
 
-	timeout_message(w->node, w->rv, w->timeout_s, c, ready, msg, sizeof(msg));
+	if (!c || !ready)
+		node_record(w->srv, w->node, &known, &acked);
+	timeout_message(w->node, w->rv, w->timeout_s, c, ready, acked, msg, sizeof(msg));
 	finish(w, 504, "Timeout", msg);
 }
 
@@ -253,25 +271,35 @@ int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s
 		       server_wait_fn done, void *ud, node_wait **out,
 		       char *msg, size_t msgsz)
 {
-	int ready = 0;
+	int ready = 0, known = 0;
 	conn *c = node_conn(s, node, &ready);
+	int64_t acked = 0;
 	node_wait *w;
 
 	*out = NULL;
-	if (!c && node_unknown(s, node)) {
-		snprintf(msg, msgsz, "nodes \"%s\" not found", node);
-		return 404;
-	}
-	if (!c && !store_local(s)) {
-		not_connected(node, msg, msgsz);
-		return 409;
-	}
-	if (c && ready && in_sync(s, c, rv)) {
-		in_sync_message(node, rv, c, msg, msgsz);
+	if (!c || !ready) {
+		/* A node known only to another controller (etcd) has no row. */
+		node_record(s, node, &known, &acked);
+		if (!c && !known && store_local(s)) {
+			snprintf(msg, msgsz, "nodes \"%s\" not found", node);
+			return 404;
+		}
+		if (!c && !store_local(s)) {
+			not_connected(node, msg, msgsz);
+			return 409;
+		}
+		/* Without its session, which writes did not target the node
+		 * is not known: its recorded desiredAck must reach rv. */
+		if (known && acked >= rv && store_has(s, rv)) {
+			in_sync_message(node, rv, acked, msg, msgsz);
+			return 200;
+		}
+	} else if (in_sync(s, c, rv)) {
+		in_sync_message(node, rv, c->acked_rv, msg, msgsz);
 		return 200;
 	}
 	if (timeout_s == 0) {
-		timeout_message(node, rv, 0, c, ready, msg, msgsz);
+		timeout_message(node, rv, 0, c, ready, acked, msg, msgsz);
 		return 504;
 	}
 	w = calloc(1, sizeof(*w));
@@ -318,7 +346,7 @@ int server__wait_check(es_server *s, const char *node)
 			continue;
 		c = node_conn(s, w->node, &ready);
 		if (c && ready && in_sync(s, c, w->rv)) {
-			in_sync_message(w->node, w->rv, c, msg, sizeof(msg));
+			in_sync_message(w->node, w->rv, c->acked_rv, msg, sizeof(msg));
 			finish(w, 200, NULL, msg);
 			ended++;
 		}

@@ -158,6 +158,7 @@ class WaitApiTest(unittest.TestCase):
         st, body, took = out["r"]
         self.assertEqual(st, 200, body)
         self.assertIn(f"resourceVersion {rv}", body["message"])
+        acked = b.rv
         # Lost and not back: the timeout says the session closed.
         rv = self.put(cc("wait-c", interval=11))
         self.assertEqual(b.next_desired(), rv)
@@ -169,6 +170,11 @@ class WaitApiTest(unittest.TestCase):
         st, body, took = out["r"]
         self.assertEqual(st, 504, body)
         self.assertIn("has no session on this controller", body["message"])
+        self.assertIn(f"last desiredAck: {acked}", body["message"])
+        # What its last session acknowledged it still holds: in sync as of
+        # that, without a session.
+        st, body, took = self.wait("w3", acked, timeout=0)
+        self.assertEqual(st, 200, body)
 
     def test_timeout_zero_answers_at_once(self):
         a = FakeAgent(self.c, "w2", labels={"role": "db"})
@@ -305,12 +311,38 @@ class ApplyWaitTest(unittest.TestCase):
         t.join(10)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("node/aw7 acknowledged", r.stdout)
-        self.assertIn("aw8", r.stderr)
+        self.assertIn("node/aw8 did not acknowledge resourceVersion", r.stderr)
+        self.assertIn("within --timeout (4 s)", r.stderr)
         self.assertIn("has no session on this controller", r.stderr)
         self.assertIn("1 node(s) acknowledged, 0 not connected here, 1 not acknowledged",
                       r.stdout)
         self.assertGreaterEqual(took, 3.5)
         a7.ws.close()
+
+    def test_apply_wait_acked_then_closed_before_its_turn(self):
+        # ax2 acknowledges and its session closes while ax1 is waited for:
+        # it acknowledged, so the command succeeds.
+        c = Cluster(self, nodes=["ax1", "ax2"])
+        c.start_controller()
+        a1, a2 = FakeAgent(c, "ax1"), FakeAgent(c, "ax2")
+        a1.ack(a1.rv)
+        a2.ack(a2.rv)
+
+        def later():
+            rv = a1.next_desired()
+            a2.ack(a2.next_desired())
+            time.sleep(1)  # after edgesyncctl listed the nodes
+            a2.ws.close()
+            time.sleep(1)
+            a1.ack(rv)
+        t = threading.Thread(target=later)
+        t.start()
+        r, took = apply_wait(c, "acked", "10s")
+        t.join(10)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("2 node(s) acknowledged, 0 not connected here, 0 not acknowledged",
+                      r.stdout)
+        a1.ws.close()
 
     def test_apply_wait_timeout_and_offline(self):
         c = Cluster(self, nodes=["aw2", "aw3", "aw5"])
