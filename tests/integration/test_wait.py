@@ -240,6 +240,12 @@ def apply_wait(c, name, timeout):
     return r, time.monotonic() - t0
 
 
+def has(test, text, *parts):
+    """Asserts that text holds each of parts."""
+    for part in parts:
+        test.assertIn(part, text)
+
+
 class ApplyWaitTest(unittest.TestCase):
     def test_apply_wait_with_a_real_agent(self):
         c = Cluster(self, nodes=["aw1"])
@@ -287,62 +293,55 @@ class ApplyWaitTest(unittest.TestCase):
         self.assertGreater(took, 11)
         a.ws.close()
 
-    def test_apply_wait_session_closed_meanwhile(self):
-        # aw8's session closes while aw7 is waited for: aw8 is then still
-        # waited for (until it comes back or the time is up), not skipped.
-        c = Cluster(self, nodes=["aw7", "aw8"])
+    def second_closes_while_first_waited(self, nodes, name, timeout, second_acks):
+        """Two fake agents of nodes; after the apply's push the second one
+        acknowledges it (second_acks) or not, and a second later, once
+        edgesyncctl has listed both as connected (ample even under ASan),
+        its session closes; a second after that the first acknowledges.
+        Returns apply_wait's (process, seconds)."""
+        c = Cluster(self, nodes=nodes)
         c.start_controller()
-        a7, a8 = FakeAgent(c, "aw7"), FakeAgent(c, "aw8")
-        a7.ack(a7.rv)
-        a8.ack(a8.rv)
+        first, second = FakeAgent(c, nodes[0]), FakeAgent(c, nodes[1])
+        first.ack(first.rv)
+        second.ack(second.rv)
 
         def later():
-            rv = a7.next_desired()
-            a8.next_desired()
-            # edgesyncctl lists the nodes right after its PUT is answered:
-            # aw8 closes after that (a second is ample, even under ASan).
+            rv = first.next_desired()
+            rv2 = second.next_desired()
+            if second_acks:
+                second.ack(rv2)
             time.sleep(1)
-            a8.ws.close()
+            second.ws.close()
             time.sleep(1)
-            a7.ack(rv)
+            first.ack(rv)
         t = threading.Thread(target=later)
         t.start()
-        r, took = apply_wait(c, "gone", "4s")
+        out = apply_wait(c, name, timeout)
         t.join(10)
+        first.ws.close()
+        return out
+
+    def test_apply_wait_session_closed_meanwhile(self):
+        # aw8's session closes, unacknowledged, while aw7 is waited for: aw8
+        # is then still waited for (until it comes back or the time is up),
+        # not skipped.
+        r, took = self.second_closes_while_first_waited(["aw7", "aw8"], "gone", "4s",
+                                                        second_acks=False)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("node/aw7 acknowledged", r.stdout)
-        self.assertIn("node/aw8 did not acknowledge resourceVersion", r.stderr)
-        self.assertIn("within --timeout (4 s)", r.stderr)
-        self.assertIn("has no session on this controller", r.stderr)
-        self.assertIn("1 node(s) acknowledged, 0 not connected here, 1 not acknowledged",
-                      r.stdout)
+        has(self, r.stdout, "node/aw7 acknowledged",
+            "1 node(s) acknowledged, 0 not connected here, 1 not acknowledged")
+        has(self, r.stderr, "node/aw8 did not acknowledge resourceVersion",
+            "within --timeout (4 s)", "has no session on this controller")
         self.assertGreaterEqual(took, 3.5)
-        a7.ws.close()
 
     def test_apply_wait_acked_then_closed_before_its_turn(self):
         # ax2 acknowledges and its session closes while ax1 is waited for:
         # it acknowledged, so the command succeeds.
-        c = Cluster(self, nodes=["ax1", "ax2"])
-        c.start_controller()
-        a1, a2 = FakeAgent(c, "ax1"), FakeAgent(c, "ax2")
-        a1.ack(a1.rv)
-        a2.ack(a2.rv)
-
-        def later():
-            rv = a1.next_desired()
-            a2.ack(a2.next_desired())
-            time.sleep(1)  # after edgesyncctl listed the nodes
-            a2.ws.close()
-            time.sleep(1)
-            a1.ack(rv)
-        t = threading.Thread(target=later)
-        t.start()
-        r, took = apply_wait(c, "acked", "10s")
-        t.join(10)
+        r, took = self.second_closes_while_first_waited(["ax1", "ax2"], "acked", "10s",
+                                                        second_acks=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("2 node(s) acknowledged, 0 not connected here, 0 not acknowledged",
                       r.stdout)
-        a1.ws.close()
 
     def test_apply_wait_timeout_and_offline(self):
         c = Cluster(self, nodes=["aw2", "aw3", "aw5"])
@@ -360,12 +359,9 @@ class ApplyWaitTest(unittest.TestCase):
         # The timeout is for both unacknowledging nodes together.
         self.assertGreaterEqual(took, 1.5)
         self.assertLess(took, 2.9)  # not 2 s for one node, then 1 s for the next
-        self.assertIn("node/aw3 not connected", r.stdout)
-        self.assertIn("aw2", r.stderr)
-        self.assertIn("did not acknowledge", r.stderr)
-        self.assertIn("aw5", r.stderr)
-        self.assertIn("0 node(s) acknowledged, 1 not connected here, 2 not acknowledged",
-                      r.stdout)
+        has(self, r.stdout, "node/aw3 not connected",
+            "0 node(s) acknowledged, 1 not connected here, 2 not acknowledged")
+        has(self, r.stderr, "node/aw2 did not acknowledge", "node/aw5 did not acknowledge")
         a.ws.close()
         a5.ws.close()
 
