@@ -58,10 +58,15 @@ class KilledBetweenCommitAndAckTest(unittest.TestCase):
         start_with_exit(c, 1)
         socks = [session(c, n)[0] for n in nodes]
         # Three sessions send at once; the first batch that commits ends the
-        # controller before any ack goes out.
+        # controller before any ack goes out (a batch on an idle store
+        # commits at the next turn of its loop, so the later sends may find
+        # it gone).
         for ws, n in zip(socks, nodes):
-            for r in reports(n):
-                ws.send_json(r)
+            try:
+                for r in reports(n):
+                    ws.send_json(r)
+            except OSError:
+                pass
         for ws in socks:
             msgs, _ = ws.recv_until_close()
             self.assertNotIn("ack", [m["type"] for m in msgs])

@@ -50,7 +50,12 @@ def attached_using(root, map_id):
     their own pin directories, are not counted)."""
     names = []
     for p in bpftool_json("cgroup", "show", root) or []:
-        info = bpftool_json("prog", "show", "id", str(p["id"]))
+        try:
+            info = bpftool_json("prog", "show", "id", str(p["id"]))
+        except subprocess.CalledProcessError:
+            # Gone since the listing: another test's agent detached it
+            # (this test's programs are pinned and stay).
+            continue
         if map_id in info.get("map_ids", []):
             names.append(p.get("name", ""))
     return names
