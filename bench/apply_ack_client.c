@@ -24,30 +24,14 @@
 #include "es_http.h"
 #include "es_json.h"
 #include "es_obj.h"
+#include "es_time.h"
+#include "quantile.h"
 
 #define API "/apis/edgesync.io/v1alpha1"
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The p-th quantile (0..1) of n sorted values, nearest rank. */
-static double quantile(const double *v, int n, double p)
-{
-	int k = (int)(p * n + 0.5) - 1;
-
-	return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+	return (double)es_time_mono_us() / 1000.0;
 }
 
 /* One request; 0 with *resp filled and status want (or want2), else -1
@@ -156,14 +140,14 @@ int main(int argc, char **argv)
 		}
 		nanosleep(&gap, NULL);
 	}
-	qsort(put, (size_t)applies, sizeof(*put), cmp_double);
-	qsort(all, (size_t)applies, sizeof(*all), cmp_double);
+	bench_sort(put, (size_t)applies);
+	bench_sort(all, (size_t)applies);
 	printf("apply_to_desired_ack_ms p50 %.2f p99 %.2f max %.2f (n=%d; C client on "
 	       "lib/es_http as edgesyncctl: PUT, then the waiting GET on the same kept "
-	       "connection)\n", quantile(all, applies, 0.5), quantile(all, applies, 0.99),
-	       all[applies - 1], applies);
-	printf("put_answered_ms p50 %.2f p99 %.2f\n", quantile(put, applies, 0.5),
-	       quantile(put, applies, 0.99));
+	       "connection)\n", bench_quantile(all, (size_t)applies, 50),
+	       bench_quantile(all, (size_t)applies, 99), all[applies - 1], applies);
+	printf("put_answered_ms p50 %.2f p99 %.2f\n", bench_quantile(put, (size_t)applies, 50),
+	       bench_quantile(put, (size_t)applies, 99));
 	printf("admin_connections %lu\n", es_http_client_connections(h));
 	rc = 0;
 out:

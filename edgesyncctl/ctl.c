@@ -421,13 +421,15 @@ static int64_t wait_timeout_ms(const ctl *c)
 	char err[256];
 	int64_t ms = 30000;
 
-	if (c->timeout && (es_health_duration_parse(c->timeout, &ms, err, sizeof(err)) != ES_OK ||
-			   ms < 1000 || ms > 3600000)) {
-		if (ms < 1000 || ms > 3600000)
-			fprintf(stderr, "error: --timeout: \"%s\" is not a duration of 1s "
-				"to 1h\n", c->timeout);
-		else
-			fprintf(stderr, "error: --timeout: %s\n", err);
+	if (!c->timeout)
+		return ms;
+	if (es_health_duration_parse(c->timeout, &ms, err, sizeof(err)) != ES_OK) {
+		fprintf(stderr, "error: --timeout: %s\n", err);
+		return -1;
+	}
+	if (ms < 1000 || ms > 3600000) {
+		fprintf(stderr, "error: --timeout: \"%s\" is not a duration of 1s to 1h\n",
+			c->timeout);
 		return -1;
 	}
 	return ms;
@@ -504,7 +506,6 @@ static int cmd_apply(ctl *c)
 	/* What was applied is waited for, also when another object failed. */
 	if (applied && cJSON_GetArraySize(applied) > 0) {
 		es_ctl_api api = { api_call, c };
-
 		int64_t longest = timeout_ms < ES_CTL_WAIT_MAX_S * 1000 ?
 				  timeout_ms : ES_CTL_WAIT_MAX_S * 1000;
 

@@ -38,7 +38,6 @@ struct es_http_client {
 	int tls;                 /* https:// over TLS, else http:// over TCP */
 	int timeout_ms;          /* connect, handshake */
 	int resp_timeout_ms;     /* each wait for a response's data */
-	int timed_out;           /* the last response did not come in time */
 	const char *user_agent;
 	mbedtls_net_context net; /* the socket, fd -1 when not connected */
 	mbedtls_entropy_context entropy;
@@ -451,9 +450,11 @@ static int conn_recv(es_http_client *c, char *buf, size_t cap, const char *url,
 }
 
 /* Reads one response; *nread counts the bytes received, *keep_alive says
- * whether the connection can carry the next request. */
+ * whether the connection can carry the next request, *timed_out whether
+ * the response did not come in time (ES_ERR_IO). */
 static es_err read_resp(es_http_client *c, const char *url, es_http_resp *resp,
-			int *keep_alive, size_t *nread, char *err, size_t errsz)
+			int *keep_alive, size_t *nread, int *timed_out, char *err,
+			size_t errsz)
 {
 	es_http_parser *p = NULL;
 	char *buf = malloc(READ_CHUNK), why[320] = "";
@@ -462,6 +463,7 @@ static es_err read_resp(es_http_client *c, const char *url, es_http_resp *resp,
 
 	*keep_alive = 0;
 	*nread = 0;
+	*timed_out = 0;
 	/* mbedTLS reads the configuration's timeout at each read; the
 	 * handshake keeps timeout_ms. */
 	if (c->tls)
@@ -482,7 +484,7 @@ static es_err read_resp(es_http_client *c, const char *url, es_http_resp *resp,
 		if (n == RECV_TIMEOUT) {
 			int st = es_http_parser_status(p);
 
-			c->timed_out = 1;
+			*timed_out = 1;
 			if (st)
 				rc = es_errf(ES_ERR_IO, err, errsz,
 					     "%s: the server answered HTTP %d but its response "
@@ -570,10 +572,9 @@ es_err es_http_client_request(es_http_client *c, const char *method,
 	 * of a response: then the request is sent once more on a new one. Only
 	 * idempotent methods are retried (RFC 9110 section 9.2.2). */
 	for (attempt = 0; attempt < 2; attempt++) {
-		int reused = c->connected, keep_alive = 0;
+		int reused = c->connected, keep_alive = 0, timed_out = 0;
 		size_t nread = 0;
 
-		c->timed_out = 0;
 		if (!reused) {
 			rc = connect_to(c, &u, url, err, errsz);
 			if (rc != ES_OK)
@@ -581,7 +582,8 @@ es_err es_http_client_request(es_http_client *c, const char *method,
 		}
 		rc = send_all(c, req, (size_t)n + (body ? len : 0), url, err, errsz);
 		if (rc == ES_OK)
-			rc = read_resp(c, url, resp, &keep_alive, &nread, err, errsz);
+			rc = read_resp(c, url, resp, &keep_alive, &nread, &timed_out, err,
+				       errsz);
 		if (rc == ES_OK) {
 			if (!keep_alive)
 				disconnect(c, 1);
@@ -589,7 +591,7 @@ es_err es_http_client_request(es_http_client *c, const char *method,
 		}
 		disconnect(c, 0);
 		/* A timeout is no sign of a connection closed while idle. */
-		if (!reused || nread || c->timed_out || strcmp(method, "POST") == 0 ||
+		if (!reused || nread || timed_out || strcmp(method, "POST") == 0 ||
 		    rc == ES_ERR_NOMEM || rc == ES_ERR_TOOBIG)
 			break;
 	}

@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 #include <linux/tcp.h>
 
+#include "../quantile.h"
+
 void fsim_stats_init(fsim_stats *st, int64_t now)
 {
 	memset(st, 0, sizeof(*st));
@@ -65,28 +67,18 @@ void fsim_stats_welcome(fsim_stats *st, int64_t now)
 	st->mark_last_welcome_ms = now;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Prints {"n":..,"p50":..,"p99":..,"max":..} of s (sorted in place);
  * nearest-rank percentiles. */
 static void print_dist(FILE *f, const char *key, fsim_samples *s)
 {
-	size_t i50, i99;
-
 	if (s->n == 0) {
 		fprintf(f, "\"%s\":{\"n\":0}", key);
 		return;
 	}
-	qsort(s->v, s->n, sizeof(*s->v), cmp_double);
-	i50 = (s->n * 50 + 99) / 100;
-	i99 = (s->n * 99 + 99) / 100;
+	bench_sort(s->v, s->n);
 	fprintf(f, "\"%s\":{\"n\":%zu,\"p50\":%.2f,\"p99\":%.2f,\"max\":%.2f}", key, s->n,
-		s->v[i50 ? i50 - 1 : 0], s->v[i99 ? i99 - 1 : 0], s->v[s->n - 1]);
+		bench_quantile(s->v, s->n, 50), bench_quantile(s->v, s->n, 99),
+		s->v[s->n - 1]);
 }
 
 static double secs(int64_t from, int64_t to)

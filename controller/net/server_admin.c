@@ -203,18 +203,16 @@ static const char *node_get_name(const http_req *r)
 	return name;
 }
 
-/* A request with waitForDesiredResourceVersion or timeoutSeconds
- * (server_wait.c): answered once the node is in sync or at the timeout;
- * at once when the node has no session here or is unknown. */
-static int dispatch_wait(struct lws *wsi, es_server *s, http_req *r)
+/* A request with waitForDesiredResourceVersion rv (and timeoutSeconds,
+ * server_wait.c): answered once the node is in sync or at the timeout; at
+ * once when the node has no session here or is unknown. */
+static int dispatch_wait(struct lws *wsi, es_server *s, http_req *r, int64_t rv,
+			 int timeout_s)
 {
 	const char *node = node_get_name(r);
 	char why[600], *b;
-	int64_t rv = 0;
-	int timeout_s = 0, st;
+	int st;
 
-	if (server__wait_params(r->query, &rv, &timeout_s, why, sizeof(why)) < 0)
-		return respond_status(wsi, r, 400, "BadRequest", why, 0);
 	if (!node) {
 		snprintf(why, sizeof(why), "%s applies to GET "
 			 "/apis/edgesync.io/v1alpha1/nodes/NAME only, not to %s %s",
@@ -243,11 +241,14 @@ static int dispatch_wait(struct lws *wsi, es_server *s, http_req *r)
 static int dispatch(struct lws *wsi, es_server *s, http_req *r)
 {
 	int64_t rv;
-	int timeout_s;
-	char why[8];
+	int timeout_s, wait;
+	char why[600];
 
-	if (server__wait_params(r->query, &rv, &timeout_s, why, sizeof(why)) != 0)
-		return dispatch_wait(wsi, s, r);
+	wait = server__wait_params(r->query, &rv, &timeout_s, why, sizeof(why));
+	if (wait < 0)
+		return respond_status(wsi, r, 400, "BadRequest", why, 0);
+	if (wait)
+		return dispatch_wait(wsi, s, r, rv, timeout_s);
 	if (strcmp(r->path, "/metrics") == 0) {
 		size_t len = 0;
 		char *m;

@@ -2,8 +2,8 @@
  * server_wait.c - admin requests that wait until a node's agent holds the
  * desired state up to a resourceVersion (GET .../nodes/NAME?
  * waitForDesiredResourceVersion=N, server_int.h): the waits, their
- * timeouts and the check made when a desiredAck arrives, a write is
- * pushed or an agent's connection closes.
+ * timeouts and the check made when a desiredAck arrives or a write is
+ * pushed.
  *
  * A node is in sync as of N when this controller has taken in every write
  * up to N (its store's resourceVersion is N or later, which with etcd
@@ -14,13 +14,12 @@
  * needs no acknowledgement. A node with no ready session here is in sync
  * when the last desiredAck recorded here reaches N (what its last session
  * acknowledged); else the wait goes on until a session of the node here
- * acknowledges (its sync after the hello) or the timeout; with store = etcd, where another controller may serve
- * the node, a node without a session here when the wait starts is refused
- * at once (409).
+ * acknowledges (its sync after the hello) or the timeout. With store =
+ * etcd, where another controller may serve the node, a node without a
+ * session here when the wait starts is refused at once (409).
  */
 #include "net/server_int.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +69,25 @@ static int item_is(const char *p, size_t len, const char *name, const char **val
 	return 1;
 }
 
+/* Says in why that parameter name must be "<what>an integer of min to
+ * max<unit>", not val (vlen bytes; NULL: no value given); returns -1. */
+static int bad_value(char *why, size_t whysz, const char *name, const char *what,
+		     int64_t min, int64_t max, const char *unit, const char *val,
+		     size_t vlen)
+{
+	int n = snprintf(why, whysz, "%s must be %san integer of %lld to %lld%s, not ",
+			 name, what, (long long)min, (long long)max, unit);
+
+	if (n < 0 || (size_t)n >= whysz)
+		return -1;
+	if (val)
+		snprintf(why + n, whysz - (size_t)n, "\"%.*s\"",
+			 (int)(vlen > 64 ? 64 : vlen), val);
+	else
+		snprintf(why + n, whysz - (size_t)n, "empty");
+	return -1;
+}
+
 int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
 			char *why, size_t whysz)
 {
@@ -86,27 +104,17 @@ int server__wait_params(const char *query, int64_t *rv, int *timeout_s,
 
 		if (item_is(p, len, SERVER_WAIT_PARAM, &val, &vlen)) {
 			v = val ? param_int(val, vlen, 1, ES_JSON_MAX_INT) : -1;
-			if (v < 0) {
-				snprintf(why, whysz, "%s must be a resourceVersion, an "
-					 "integer of 1 to %lld, not %s%.*s%s",
-					 SERVER_WAIT_PARAM, (long long)ES_JSON_MAX_INT,
-					 val ? "\"" : "", val ? (int)(vlen > 64 ? 64 : vlen) : 5,
-					 val ? val : "empty", val ? "\"" : "");
-				return -1;
-			}
+			if (v < 0)
+				return bad_value(why, whysz, SERVER_WAIT_PARAM, "a resourceVersion, ",
+						 1, ES_JSON_MAX_INT, "", val, vlen);
 			*rv = v;
 			twice = found ? SERVER_WAIT_PARAM : twice;
 			found = 1;
 		} else if (item_is(p, len, SERVER_WAIT_TIMEOUT_PARAM, &val, &vlen)) {
 			v = val ? param_int(val, vlen, 0, SERVER_WAIT_MAX_S) : -1;
-			if (v < 0) {
-				snprintf(why, whysz, "%s must be an integer of 0 to %d "
-					 "(seconds), not %s%.*s%s", SERVER_WAIT_TIMEOUT_PARAM,
-					 SERVER_WAIT_MAX_S, val ? "\"" : "",
-					 val ? (int)(vlen > 64 ? 64 : vlen) : 5,
-					 val ? val : "empty", val ? "\"" : "");
-				return -1;
-			}
+			if (v < 0)
+				return bad_value(why, whysz, SERVER_WAIT_TIMEOUT_PARAM, "", 0,
+						 SERVER_WAIT_MAX_S, " (seconds)", val, vlen);
 			*timeout_s = (int)v;
 			twice = timeout_given ? SERVER_WAIT_TIMEOUT_PARAM : twice;
 			timeout_given = 1;
@@ -146,19 +154,20 @@ static conn *node_conn(es_server *s, const char *node, int *ready)
 	return hello;
 }
 
-/* 1 when this controller has taken in every write up to rv. */
-static int store_has(es_server *s, int64_t rv)
+/* The resourceVersion up to which this controller has taken in every
+ * write (0 when its file cannot be read). */
+static int64_t store_rv(es_server *s)
 {
 	int64_t cur = 0, compacted = 0;
 
-	return es_db_rv(s->db, &cur, &compacted) == ES_OK && cur >= rv;
+	return es_db_rv(s->db, &cur, &compacted) == ES_OK ? cur : 0;
 }
 
 /* 1 when node, served by c here, is in sync as of rv (the file's head
- * comment). */
-static int in_sync(es_server *s, conn *c, int64_t rv)
+ * comment); stored is store_rv's. */
+static int in_sync(const conn *c, int64_t rv, int64_t stored)
 {
-	if (!c->pushed_rv || !store_has(s, rv))
+	if (!c->pushed_rv || stored < rv)
 		return 0;
 	return c->acked_rv >= (rv < c->pushed_rv ? rv : c->pushed_rv);
 }
@@ -187,7 +196,6 @@ static void node_record(es_server *s, const char *node, int *known, int64_t *ack
 	}
 	es_db_node_briefs_free(b, n);
 }
-
 
 static void not_connected(const char *node, char *msg, size_t msgsz)
 {
@@ -273,7 +281,7 @@ int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s
 {
 	int ready = 0, known = 0;
 	conn *c = node_conn(s, node, &ready);
-	int64_t acked = 0;
+	int64_t acked = 0, stored = store_rv(s);
 	node_wait *w;
 
 	*out = NULL;
@@ -290,11 +298,11 @@ int server__wait_start(es_server *s, const char *node, int64_t rv, int timeout_s
 		}
 		/* Without its session, which writes did not target the node
 		 * is not known: its recorded desiredAck must reach rv. */
-		if (known && acked >= rv && store_has(s, rv)) {
+		if (known && acked >= rv && stored >= rv) {
 			in_sync_message(node, rv, acked, msg, msgsz);
 			return 200;
 		}
-	} else if (in_sync(s, c, rv)) {
+	} else if (in_sync(c, rv, stored)) {
 		in_sync_message(node, rv, c->acked_rv, msg, msgsz);
 		return 200;
 	}
@@ -334,6 +342,7 @@ void server__wait_cancel(node_wait *w)
 int server__wait_check(es_server *s, const char *node)
 {
 	node_wait *w = s->waits, *next;
+	int64_t stored = w ? store_rv(s) : 0;
 	int ended = 0;
 
 	for (; w; w = next) {
@@ -345,7 +354,7 @@ int server__wait_check(es_server *s, const char *node)
 		if (node && strcmp(w->node, node) != 0)
 			continue;
 		c = node_conn(s, w->node, &ready);
-		if (c && ready && in_sync(s, c, w->rv)) {
+		if (c && ready && in_sync(c, w->rv, stored)) {
 			in_sync_message(w->node, w->rv, c->acked_rv, msg, sizeof(msg));
 			finish(w, 200, NULL, msg);
 			ended++;
